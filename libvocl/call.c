@@ -1,0 +1,282 @@
+/*
+ * call.c - the life of one forwarded call: validate and route the handles,
+ * encode the request, exchange it with the owning proxy, decode the reply.
+ *
+ * A call goes to the proxy that owns its first handle; every other handle
+ * must live there too.  Events of other proxies in a wait list are waited
+ * for here, before the request leaves, which keeps their order.
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_key_t wr_key;
+static pthread_once_t wr_once = PTHREAD_ONCE_INIT;
+
+static void wr_destroy(void *p)
+{
+    vocl_wr_free(p);
+    free(p);
+}
+
+static void wr_key_init(void)
+{
+    pthread_key_create(&wr_key, wr_destroy);
+}
+
+/* Each thread encodes into its own buffer, kept between calls. */
+static struct vocl_wr *thread_writer(void)
+{
+    pthread_once(&wr_once, wr_key_init);
+    struct vocl_wr *w = pthread_getspecific(wr_key);
+    if (!w) {
+        w = calloc(1, sizeof(*w));
+        if (w)
+            pthread_setspecific(wr_key, w);
+    }
+    return w;
+}
+
+void vocl_call_init(struct vocl_call *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->err = vocl_init();
+}
+
+void vocl_call_error(struct vocl_call *c, cl_int err)
+{
+    if (c->err == CL_SUCCESS)
+        c->err = err;
+}
+
+struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type t, int nullable)
+{
+    if (c->err)
+        return NULL;
+    if (!h) {
+        if (!nullable)
+            vocl_call_error(c, vocl_type_invalid_err(t));
+        return NULL;
+    }
+    struct vocl_obj *o = vocl_lookup(h, t);
+    if (!o) {
+        vocl_call_error(c, vocl_type_invalid_err(t));
+        return NULL;
+    }
+    if (!c->px)
+        c->px = o->px;
+    else if (o->px != c->px) {
+        /* Objects of different proxies never share a context. */
+        vocl_call_error(c, t == VOCL_T_DEVICE ? CL_INVALID_DEVICE : CL_INVALID_CONTEXT);
+        return NULL;
+    }
+    return o;
+}
+
+void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t)
+{
+    if (c->err)
+        return;
+    if ((n == 0) != (list == NULL)) {
+        vocl_call_error(c, CL_INVALID_VALUE);
+        return;
+    }
+    for (cl_uint i = 0; i < n && !c->err; i++)
+        vocl_call_h(c, list[i], t, 0);
+}
+
+void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
+{
+    if (c->err)
+        return;
+    if ((n == 0) != (list == NULL)) {
+        vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
+        return;
+    }
+    for (cl_uint i = 0; i < n; i++)
+        if (!vocl_lookup(list[i], VOCL_T_EVENT)) {
+            vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
+            return;
+        }
+    c->wl_n = n;
+    c->wl = list;
+}
+
+int vocl_call_start(struct vocl_call *c, unsigned op)
+{
+    if (c->err)
+        return -1;
+    if (!c->px && c->wl_n)
+        c->px = vocl_lookup(c->wl[0], VOCL_T_EVENT)->px;
+    if (!c->px) {
+        vocl_call_error(c, CL_INVALID_VALUE);
+        return -1;
+    }
+    /* Events of other proxies: wait for them first (before taking our proxy). */
+    for (cl_uint i = 0; i < c->wl_n; i++) {
+        struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
+        if (e && e->px != c->px) {
+            cl_int rc = clWaitForEvents(1, &c->wl[i]);
+            if (rc != CL_SUCCESS) {
+                vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+                return -1;
+            }
+        }
+    }
+    if (c->px->dead) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    c->w = thread_writer();
+    if (!c->w) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return -1;
+    }
+    pthread_mutex_lock(&c->px->lock);
+    c->locked = true;
+    vocl_wr_begin(c->w, (uint16_t)op, VOCL_F_REPLY, ++c->px->seq);
+    return 0;
+}
+
+void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list)
+{
+    vocl_wr_u32(c->w, n);
+    for (cl_uint i = 0; i < n; i++)
+        vocl_wr_u64(c->w, ((const struct vocl_obj *)list[i])->id); /* checked by call_ha */
+}
+
+void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
+{
+    cl_uint mine = 0;
+    for (cl_uint i = 0; i < n; i++)
+        mine += ((const struct vocl_obj *)list[i])->px == c->px;
+    vocl_wr_u32(c->w, mine);
+    for (cl_uint i = 0; i < n; i++) {
+        const struct vocl_obj *e = (const struct vocl_obj *)list[i];
+        if (e->px == c->px)
+            vocl_wr_u64(c->w, e->id);
+    }
+}
+
+void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n)
+{
+    vocl_wr_u8(c->w, arr != NULL);
+    if (!arr)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        if (elem == 4) {
+            uint32_t v32;
+            memcpy(&v32, (const char *)arr + 4 * i, 4);
+            v = v32;
+        } else {
+            memcpy(&v, (const char *)arr + 8 * i, 8);
+        }
+        vocl_wr_u64(c->w, v);
+    }
+}
+
+void vocl_call_put_props(struct vocl_call *c, const void *props, size_t elem)
+{
+    /* Property lists are (name, value) pairs ended by a 0 name. */
+    const uint64_t *p = props;
+    uint32_t n = 0;
+    (void)elem; /* every property type of OpenCL 3.0 is 64 bits wide here */
+    if (p) {
+        while (p[n] && n < 255)
+            n += 2;
+        n += 1;
+    }
+    vocl_wr_u32(c->w, n);
+    for (uint32_t i = 0; i < n; i++)
+        vocl_wr_u64(c->w, i + 1 == n ? 0 : p[i]);
+}
+
+uint64_t vocl_call_new_id(struct vocl_call *c)
+{
+    return atomic_fetch_add(&c->px->next_id, 1);
+}
+
+int vocl_call_post(struct vocl_call *c)
+{
+    if (c->err)
+        return -1;
+    vocl_wr_finish(c->w);
+    if (c->w->fail) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return -1;
+    }
+    if (vocl_xport_send(c->px, c->w->buf, c->w->len)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    return 0;
+}
+
+int vocl_call_wait(struct vocl_call *c)
+{
+    if (c->err)
+        return -1;
+    if (vocl_xport_recv_reply(c->px, &c->r)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    c->err = vocl_rd_i32(&c->r);
+    if (c->r.fail) {
+        vocl_xport_fail(c->px, "short reply");
+        c->err = CL_OUT_OF_RESOURCES;
+    }
+    return c->err != CL_SUCCESS;
+}
+
+int vocl_call_send(struct vocl_call *c)
+{
+    if (vocl_call_post(c))
+        return -1;
+    return vocl_call_wait(c);
+}
+
+cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret)
+{
+    if (value && size < n)
+        return CL_INVALID_VALUE;
+    if (value && n)
+        memcpy(value, src, n);
+    if (size_ret)
+        *size_ret = n;
+    return CL_SUCCESS;
+}
+
+void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret)
+{
+    size_t got;
+    uint64_t n = vocl_rd_u64(&c->r);
+    const void *bytes = vocl_rd_bytes(&c->r, &got);
+    if (c->r.fail || got > size) {
+        vocl_call_error(c, CL_OUT_OF_RESOURCES);
+        return;
+    }
+    if (value && got)
+        memcpy(value, bytes, got);
+    if (size_ret)
+        *size_ret = (size_t)n;
+}
+
+struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
+                                   struct vocl_obj *context, struct vocl_obj *parent)
+{
+    if (c->err)
+        return NULL;
+    struct vocl_obj *o = vocl_obj_new(t, c->px, id, context, parent);
+    if (!o)
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+    return o;
+}
+
+void vocl_call_end(struct vocl_call *c)
+{
+    if (c->locked)
+        pthread_mutex_unlock(&c->px->lock);
+    c->locked = false;
+}

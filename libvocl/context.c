@@ -1,0 +1,198 @@
+/*
+ * context.c - contexts: creation from devices or a device type, and the
+ * info the client answers itself (devices and properties).
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Checks a context property list; 0 or the spec's error. */
+static cl_int check_props(const cl_context_properties *p, size_t *n)
+{
+    size_t i = 0;
+    bool seen_platform = false, seen_sync = false;
+    for (; p && p[i]; i += 2) {
+        switch (p[i]) {
+        case CL_CONTEXT_PLATFORM:
+            if (seen_platform)
+                return CL_INVALID_PROPERTY;
+            seen_platform = true;
+            if (!vocl_lookup((void *)p[i + 1], VOCL_T_PLATFORM))
+                return CL_INVALID_PLATFORM;
+            break;
+        case CL_CONTEXT_INTEROP_USER_SYNC:
+            if (seen_sync)
+                return CL_INVALID_PROPERTY;
+            seen_sync = true;
+            break;
+        default:
+            return CL_INVALID_PROPERTY; /* GL, D3D, ...: no window system remotely */
+        }
+        if (i > 64)
+            return CL_INVALID_PROPERTY;
+    }
+    *n = p ? i + 1 : 0;
+    return CL_SUCCESS;
+}
+
+static struct vocl_obj *create_context(const cl_context_properties *properties,
+                                       cl_uint num_devices, const cl_device_id *devices,
+                                       void (CL_CALLBACK *pfn_notify)(const char *, const void *,
+                                                                      size_t, void *),
+                                       void *user_data, cl_int *errcode_ret)
+{
+    struct vocl_call c;
+    struct vocl_obj *ctx = NULL;
+    size_t nprops = 0;
+    vocl_call_init(&c);
+    if (!c.err && (!devices || num_devices == 0 || (!pfn_notify && user_data)))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (!c.err)
+        vocl_call_error(&c, check_props(properties, &nprops));
+    for (cl_uint i = 0; !c.err && i < num_devices; i++) {
+        vocl_call_h(&c, devices[i], VOCL_T_DEVICE, 0);
+        if (c.err == CL_INVALID_DEVICE && vocl_lookup(devices[i], VOCL_T_DEVICE))
+            vocl_error("clCreateContext: the devices live in different proxies; "
+                       "one context per proxy is supported for now");
+    }
+    if (vocl_call_start(&c, VOCL_OP_clCreateContext) == 0) {
+        vocl_wr_u32(c.w, (uint32_t)nprops);
+        for (size_t i = 0; i < nprops; i++) {
+            /* The proxy puts its own platform where ours was. */
+            bool platform_value = i % 2 == 1 && properties[i - 1] == CL_CONTEXT_PLATFORM;
+            vocl_wr_u64(c.w, platform_value ? 0 : (uint64_t)properties[i]);
+        }
+        vocl_call_put_ha(&c, num_devices, (const void *const *)devices);
+        uint64_t id = vocl_call_new_id(&c);
+        vocl_wr_u64(c.w, id);
+        if (vocl_call_send(&c) == 0)
+            ctx = vocl_call_new_obj(&c, VOCL_T_CONTEXT, id, NULL, NULL);
+    }
+    vocl_call_end(&c);
+    if (ctx) {
+        ctx->devs = malloc(num_devices * sizeof(*ctx->devs));
+        ctx->props = nprops ? malloc(nprops * sizeof(*ctx->props)) : NULL;
+        if (!ctx->devs || (nprops && !ctx->props)) {
+            clReleaseContext((cl_context)ctx);
+            ctx = NULL;
+            c.err = CL_OUT_OF_HOST_MEMORY;
+        } else {
+            ctx->ndevs = num_devices;
+            memcpy(ctx->devs, devices, num_devices * sizeof(*ctx->devs));
+            ctx->nprops = nprops;
+            if (nprops)
+                memcpy(ctx->props, properties, nprops * sizeof(*ctx->props));
+            ctx->ctx_notify = pfn_notify;
+            ctx->ctx_notify_data = user_data;
+        }
+    }
+    if (errcode_ret)
+        *errcode_ret = c.err;
+    return ctx;
+}
+
+CL_API_ENTRY cl_context CL_API_CALL
+clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
+                const cl_device_id *devices,
+                void (CL_CALLBACK *pfn_notify)(const char *errinfo, const void *private_info,
+                                               size_t cb, void *user_data),
+                void *user_data, cl_int *errcode_ret)
+{
+    return (cl_context)create_context(properties, num_devices, devices, pfn_notify, user_data,
+                                      errcode_ret);
+}
+
+CL_API_ENTRY cl_context CL_API_CALL
+clCreateContextFromType(const cl_context_properties *properties, cl_device_type device_type,
+                        void (CL_CALLBACK *pfn_notify)(const char *errinfo,
+                                                       const void *private_info, size_t cb,
+                                                       void *user_data),
+                        void *user_data, cl_int *errcode_ret)
+{
+    cl_uint n = 0;
+    size_t nprops;
+    cl_int err = vocl_init();
+    if (err == CL_SUCCESS)
+        err = check_props(properties, &nprops);
+    if (err == CL_SUCCESS)
+        err = clGetDeviceIDs(NULL, device_type, 0, NULL, &n);
+    cl_device_id *devs = err == CL_SUCCESS ? malloc(n * sizeof(*devs)) : NULL;
+    if (err == CL_SUCCESS && !devs)
+        err = CL_OUT_OF_HOST_MEMORY;
+    if (err == CL_SUCCESS)
+        err = clGetDeviceIDs(NULL, device_type, n, devs, NULL);
+    if (err != CL_SUCCESS) {
+        free(devs);
+        if (errcode_ret)
+            *errcode_ret = err;
+        return NULL;
+    }
+    /* A context lives in one proxy for now: take the first proxy's devices. */
+    cl_uint same = 1;
+    while (same < n && ((struct vocl_obj *)devs[same])->px == ((struct vocl_obj *)devs[0])->px)
+        same++;
+    if (same < n)
+        vocl_warn("clCreateContextFromType: using the %u matching devices of the first proxy "
+                  "only (of %u)", same, n);
+    struct vocl_obj *ctx =
+        create_context(properties, same, devs, pfn_notify, user_data, errcode_ret);
+    free(devs);
+    return (cl_context)ctx;
+}
+
+int vocl_hook_clGetContextInfo(cl_context context, cl_context_info param_name,
+                               size_t param_value_size, void *param_value,
+                               size_t *param_value_size_ret, cl_int *ret)
+{
+    struct vocl_obj *ctx = vocl_lookup(context, VOCL_T_CONTEXT);
+    if (!ctx)
+        return 0;
+    switch (param_name) {
+    case CL_CONTEXT_DEVICES:
+        *ret = vocl_info_answer(ctx->devs, ctx->ndevs * sizeof(cl_device_id), param_value_size,
+                                param_value, param_value_size_ret);
+        return 1;
+    case CL_CONTEXT_NUM_DEVICES:
+        *ret = vocl_info_answer(&ctx->ndevs, sizeof(cl_uint), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    case CL_CONTEXT_PROPERTIES:
+        *ret = vocl_info_answer(ctx->props, ctx->nprops * sizeof(cl_context_properties),
+                                param_value_size, param_value, param_value_size_ret);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static cl_int add_dtor(const void *h, enum vocl_type t, void (*fn)(void *, void *), void *data)
+{
+    struct vocl_obj *o = vocl_lookup(h, t);
+    if (!o)
+        return vocl_type_invalid_err(t);
+    if (!fn)
+        return CL_INVALID_VALUE;
+    struct vocl_dtor *d = malloc(sizeof(*d));
+    if (!d)
+        return CL_OUT_OF_HOST_MEMORY;
+    d->fn = fn;
+    d->user_data = data;
+    d->next = o->dtors; /* newest first: they run in reverse order */
+    o->dtors = d;
+    return CL_SUCCESS;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clSetContextDestructorCallback(
+    cl_context context, void (CL_CALLBACK *pfn_notify)(cl_context context, void *user_data),
+    void *user_data)
+{
+    return add_dtor(context, VOCL_T_CONTEXT, (void (*)(void *, void *))pfn_notify, user_data);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(
+    cl_mem memobj, void (CL_CALLBACK *pfn_notify)(cl_mem memobj, void *user_data),
+    void *user_data)
+{
+    return add_dtor(memobj, VOCL_T_MEM, (void (*)(void *, void *))pfn_notify, user_data);
+}

@@ -1,0 +1,426 @@
+/*
+ * image.c - images, and the rectangular transfers of buffers and images.
+ *
+ * A rectangular transfer touches rows spread over the host memory.  Remote,
+ * the rows travel as one span (from the first byte of the first row to the
+ * last byte of the last row, pitches as given); the proxy lands them in a
+ * staging area of the same shape.  Reads are scattered row by row on the
+ * client, so bytes between the rows are never written.
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Data modes: shared with memory.c's transfers, spelt out here for spans. */
+static void put_span_out(struct vocl_call *c, const void *p, size_t n)
+{
+    if (c->px->local) {
+        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
+        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
+    } else if (n <= VOCL_INLINE_MAX) {
+        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
+        vocl_wr_bytes(c->w, p, n);
+    } else {
+        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
+        vocl_wr_u64(c->w, vocl.chunk);
+    }
+}
+
+static int send_span(struct vocl_call *c, const void *p, size_t n)
+{
+    if (vocl_call_post(c))
+        return -1;
+    if (!c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n, vocl.chunk)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    return vocl_call_wait(c);
+}
+
+/* Receives a span of n bytes into a new buffer (remote reads). */
+static void *recv_span(struct vocl_call *c, size_t n)
+{
+    if (vocl_call_send(c))
+        return NULL;
+    void *buf = malloc(n ? n : 1);
+    if (!buf) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    if (n <= VOCL_INLINE_MAX) {
+        size_t got;
+        const void *bytes = vocl_rd_bytes(&c->r, &got);
+        if (c->r.fail || got != n) {
+            vocl_call_error(c, CL_OUT_OF_RESOURCES);
+            free(buf);
+            return NULL;
+        }
+        memcpy(buf, bytes, n);
+        return buf;
+    }
+    if (vocl_xport_recv_data(c->px, buf, n, vocl.chunk)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        free(buf);
+        return NULL;
+    }
+    if (vocl_call_wait(c)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The host side of a rectangular transfer. */
+struct rect {
+    size_t row_bytes, rows, slices; /* what is copied */
+    size_t row_pitch, slice_pitch;  /* host pitches, defaults applied */
+    size_t offset;                  /* of the first byte, from the host pointer */
+    size_t span;
+};
+
+static void rect_init(struct rect *r, const size_t origin_bytes[3], size_t row_bytes,
+                      size_t rows, size_t slices, size_t row_pitch, size_t slice_pitch)
+{
+    r->row_bytes = row_bytes;
+    r->rows = rows;
+    r->slices = slices;
+    r->row_pitch = row_pitch ? row_pitch : row_bytes;
+    r->slice_pitch = slice_pitch ? slice_pitch : r->row_pitch * rows;
+    r->offset = origin_bytes[2] * r->slice_pitch + origin_bytes[1] * r->row_pitch + origin_bytes[0];
+    r->span = (slices - 1) * r->slice_pitch + (rows - 1) * r->row_pitch + row_bytes;
+}
+
+static void rect_scatter(const struct rect *r, char *dst, const char *span)
+{
+    for (size_t z = 0; z < r->slices; z++)
+        for (size_t y = 0; y < r->rows; y++) {
+            size_t off = z * r->slice_pitch + y * r->row_pitch;
+            memcpy(dst + off, span + off, r->row_bytes);
+        }
+}
+
+static bool region_ok(const size_t *region)
+{
+    return region && region[0] && region[1] && region[2];
+}
+
+/* --- rectangular buffer transfers ------------------------------------------------------------------- */
+
+static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buffer,
+                          cl_bool blocking, const size_t *buffer_origin,
+                          const size_t *host_origin, const size_t *region,
+                          size_t buffer_row_pitch, size_t buffer_slice_pitch,
+                          size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
+                          cl_uint nwl, const cl_event *wl, cl_event *event)
+{
+    struct vocl_call c;
+    struct rect r;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, nwl, wl);
+    if (!c.err && (!ptr || !buffer_origin || !host_origin || !region_ok(region)))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (c.err) {
+        vocl_call_end(&c);
+        return c.err;
+    }
+    rect_init(&r, host_origin, region[0], region[1], region[2], host_row_pitch,
+              host_slice_pitch);
+    const size_t zero[3] = {0, 0, 0};
+    char *host = (char *)ptr + r.offset;
+    if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
+                                  : VOCL_OP_clEnqueueReadBufferRect) == 0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u8(c.w, blocking ? 1 : 0);
+        vocl_call_put_va(&c, buffer_origin, sizeof(size_t), 3);
+        /* Remote, the span starts at the first byte: the host origin is 0. */
+        vocl_call_put_va(&c, c.px->local ? host_origin : zero, sizeof(size_t), 3);
+        vocl_call_put_va(&c, region, sizeof(size_t), 3);
+        vocl_wr_u64(c.w, buffer_row_pitch);
+        vocl_wr_u64(c.w, buffer_slice_pitch);
+        vocl_wr_u64(c.w, r.row_pitch);
+        vocl_wr_u64(c.w, r.slice_pitch);
+        vocl_call_put_wl(&c, nwl, wl);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        vocl_wr_u64(c.w, r.span);
+        int rc;
+        if (write) {
+            put_span_out(&c, c.px->local ? ptr : host, r.span);
+            rc = send_span(&c, host, r.span);
+        } else if (c.px->local) {
+            put_span_out(&c, ptr, 0);
+            rc = vocl_call_send(&c);
+        } else {
+            vocl_wr_u8(c.w, r.span <= VOCL_INLINE_MAX ? VOCL_DATA_INLINE : VOCL_DATA_CHUNKED);
+            if (r.span > VOCL_INLINE_MAX)
+                vocl_wr_u64(c.w, vocl.chunk);
+            char *span = recv_span(&c, r.span);
+            rc = span ? 0 : -1;
+            if (span)
+                rect_scatter(&r, host, span);
+            free(span);
+        }
+        if (rc == 0 && event)
+            *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBufferRect(
+    cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_read,
+    const size_t *buffer_origin, const size_t *host_origin, const size_t *region,
+    size_t buffer_row_pitch, size_t buffer_slice_pitch, size_t host_row_pitch,
+    size_t host_slice_pitch, void *ptr, cl_uint num_events_in_wait_list,
+    const cl_event *event_wait_list, cl_event *event)
+{
+    return buffer_rect(false, command_queue, buffer, blocking_read, buffer_origin, host_origin,
+                       region, buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
+                       host_slice_pitch, ptr, num_events_in_wait_list, event_wait_list, event);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBufferRect(
+    cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_write,
+    const size_t *buffer_origin, const size_t *host_origin, const size_t *region,
+    size_t buffer_row_pitch, size_t buffer_slice_pitch, size_t host_row_pitch,
+    size_t host_slice_pitch, const void *ptr, cl_uint num_events_in_wait_list,
+    const cl_event *event_wait_list, cl_event *event)
+{
+    return buffer_rect(true, command_queue, buffer, blocking_write, buffer_origin, host_origin,
+                       region, buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
+                       host_slice_pitch, (void *)ptr, num_events_in_wait_list, event_wait_list,
+                       event);
+}
+
+/* --- images ------------------------------------------------------------------------------------------------ */
+
+/* Rows and slices of an image's host data, by image type. */
+static void image_shape(cl_mem_object_type t, const size_t region[3], size_t *rows,
+                        size_t *slices, bool *rows_are_slices)
+{
+    *rows_are_slices = false;
+    *rows = region[1];
+    *slices = region[2];
+    if (t == CL_MEM_OBJECT_IMAGE1D_ARRAY) {
+        /* A 1D array's "rows" are its slices: they step by the slice pitch. */
+        *rows_are_slices = true;
+        *rows = 1;
+        *slices = region[1];
+    }
+}
+
+static cl_mem create_image(cl_context context, const cl_mem_properties *properties,
+                           cl_mem_flags flags, const cl_image_format *format,
+                           const cl_image_desc *desc, void *host_ptr, cl_int *errcode_ret)
+{
+    struct vocl_call c;
+    struct vocl_obj *img = NULL;
+    vocl_call_init(&c);
+    struct vocl_obj *ctx = vocl_call_h(&c, context, VOCL_T_CONTEXT, 0);
+    struct vocl_obj *buf = NULL;
+    if (!c.err && !format)
+        vocl_call_error(&c, CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+    if (!c.err && !desc)
+        vocl_call_error(&c, CL_INVALID_IMAGE_DESCRIPTOR);
+    if (!c.err && desc->mem_object)
+        buf = vocl_call_h(&c, desc->mem_object, VOCL_T_MEM, 0);
+    if (!c.err && (!host_ptr) != !(flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)))
+        vocl_call_error(&c, CL_INVALID_HOST_PTR);
+    size_t span = 0, elem = 0;
+    if (!c.err) {
+        elem = vocl_image_pixel_size(format->image_channel_order, format->image_channel_data_type);
+        span = host_ptr ? vocl_image_host_size(format, desc) : 0;
+    }
+    if (vocl_call_start(&c, VOCL_OP_clCreateImage) == 0) {
+        vocl_wr_u64(c.w, ctx->id);
+        vocl_call_put_props(&c, properties, sizeof(*properties));
+        vocl_wr_u64(c.w, flags);
+        vocl_wr_u32(c.w, format->image_channel_order);
+        vocl_wr_u32(c.w, format->image_channel_data_type);
+        vocl_wr_u64(c.w, desc->image_type);
+        vocl_wr_u64(c.w, desc->image_width);
+        vocl_wr_u64(c.w, desc->image_height);
+        vocl_wr_u64(c.w, desc->image_depth);
+        vocl_wr_u64(c.w, desc->image_array_size);
+        vocl_wr_u64(c.w, desc->image_row_pitch);
+        vocl_wr_u64(c.w, desc->image_slice_pitch);
+        vocl_wr_u32(c.w, desc->num_mip_levels);
+        vocl_wr_u32(c.w, desc->num_samples);
+        vocl_wr_u64(c.w, buf ? buf->id : 0);
+        vocl_wr_u64(c.w, span);
+        if (host_ptr)
+            put_span_out(&c, host_ptr, span);
+        else
+            vocl_wr_u8(c.w, VOCL_DATA_NONE);
+        uint64_t id = vocl_call_new_id(&c);
+        vocl_wr_u64(c.w, id);
+        if ((host_ptr ? send_span(&c, host_ptr, span) : vocl_call_send(&c)) == 0)
+            img = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, buf);
+    }
+    vocl_call_end(&c);
+    if (img) {
+        img->mem_type = desc->image_type;
+        img->elem_size = elem;
+        img->mem_flags = flags;
+        img->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
+    }
+    if (errcode_ret)
+        *errcode_ret = c.err;
+    return (cl_mem)img;
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateImage(cl_context context, cl_mem_flags flags,
+                                              const cl_image_format *image_format,
+                                              const cl_image_desc *image_desc, void *host_ptr,
+                                              cl_int *errcode_ret)
+{
+    return create_image(context, NULL, flags, image_format, image_desc, host_ptr, errcode_ret);
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateImageWithProperties(
+    cl_context context, const cl_mem_properties *properties, cl_mem_flags flags,
+    const cl_image_format *image_format, const cl_image_desc *image_desc, void *host_ptr,
+    cl_int *errcode_ret)
+{
+    return create_image(context, properties, flags, image_format, image_desc, host_ptr,
+                        errcode_ret);
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateImage2D(cl_context context, cl_mem_flags flags,
+                                                const cl_image_format *image_format,
+                                                size_t image_width, size_t image_height,
+                                                size_t image_row_pitch, void *host_ptr,
+                                                cl_int *errcode_ret)
+{
+    cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = image_width,
+                       .image_height = image_height, .image_row_pitch = image_row_pitch};
+    return create_image(context, NULL, flags, image_format, &d, host_ptr, errcode_ret);
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateImage3D(cl_context context, cl_mem_flags flags,
+                                                const cl_image_format *image_format,
+                                                size_t image_width, size_t image_height,
+                                                size_t image_depth, size_t image_row_pitch,
+                                                size_t image_slice_pitch, void *host_ptr,
+                                                cl_int *errcode_ret)
+{
+    cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE3D, .image_width = image_width,
+                       .image_height = image_height, .image_depth = image_depth,
+                       .image_row_pitch = image_row_pitch, .image_slice_pitch = image_slice_pitch};
+    return create_image(context, NULL, flags, image_format, &d, host_ptr, errcode_ret);
+}
+
+static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image, cl_bool blocking,
+                       const size_t *origin, const size_t *region, size_t row_pitch,
+                       size_t slice_pitch, void *ptr, cl_uint nwl, const cl_event *wl,
+                       cl_event *event)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, image, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, nwl, wl);
+    if (!c.err && (!ptr || !origin || !region_ok(region)))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (!c.err && !m->elem_size)
+        vocl_call_error(&c, CL_INVALID_MEM_OBJECT);
+    if (c.err) {
+        vocl_call_end(&c);
+        return c.err;
+    }
+    size_t rows, slices;
+    bool rs;
+    image_shape(m->mem_type, region, &rows, &slices, &rs);
+    struct rect r;
+    const size_t zero[3] = {0, 0, 0};
+    size_t rp = row_pitch ? row_pitch : region[0] * m->elem_size;
+    rect_init(&r, zero, region[0] * m->elem_size, rows, slices, rp,
+              rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
+    if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
+        0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u8(c.w, blocking ? 1 : 0);
+        vocl_call_put_va(&c, origin, sizeof(size_t), 3);
+        vocl_call_put_va(&c, region, sizeof(size_t), 3);
+        vocl_wr_u64(c.w, row_pitch);
+        vocl_wr_u64(c.w, slice_pitch);
+        vocl_call_put_wl(&c, nwl, wl);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        vocl_wr_u64(c.w, r.span);
+        int rc;
+        if (write) {
+            put_span_out(&c, ptr, r.span);
+            rc = send_span(&c, ptr, r.span);
+        } else if (c.px->local) {
+            put_span_out(&c, ptr, 0);
+            rc = vocl_call_send(&c);
+        } else {
+            vocl_wr_u8(c.w, r.span <= VOCL_INLINE_MAX ? VOCL_DATA_INLINE : VOCL_DATA_CHUNKED);
+            if (r.span > VOCL_INLINE_MAX)
+                vocl_wr_u64(c.w, vocl.chunk);
+            char *span = recv_span(&c, r.span);
+            rc = span ? 0 : -1;
+            if (span)
+                rect_scatter(&r, ptr, span);
+            free(span);
+        }
+        if (rc == 0 && event)
+            *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadImage(cl_command_queue command_queue, cl_mem image,
+                                                   cl_bool blocking_read, const size_t *origin,
+                                                   const size_t *region, size_t row_pitch,
+                                                   size_t slice_pitch, void *ptr,
+                                                   cl_uint num_events_in_wait_list,
+                                                   const cl_event *event_wait_list,
+                                                   cl_event *event)
+{
+    return image_rw(false, command_queue, image, blocking_read, origin, region, row_pitch,
+                    slice_pitch, ptr, num_events_in_wait_list, event_wait_list, event);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteImage(cl_command_queue command_queue, cl_mem image,
+                                                    cl_bool blocking_write, const size_t *origin,
+                                                    const size_t *region, size_t input_row_pitch,
+                                                    size_t input_slice_pitch, const void *ptr,
+                                                    cl_uint num_events_in_wait_list,
+                                                    const cl_event *event_wait_list,
+                                                    cl_event *event)
+{
+    return image_rw(true, command_queue, image, blocking_write, origin, region, input_row_pitch,
+                    input_slice_pitch, (void *)ptr, num_events_in_wait_list, event_wait_list,
+                    event);
+}
+
+/* Image maps: a shadow with tightly packed rows, read and written back whole. */
+CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(
+    cl_command_queue command_queue, cl_mem image, cl_bool blocking_map, cl_map_flags map_flags,
+    const size_t *origin, const size_t *region, size_t *image_row_pitch,
+    size_t *image_slice_pitch, cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+    cl_event *event, cl_int *errcode_ret)
+{
+    (void)blocking_map, (void)map_flags, (void)origin, (void)region, (void)image_slice_pitch;
+    (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    cl_int err = vocl_lookup(command_queue, VOCL_T_QUEUE) ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
+    if (!err && !vocl_lookup(image, VOCL_T_MEM))
+        err = CL_INVALID_MEM_OBJECT;
+    if (!err && !image_row_pitch)
+        err = CL_INVALID_VALUE;
+    if (!err) {
+        vocl_warn_once_unsupported("clEnqueueMapImage");
+        err = CL_INVALID_OPERATION;
+    }
+    if (errcode_ret)
+        *errcode_ret = err;
+    return NULL;
+}

@@ -1,0 +1,322 @@
+/*
+ * init.c - setting libvocl up on the first OpenCL call, and tearing it down
+ * at exit.
+ *
+ * Job mode: vocl-run starts one MPI job whose first VOCL_APP_RANKS ranks run
+ * the application and whose other ranks are voclproxyd.  libvocl initialises
+ * MPI if the application did not, duplicates MPI_COMM_WORLD (the proxies do
+ * the same, collectively) and greets every proxy.
+ *
+ * MPI_Init loads hwloc, whose OpenCL plugin calls clGetPlatformIDs: under
+ * LD_PRELOAD that lands back here, in the middle of initialisation.  The
+ * initialising thread is marked, and such calls go to the native library.
+ */
+#include "vocl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxyd.h"
+
+struct vocl_state vocl;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool in_init;
+static bool init_done;
+static cl_int init_result;
+
+bool vocl_initialising(void)
+{
+    return in_init;
+}
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long x = strtol(v, &end, 0);
+    if (*end) {
+        vocl_warn("%s=%s is not a number: using %ld", name, v, dflt);
+        return dflt;
+    }
+    return x;
+}
+
+static struct vocl_proxy *proxy_new(int rank, bool local)
+{
+    struct vocl_proxy *px = calloc(1, sizeof(*px));
+    if (!px)
+        return NULL;
+    px->index = vocl.nproxies;
+    px->rank = rank;
+    px->local = local;
+    pthread_mutex_init(&px->lock, NULL);
+    atomic_init(&px->next_id, VOCL_ID_CLIENT_MIN);
+    vocl_wr_init(&px->reply);
+    struct vocl_proxy **np = realloc(vocl.proxies, (vocl.nproxies + 1) * sizeof(*np));
+    if (!np) {
+        free(px);
+        return NULL;
+    }
+    vocl.proxies = np;
+    vocl.proxies[vocl.nproxies++] = px;
+    return px;
+}
+
+/* HELLO: learn the proxy's devices and add them to the platform's list. */
+static int greet(struct vocl_proxy *px)
+{
+    struct vocl_call c;
+    memset(&c, 0, sizeof(c));
+    c.px = px;
+    if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
+        vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
+        vocl_wr_u32(c.w, VOCL_FEAT_NONE);
+        vocl_wr_u32(c.w, 0);
+        vocl_call_send(&c);
+    }
+    uint32_t ndev = 0;
+    if (c.err == CL_SUCCESS) {
+        vocl_rd_u32(&c.r); /* version */
+        vocl_rd_u32(&c.r); /* features */
+        ndev = vocl_rd_u32(&c.r);
+        if (ndev > 4096 || c.r.fail)
+            c.err = CL_OUT_OF_RESOURCES;
+    }
+    struct vocl_obj **devs = NULL;
+    if (c.err == CL_SUCCESS && ndev) {
+        devs = realloc(vocl.devices, (vocl.ndevices + ndev) * sizeof(*devs));
+        if (!devs)
+            c.err = CL_OUT_OF_HOST_MEMORY;
+        else
+            vocl.devices = devs;
+    }
+    for (uint32_t i = 0; c.err == CL_SUCCESS && i < ndev; i++) {
+        struct vocl_obj *d = vocl_obj_new(VOCL_T_DEVICE, px, i + 1, NULL, NULL);
+        if (!d) {
+            c.err = CL_OUT_OF_HOST_MEMORY;
+            break;
+        }
+        d->dev_type = vocl_rd_u64(&c.r);
+        vocl.devices[vocl.ndevices++] = d;
+        px->ndev++;
+    }
+    vocl_call_end(&c);
+    if (c.err != CL_SUCCESS)
+        vocl_error("proxy rank %d did not answer HELLO (%s)", px->rank, vocl_err_name(c.err));
+    return c.err == CL_SUCCESS ? 0 : -1;
+}
+
+static int no_data(struct proxyd_session *s, void *buf, size_t n)
+{
+    (void)s, (void)buf, (void)n;
+    return -1;
+}
+
+static int no_data_out(struct proxyd_session *s, const void *buf, size_t n)
+{
+    (void)s, (void)buf, (void)n;
+    return -1;
+}
+
+static int no_reply(struct proxyd_session *s, struct vocl_wr *w)
+{
+    (void)s, (void)w;
+    return -1;
+}
+
+/* In-process transfers use host pointers: the data channel is never used. */
+static const struct proxyd_data_ops in_process_data = {no_data, no_data_out, no_reply};
+
+/* Local passthrough: the node's own devices, served by the in-process executor. */
+static void open_local(void)
+{
+    const struct vocl_native_api *cl = vocl_native_get();
+    if (!cl)
+        return;
+    struct proxyd_node *node = calloc(1, sizeof(*node));
+    struct proxyd_session *s = calloc(1, sizeof(*s));
+    if (!node || !s || proxyd_node_open(node, cl, CL_DEVICE_TYPE_ALL, &vocl_dispatch) ||
+        node->ndev == 0) {
+        vocl_warn("VOCL_LOCAL: no native OpenCL device on this node");
+        free(node);
+        free(s);
+        return;
+    }
+    proxyd_session_init(s, node, -1);
+    s->in_process = true;
+    s->data = &in_process_data;
+    struct vocl_proxy *px = proxy_new(-1, true);
+    if (!px)
+        return;
+    px->session = s;
+    vocl.local_node = node;
+    greet(px);
+}
+
+static int open_mpi(void)
+{
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        /* Keep hwloc's OpenCL plugin out of MPI_Init (see the top of this file). */
+        setenv("HWLOC_COMPONENTS", "-opencl", 0);
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            vocl.init_error = "MPI_Init_thread failed";
+            return -1;
+        }
+        vocl.mpi_ours = true;
+    } else {
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE)
+            vocl_warn("the application initialised MPI below MPI_THREAD_MULTIPLE: "
+                      "call OpenCL from one thread at a time");
+    }
+    vocl.mpi_used = true;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &vocl.comm) != MPI_SUCCESS) {
+        vocl.init_error = "MPI_Comm_dup failed";
+        return -1;
+    }
+    MPI_Comm_set_errhandler(vocl.comm, MPI_ERRORS_RETURN);
+    return 0;
+}
+
+static void open_job(void)
+{
+    if (open_mpi())
+        return;
+    int size = 0, rank = 0;
+    MPI_Comm_size(vocl.comm, &size);
+    MPI_Comm_rank(vocl.comm, &rank);
+    if (vocl.app_ranks >= size) {
+        vocl.init_error = "the MPI job has no proxy ranks (vocl-run -n PROXIES)";
+        return;
+    }
+    for (int r = vocl.app_ranks; r < size; r++) {
+        struct vocl_proxy *px = proxy_new(r, false);
+        if (px && greet(px))
+            px->dead = true;
+    }
+}
+
+static void connect_mode(const char *port)
+{
+    (void)port;
+    if (open_mpi())
+        return;
+    /* MPI_Comm_connect needs dynamic processes; find out before anything waits. */
+    MPI_Comm inter;
+    char *name = strdup(port);
+    int rc = name ? MPI_Comm_connect(name, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter) : MPI_ERR_OTHER;
+    free(name);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        vocl_error("VOCL_CONNECT: this MPI cannot connect to a running proxy (%s); "
+                   "use job mode: vocl-run -n PROXIES -- APP", strtok(msg, "\n"));
+        vocl.init_error = "connect mode is not available with this MPI";
+        return;
+    }
+    /* A connected proxy speaks on the intercommunicator, as rank 0 of the far group. */
+    vocl.comm = inter;
+    struct vocl_proxy *px = proxy_new(0, false);
+    if (px && greet(px))
+        px->dead = true;
+}
+
+static cl_int do_init(void)
+{
+    vocl_log_set_prefix("libvocl");
+    vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
+    vocl.chunk = (size_t)env_long("VOCL_CHUNK", VOCL_CHUNK_DEFAULT);
+    if (vocl.chunk < (4u << 10) || vocl.chunk > (64u << 20)) {
+        vocl_warn("VOCL_CHUNK must be 4 KiB .. 64 MiB: using %u", VOCL_CHUNK_DEFAULT);
+        vocl.chunk = VOCL_CHUNK_DEFAULT;
+    }
+    vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
+    if (!vocl.platform)
+        return CL_OUT_OF_HOST_MEMORY;
+
+    if (env_long("VOCL_LOCAL", 0))
+        open_local();
+    const char *port = getenv("VOCL_CONNECT");
+    vocl.app_ranks = (int)env_long("VOCL_APP_RANKS", 0);
+    if (port && *port)
+        connect_mode(port);
+    else if (vocl.app_ranks > 0) {
+        vocl.job_mode = true;
+        open_job();
+    } else if (!vocl.local_node) {
+        vocl.init_error = "no proxies: run the application with vocl-run "
+                          "(or set VOCL_LOCAL=1 for this node's own devices)";
+    }
+    if (vocl.ndevices == 0 && !vocl.init_error)
+        vocl.init_error = "the proxies serve no devices";
+    if (vocl.ndevices == 0)
+        vocl_error("%s", vocl.init_error);
+    vocl_info("%d proxies, %u devices", vocl.nproxies, vocl.ndevices);
+    vocl.ready = true;
+    return CL_SUCCESS;
+}
+
+cl_int vocl_init(void)
+{
+    if (in_init)
+        return CL_INVALID_OPERATION; /* a call from inside MPI_Init: not for us */
+    pthread_mutex_lock(&init_lock);
+    if (!init_done) {
+        in_init = true;
+        init_result = do_init();
+        in_init = false;
+        init_done = true;
+    }
+    pthread_mutex_unlock(&init_lock);
+    return init_result;
+}
+
+/*
+ * At exit: say BYE to every proxy so it frees what this process left, then
+ * leave MPI as we found it.  In job mode the proxies wait in MPI_Comm_dup
+ * for every application rank, so even a process that never called OpenCL
+ * must get that far once.
+ */
+__attribute__((destructor)) static void vocl_fini(void)
+{
+    if (!init_done && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT")) {
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (!fin)
+            vocl_init();
+    }
+    if (!init_done)
+        return;
+    for (int i = 0; i < vocl.nproxies; i++) {
+        struct vocl_proxy *px = vocl.proxies[i];
+        if (px->local) {
+            proxyd_session_end(px->session);
+            continue;
+        }
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (px->dead || fin)
+            continue;
+        uint8_t bye[VOCL_HDR_SIZE];
+        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
+        vocl_hdr_put(bye, &h);
+        MPI_Send(bye, sizeof(bye), MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm);
+    }
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (vocl.mpi_used && !fin) {
+        if (vocl.comm != MPI_COMM_NULL && vocl.job_mode)
+            MPI_Comm_free(&vocl.comm);
+        else if (vocl.comm != MPI_COMM_NULL)
+            MPI_Comm_disconnect(&vocl.comm);
+        if (vocl.mpi_ours)
+            MPI_Finalize();
+    }
+}

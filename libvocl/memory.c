@@ -1,0 +1,471 @@
+/*
+ * memory.c - buffers, images and the transfers between them and the host.
+ *
+ * Transfer modes (protocol.h): local passthrough passes the host pointer to
+ * the in-process executor, which calls the native library with it; remote
+ * transfers up to VOCL_INLINE_MAX travel inside the message; larger ones
+ * are sent from (and received into) the application's memory in chunks,
+ * with no copy on the client.
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes the data of a transfer of n bytes from p (host to device). */
+static void put_data_out(struct vocl_call *c, const void *p, size_t n)
+{
+    if (c->px->local) {
+        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
+        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
+    } else if (n <= VOCL_INLINE_MAX) {
+        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
+        vocl_wr_bytes(c->w, p, n);
+    } else {
+        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
+        vocl_wr_u64(c->w, vocl.chunk);
+    }
+}
+
+/* Sends the request, the chunks if any, and waits for the reply. */
+static int send_with_data(struct vocl_call *c, const void *p, size_t n)
+{
+    if (vocl_call_post(c))
+        return -1;
+    if (!c->px->local && n > VOCL_INLINE_MAX &&
+        vocl_xport_send_data(c->px, p, n, vocl.chunk)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    return vocl_call_wait(c);
+}
+
+/* Says where the data of a read of n bytes to p goes (device to host). */
+static void put_data_in(struct vocl_call *c, void *p, size_t n)
+{
+    if (c->px->local) {
+        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
+        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
+    } else if (n <= VOCL_INLINE_MAX) {
+        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
+    } else {
+        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
+        vocl_wr_u64(c->w, vocl.chunk);
+    }
+}
+
+/* Sends a read request and lands its n bytes at p. */
+static int recv_with_data(struct vocl_call *c, void *p, size_t n)
+{
+    if (vocl_call_send(c))
+        return -1;
+    if (c->px->local)
+        return 0;
+    if (n <= VOCL_INLINE_MAX) {
+        size_t got;
+        const void *bytes = vocl_rd_bytes(&c->r, &got);
+        if (c->r.fail || got != n) {
+            vocl_call_error(c, CL_OUT_OF_RESOURCES);
+            return -1;
+        }
+        memcpy(p, bytes, n);
+        return 0;
+    }
+    /* Chunked: the chunks, then a second reply with the final status. */
+    if (vocl_xport_recv_data(c->px, p, n, vocl.chunk)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
+    return vocl_call_wait(c);
+}
+
+static struct vocl_obj *new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue)
+{
+    return vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
+}
+
+/* --- buffers ------------------------------------------------------------------------------------ */
+
+static cl_mem create_buffer(cl_context context, const cl_mem_properties *properties,
+                            cl_mem_flags flags, size_t size, void *host_ptr, cl_int *errcode_ret)
+{
+    struct vocl_call c;
+    struct vocl_obj *mem = NULL;
+    const cl_mem_flags host_flags = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    vocl_call_init(&c);
+    struct vocl_obj *ctx = vocl_call_h(&c, context, VOCL_T_CONTEXT, 0);
+    if (!c.err && size == 0)
+        vocl_call_error(&c, CL_INVALID_BUFFER_SIZE);
+    if (!c.err && (!host_ptr) != !(flags & host_flags))
+        vocl_call_error(&c, CL_INVALID_HOST_PTR);
+    if (!c.err && (flags & CL_MEM_USE_HOST_PTR) && (flags & (CL_MEM_COPY_HOST_PTR |
+                                                             CL_MEM_ALLOC_HOST_PTR)))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (vocl_call_start(&c, VOCL_OP_clCreateBuffer) == 0) {
+        vocl_wr_u64(c.w, ctx->id);
+        vocl_call_put_props(&c, properties, sizeof(*properties));
+        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, size);
+        /*
+         * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
+         * is on another node.  Maps and reads show the data, as the spec asks.
+         */
+        if (host_ptr)
+            put_data_out(&c, host_ptr, size);
+        else
+            vocl_wr_u8(c.w, VOCL_DATA_NONE);
+        uint64_t id = vocl_call_new_id(&c);
+        vocl_wr_u64(c.w, id);
+        if ((host_ptr ? send_with_data(&c, host_ptr, size) : vocl_call_send(&c)) == 0)
+            mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, NULL);
+    }
+    vocl_call_end(&c);
+    if (mem) {
+        mem->mem_flags = flags;
+        mem->mem_size = size;
+        mem->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
+    }
+    if (errcode_ret)
+        *errcode_ret = c.err;
+    return (cl_mem)mem;
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
+                                               void *host_ptr, cl_int *errcode_ret)
+{
+    return create_buffer(context, NULL, flags, size, host_ptr, errcode_ret);
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateBufferWithProperties(cl_context context,
+                                                             const cl_mem_properties *properties,
+                                                             cl_mem_flags flags, size_t size,
+                                                             void *host_ptr, cl_int *errcode_ret)
+{
+    return create_buffer(context, properties, flags, size, host_ptr, errcode_ret);
+}
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
+                                                  cl_buffer_create_type buffer_create_type,
+                                                  const void *buffer_create_info,
+                                                  cl_int *errcode_ret)
+{
+    struct vocl_call c;
+    struct vocl_obj *mem = NULL;
+    const cl_buffer_region *region = buffer_create_info;
+    vocl_call_init(&c);
+    struct vocl_obj *parent = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+    if (!c.err && (!region || buffer_create_type != CL_BUFFER_CREATE_TYPE_REGION))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer) == 0) {
+        vocl_wr_u64(c.w, parent->id);
+        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, buffer_create_type);
+        vocl_wr_u64(c.w, region->origin);
+        vocl_wr_u64(c.w, region->size);
+        uint64_t id = vocl_call_new_id(&c);
+        vocl_wr_u64(c.w, id);
+        if (vocl_call_send(&c) == 0)
+            mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, parent->context, parent);
+    }
+    vocl_call_end(&c);
+    if (mem) {
+        mem->mem_flags = flags ? flags : parent->mem_flags;
+        mem->mem_size = region->size;
+        mem->host_ptr = parent->host_ptr ? (char *)parent->host_ptr + region->origin : NULL;
+    }
+    if (errcode_ret)
+        *errcode_ret = c.err;
+    return (cl_mem)mem;
+}
+
+/* The checks the spec asks of every buffer read and write, done here. */
+static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const struct vocl_obj *m,
+                       size_t offset, size_t size, const void *ptr)
+{
+    if (c->err)
+        return;
+    if (m->context != q->context)
+        vocl_call_error(c, CL_INVALID_CONTEXT);
+    else if (!ptr || size == 0 || offset > m->mem_size || size > m->mem_size - offset)
+        vocl_call_error(c, CL_INVALID_VALUE);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
+                                                     cl_bool blocking_write, size_t offset,
+                                                     size_t size, const void *ptr,
+                                                     cl_uint num_events_in_wait_list,
+                                                     const cl_event *event_wait_list,
+                                                     cl_event *event)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
+    check_xfer(&c, q, m, offset, size, ptr);
+    if (vocl_call_start(&c, VOCL_OP_clEnqueueWriteBuffer) == 0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u8(c.w, blocking_write ? 1 : 0);
+        vocl_wr_u64(c.w, offset);
+        vocl_wr_u64(c.w, size);
+        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        put_data_out(&c, ptr, size);
+        if (send_with_data(&c, ptr, size) == 0 && event)
+            *event = (cl_event)new_event(&c, ev_id, q);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_queue, cl_mem buffer,
+                                                    cl_bool blocking_read, size_t offset,
+                                                    size_t size, void *ptr,
+                                                    cl_uint num_events_in_wait_list,
+                                                    const cl_event *event_wait_list,
+                                                    cl_event *event)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
+    check_xfer(&c, q, m, offset, size, ptr);
+    if (vocl_call_start(&c, VOCL_OP_clEnqueueReadBuffer) == 0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u8(c.w, blocking_read ? 1 : 0);
+        vocl_wr_u64(c.w, offset);
+        vocl_wr_u64(c.w, size);
+        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        put_data_in(&c, ptr, size);
+        if (recv_with_data(&c, ptr, size) == 0 && event)
+            *event = (cl_event)new_event(&c, ev_id, q);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+/* --- maps: in-process natively; remotely a host shadow ------------------------------------------- */
+
+struct vocl_mapping {
+    struct vocl_mapping *next;
+    void *ptr;
+    size_t offset, size;
+    cl_map_flags flags;
+};
+
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue, cl_mem buffer,
+                                                  cl_bool blocking_map, cl_map_flags map_flags,
+                                                  size_t offset, size_t size,
+                                                  cl_uint num_events_in_wait_list,
+                                                  const cl_event *event_wait_list,
+                                                  cl_event *event, cl_int *errcode_ret)
+{
+    struct vocl_call c;
+    void *ptr = NULL;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
+    check_xfer(&c, q, m, offset, size, (void *)1);
+    if (!c.err && !c.px->local) {
+        /* Remote: read into a shadow (unless the map discards the contents). */
+        struct vocl_mapping *mp = calloc(1, sizeof(*mp));
+        ptr = m->host_ptr ? (char *)m->host_ptr + offset : malloc(size);
+        if (!mp || !ptr) {
+            free(mp);
+            if (!m->host_ptr)
+                free(ptr);
+            vocl_call_end(&c);
+            if (errcode_ret)
+                *errcode_ret = CL_OUT_OF_HOST_MEMORY;
+            return NULL;
+        }
+        cl_int err;
+        if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
+            err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
+                                              event_wait_list, event);
+        else
+            err = clEnqueueReadBuffer(command_queue, buffer, CL_TRUE, offset, size, ptr,
+                                      num_events_in_wait_list, event_wait_list, event);
+        if (err != CL_SUCCESS) {
+            free(mp);
+            if (!m->host_ptr)
+                free(ptr);
+            if (errcode_ret)
+                *errcode_ret = err;
+            return NULL;
+        }
+        mp->ptr = ptr;
+        mp->offset = offset;
+        mp->size = size;
+        mp->flags = map_flags;
+        pthread_mutex_lock(&maps_lock);
+        mp->next = m->maps;
+        m->maps = mp;
+        pthread_mutex_unlock(&maps_lock);
+        if (errcode_ret)
+            *errcode_ret = CL_SUCCESS;
+        return ptr;
+    }
+    if (vocl_call_start(&c, VOCL_OP_clEnqueueMapBuffer) == 0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u8(c.w, blocking_map ? 1 : 0);
+        vocl_wr_u64(c.w, map_flags);
+        vocl_wr_u64(c.w, offset);
+        vocl_wr_u64(c.w, size);
+        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        if (vocl_call_send(&c) == 0) {
+            ptr = (void *)(uintptr_t)vocl_rd_u64(&c.r);
+            if (event)
+                *event = (cl_event)new_event(&c, ev_id, q);
+        }
+    }
+    vocl_call_end(&c);
+    if (errcode_ret)
+        *errcode_ret = c.err;
+    return c.err ? NULL : ptr;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(cl_command_queue command_queue,
+                                                        cl_mem memobj, void *mapped_ptr,
+                                                        cl_uint num_events_in_wait_list,
+                                                        const cl_event *event_wait_list,
+                                                        cl_event *event)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(&c, memobj, VOCL_T_MEM, 0);
+    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
+    if (!c.err && !c.px->local) {
+        pthread_mutex_lock(&maps_lock);
+        struct vocl_mapping **pp = &m->maps, *mp;
+        while ((mp = *pp) && mp->ptr != mapped_ptr)
+            pp = &mp->next;
+        if (mp)
+            *pp = mp->next;
+        pthread_mutex_unlock(&maps_lock);
+        vocl_call_end(&c);
+        if (!mp)
+            return CL_INVALID_VALUE;
+        cl_int err;
+        if (mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION))
+            err = clEnqueueWriteBuffer(command_queue, memobj, CL_TRUE, mp->offset, mp->size,
+                                       mp->ptr, num_events_in_wait_list, event_wait_list, event);
+        else
+            err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
+                                              event_wait_list, event);
+        if (!m->host_ptr)
+            free(mp->ptr);
+        free(mp);
+        return err;
+    }
+    if (vocl_call_start(&c, VOCL_OP_clEnqueueUnmapMemObject) == 0) {
+        vocl_wr_u64(c.w, q->id);
+        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u64(c.w, (uint64_t)(uintptr_t)mapped_ptr);
+        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
+        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
+        vocl_wr_u64(c.w, ev_id);
+        if (vocl_call_send(&c) == 0 && event)
+            *event = (cl_event)new_event(&c, ev_id, q);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+void vocl_mappings_free(struct vocl_obj *m)
+{
+    for (struct vocl_mapping *mp = m->maps, *next; mp; mp = next) {
+        next = mp->next;
+        if (!m->host_ptr)
+            free(mp->ptr);
+        free(mp);
+    }
+    m->maps = NULL;
+}
+
+int vocl_hook_clGetMemObjectInfo(cl_mem memobj, cl_mem_info param_name, size_t param_value_size,
+                                 void *param_value, size_t *param_value_size_ret, cl_int *ret)
+{
+    struct vocl_obj *m = vocl_lookup(memobj, VOCL_T_MEM);
+    const void *v;
+    if (!m)
+        return 0;
+    switch (param_name) {
+    case CL_MEM_CONTEXT: v = m->context; break;
+    case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->parent; break;
+    case CL_MEM_HOST_PTR: v = m->host_ptr; break;
+    default: return 0;
+    }
+    *ret = vocl_info_answer(&v, sizeof(v), param_value_size, param_value, param_value_size_ret);
+    return 1;
+}
+
+int vocl_hook_clGetImageInfo(cl_mem image, cl_image_info param_name, size_t param_value_size,
+                             void *param_value, size_t *param_value_size_ret, cl_int *ret)
+{
+    struct vocl_obj *m = vocl_lookup(image, VOCL_T_MEM);
+    if (!m || param_name != CL_IMAGE_BUFFER)
+        return 0;
+    const void *v = m->parent;
+    *ret = vocl_info_answer(&v, sizeof(v), param_value_size, param_value, param_value_size_ret);
+    return 1;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetSupportedImageFormats(cl_context context, cl_mem_flags flags,
+                                                           cl_mem_object_type image_type,
+                                                           cl_uint num_entries,
+                                                           cl_image_format *image_formats,
+                                                           cl_uint *num_image_formats)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *ctx = vocl_call_h(&c, context, VOCL_T_CONTEXT, 0);
+    if (!c.err && num_entries == 0 && image_formats)
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    if (vocl_call_start(&c, VOCL_OP_clGetSupportedImageFormats) == 0) {
+        vocl_wr_u64(c.w, ctx->id);
+        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, image_type);
+        vocl_wr_u32(c.w, image_formats ? num_entries : 0);
+        if (vocl_call_send(&c) == 0) {
+            cl_uint num = vocl_rd_u32(&c.r);
+            cl_uint n = vocl_rd_u32(&c.r);
+            for (cl_uint i = 0; i < n && i < num_entries && image_formats; i++) {
+                image_formats[i].image_channel_order = vocl_rd_u32(&c.r);
+                image_formats[i].image_channel_data_type = vocl_rd_u32(&c.r);
+            }
+            if (num_image_formats)
+                *num_image_formats = num;
+        }
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+/* --- shared virtual memory: not across the network -------------------------------------------- */
+
+CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context context, cl_svm_mem_flags flags, size_t size,
+                                          cl_uint alignment)
+{
+    (void)context, (void)flags, (void)size, (void)alignment;
+    vocl_warn_once_unsupported("clSVMAlloc");
+    return NULL;
+}
+
+CL_API_ENTRY void CL_API_CALL clSVMFree(cl_context context, void *svm_pointer)
+{
+    (void)context, (void)svm_pointer;
+}

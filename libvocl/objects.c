@@ -1,0 +1,153 @@
+/*
+ * objects.c - VOCL handles: creation, the table of live handles, and
+ * reference counting.
+ *
+ * A handle stays valid while the application holds a reference to it
+ * (app_refs); the struct itself lives on while dependent objects hold it
+ * (refs), so a queue can still answer CL_QUEUE_CONTEXT with the handle the
+ * application created, as natively.
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+
+static pthread_rwlock_t handles_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct vocl_map handles; /* address -> object, live handles only */
+
+struct vocl_obj *vocl_obj_new(enum vocl_type t, struct vocl_proxy *px, uint64_t id,
+                              struct vocl_obj *context, struct vocl_obj *parent)
+{
+    struct vocl_obj *o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->dispatch = &vocl_dispatch;
+    o->magic = VOCL_OBJ_MAGIC;
+    o->type = t;
+    atomic_init(&o->refs, 1);
+    atomic_init(&o->app_refs, 1);
+    o->px = px;
+    o->id = id;
+    if (context) {
+        vocl_obj_hold(context);
+        o->context = context;
+    }
+    if (parent) {
+        vocl_obj_hold(parent);
+        o->parent = parent;
+    }
+    pthread_rwlock_wrlock(&handles_lock);
+    int rc = vocl_map_put(&handles, (uint64_t)(uintptr_t)o, o);
+    pthread_rwlock_unlock(&handles_lock);
+    if (rc) {
+        vocl_obj_drop(o);
+        return NULL;
+    }
+    return o;
+}
+
+struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t)
+{
+    if (!h)
+        return NULL;
+    pthread_rwlock_rdlock(&handles_lock);
+    struct vocl_obj *o = vocl_map_get(&handles, (uint64_t)(uintptr_t)h);
+    pthread_rwlock_unlock(&handles_lock);
+    return o && o->type == t ? o : NULL;
+}
+
+void vocl_obj_hold(struct vocl_obj *o)
+{
+    atomic_fetch_add(&o->refs, 1);
+}
+
+static void obj_free(struct vocl_obj *o)
+{
+    /* Destructor callbacks run in the reverse order of registration: the
+     * list is kept newest first. */
+    for (struct vocl_dtor *d = o->dtors, *next; d; d = next) {
+        next = d->next;
+        d->fn(o, d->user_data);
+        free(d);
+    }
+    if (o->context)
+        vocl_obj_drop(o->context);
+    if (o->parent)
+        vocl_obj_drop(o->parent);
+    free(o->devs);
+    free(o->props);
+    vocl_kargs_free(o->kargs);
+    vocl_mappings_free(o);
+    o->magic = 0;
+    free(o);
+}
+
+void vocl_obj_drop(struct vocl_obj *o)
+{
+    if (atomic_fetch_sub(&o->refs, 1) == 1)
+        obj_free(o);
+}
+
+struct vocl_obj *vocl_ctx_of(struct vocl_obj *o)
+{
+    if (!o)
+        return NULL;
+    if (o->type == VOCL_T_CONTEXT)
+        return o;
+    return o->context;
+}
+
+static bool is_root_device(const struct vocl_obj *o)
+{
+    return o->type == VOCL_T_DEVICE && !o->parent;
+}
+
+cl_int vocl_retain(const void *h, enum vocl_type t)
+{
+    struct vocl_obj *o = vocl_lookup(h, t);
+    if (!o)
+        return vocl_type_invalid_err(t);
+    if (is_root_device(o))
+        return CL_SUCCESS;
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = o->px;
+    if (vocl_call_start(&c, VOCL_OP_RETAIN) == 0) {
+        vocl_wr_u64(c.w, o->id);
+        vocl_call_send(&c);
+    }
+    vocl_call_end(&c);
+    if (c.err == CL_SUCCESS) {
+        atomic_fetch_add(&o->app_refs, 1);
+        vocl_obj_hold(o);
+    }
+    return c.err;
+}
+
+cl_int vocl_release(const void *h, enum vocl_type t)
+{
+    struct vocl_obj *o = vocl_lookup(h, t);
+    if (!o)
+        return vocl_type_invalid_err(t);
+    if (is_root_device(o))
+        return CL_SUCCESS;
+    bool last = atomic_fetch_sub(&o->app_refs, 1) == 1;
+    if (last) {
+        /* No new call may find it from here on. */
+        pthread_rwlock_wrlock(&handles_lock);
+        vocl_map_del(&handles, (uint64_t)(uintptr_t)o);
+        pthread_rwlock_unlock(&handles_lock);
+    }
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = o->px;
+    if (vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
+        vocl_wr_u64(c.w, o->id);
+        vocl_wr_u8(c.w, last);
+        vocl_call_send(&c);
+    }
+    vocl_call_end(&c);
+    /* A dead proxy cannot release: the object is gone with it all the same. */
+    struct vocl_proxy *px = o->px;
+    vocl_obj_drop(o);
+    return px->dead ? CL_SUCCESS : c.err;
+}

@@ -1,0 +1,274 @@
+/*
+ * platform.c - the one VOCL platform and its devices.
+ *
+ * The platform is libvocl's own: it lists the devices of every proxy in a
+ * stable order (local passthrough devices first, then proxy rank, then each
+ * proxy's native order).  Its info is the first proxy's native platform's,
+ * with the name changed to say VOCL; device info comes from the real device.
+ */
+#include "vocl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void vocl_warn_once_unsupported(const char *fn)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char seen[16][64];
+    static int nseen;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nseen; i++)
+        if (!strcmp(seen[i], fn)) {
+            pthread_mutex_unlock(&lock);
+            return;
+        }
+    if (nseen < 16)
+        snprintf(seen[nseen++], sizeof(seen[0]), "%s", fn);
+    pthread_mutex_unlock(&lock);
+    vocl_warn("%s is not available through VOCL (no shared address space, window "
+              "system or host-side code across the network): returning its error",
+              fn);
+}
+
+static cl_int platform_ids(cl_uint num_entries, cl_platform_id *platforms, cl_uint *num_platforms)
+{
+    if ((num_entries == 0 && platforms) || (!platforms && !num_platforms))
+        return CL_INVALID_VALUE;
+    cl_int err = vocl_init();
+    if (err != CL_SUCCESS)
+        return err;
+    cl_uint n = vocl.ndevices ? 1 : 0;
+    if (num_platforms)
+        *num_platforms = n;
+    if (platforms && n)
+        platforms[0] = (cl_platform_id)vocl.platform;
+    return n ? CL_SUCCESS : CL_PLATFORM_NOT_FOUND_KHR;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
+                                                 cl_uint *num_platforms)
+{
+    if (vocl_initialising()) {
+        /* hwloc inside MPI_Init: answer from the native library. */
+        const struct vocl_native_api *cl = vocl_native_get();
+        return cl ? cl->clGetPlatformIDs(num_entries, platforms, num_platforms)
+                  : CL_PLATFORM_NOT_FOUND_KHR;
+    }
+    return platform_ids(num_entries, platforms, num_platforms);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clIcdGetPlatformIDsKHR(cl_uint num_entries,
+                                                       cl_platform_id *platforms,
+                                                       cl_uint *num_platforms);
+CL_API_ENTRY cl_int CL_API_CALL clIcdGetPlatformIDsKHR(cl_uint num_entries,
+                                                       cl_platform_id *platforms,
+                                                       cl_uint *num_platforms)
+{
+    if (vocl_initialising())
+        return CL_PLATFORM_NOT_FOUND_KHR; /* never hand the loader back to itself */
+    return platform_ids(num_entries, platforms, num_platforms);
+}
+
+static bool is_our_platform(cl_platform_id p)
+{
+    return p == NULL || vocl_lookup(p, VOCL_T_PLATFORM) != NULL;
+}
+
+static struct vocl_proxy *first_live_proxy(void)
+{
+    for (int i = 0; i < vocl.nproxies; i++)
+        if (!vocl.proxies[i]->dead && vocl.proxies[i]->ndev)
+            return vocl.proxies[i];
+    return NULL;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetPlatformInfo(cl_platform_id platform,
+                                                  cl_platform_info param_name,
+                                                  size_t param_value_size, void *param_value,
+                                                  size_t *param_value_size_ret)
+{
+    cl_int err = vocl_init();
+    if (err != CL_SUCCESS)
+        return err;
+    if (!is_our_platform(platform))
+        return CL_INVALID_PLATFORM;
+    if (param_name == CL_PLATFORM_NAME || param_name == CL_PLATFORM_ICD_SUFFIX_KHR)
+        return vocl_info_answer("VOCL", 5, param_value_size, param_value, param_value_size_ret);
+
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = first_live_proxy();
+    if (!c.px) {
+        vocl_call_end(&c);
+        return CL_INVALID_PLATFORM;
+    }
+    if (vocl_call_start(&c, VOCL_OP_clGetPlatformInfo) == 0) {
+        vocl_wr_u64(c.w, param_name);
+        vocl_wr_u64(c.w, param_value_size);
+        vocl_wr_u8(c.w, param_value != NULL);
+        if (vocl_call_send(&c) == 0)
+            vocl_call_get_info(&c, param_value_size, param_value, param_value_size_ret);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
+                                               cl_uint num_entries, cl_device_id *devices,
+                                               cl_uint *num_devices)
+{
+    cl_int err = vocl_init();
+    if (err != CL_SUCCESS)
+        return err;
+    if (!is_our_platform(platform))
+        return CL_INVALID_PLATFORM;
+    if ((num_entries == 0 && devices) || (!devices && !num_devices))
+        return CL_INVALID_VALUE;
+    const cl_device_type known = CL_DEVICE_TYPE_DEFAULT | CL_DEVICE_TYPE_CPU |
+                                 CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR |
+                                 CL_DEVICE_TYPE_CUSTOM;
+    if (device_type != CL_DEVICE_TYPE_ALL && (device_type & ~known))
+        return CL_INVALID_DEVICE_TYPE;
+
+    cl_uint n = 0;
+    for (cl_uint i = 0; i < vocl.ndevices; i++) {
+        struct vocl_obj *d = vocl.devices[i];
+        bool match = device_type == CL_DEVICE_TYPE_ALL || (d->dev_type & device_type) ||
+                     ((device_type & CL_DEVICE_TYPE_DEFAULT) && n == 0);
+        if (!match || d->px->dead)
+            continue;
+        if (devices && n < num_entries)
+            devices[n] = (cl_device_id)d;
+        n++;
+        if (device_type == CL_DEVICE_TYPE_DEFAULT)
+            break;
+    }
+    if (num_devices)
+        *num_devices = n;
+    return n ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
+}
+
+int vocl_hook_clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
+                              size_t param_value_size, void *param_value,
+                              size_t *param_value_size_ret, cl_int *ret)
+{
+    struct vocl_obj *d = vocl_lookup(device, VOCL_T_DEVICE);
+    if (!d)
+        return 0; /* the generated path reports the invalid handle */
+    const void *h;
+    cl_device_svm_capabilities none = 0;
+    switch (param_name) {
+    case CL_DEVICE_PLATFORM:
+        h = vocl.platform;
+        break;
+    case CL_DEVICE_PARENT_DEVICE:
+        h = d->parent;
+        break;
+    case CL_DEVICE_SVM_CAPABILITIES:
+        /* No shared virtual memory across the network (see cl_api.def). */
+        *ret = vocl_info_answer(&none, sizeof(none), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    default:
+        return 0;
+    }
+    *ret = vocl_info_answer(&h, sizeof(h), param_value_size, param_value, param_value_size_ret);
+    return 1;
+}
+
+/* Partition property lists: 0-terminated, except BY_COUNTS, whose counts
+ * end with CL_DEVICE_PARTITION_BY_COUNTS_LIST_END before the final 0. */
+static size_t partition_props_len(const cl_device_partition_property *p)
+{
+    size_t n = 0;
+    if (!p)
+        return 0;
+    while (p[n] && n < 250) {
+        if (p[n] == CL_DEVICE_PARTITION_BY_COUNTS) {
+            n++;
+            while (p[n] != CL_DEVICE_PARTITION_BY_COUNTS_LIST_END && n < 250)
+                n++;
+            n++;
+        } else {
+            n += 2;
+        }
+    }
+    return n + 1;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(cl_device_id in_device,
+                                                   const cl_device_partition_property *properties,
+                                                   cl_uint num_devices, cl_device_id *out_devices,
+                                                   cl_uint *num_devices_ret)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    struct vocl_obj *d = vocl_call_h(&c, in_device, VOCL_T_DEVICE, 0);
+    if (!c.err && (!properties || (out_devices && num_devices == 0)))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    uint64_t first = 0;
+    cl_uint nids = out_devices ? num_devices : 0;
+    if (vocl_call_start(&c, VOCL_OP_clCreateSubDevices) == 0) {
+        size_t n = partition_props_len(properties);
+        vocl_wr_u64(c.w, d->id);
+        vocl_wr_u32(c.w, (uint32_t)n);
+        for (size_t i = 0; i < n; i++)
+            vocl_wr_u64(c.w, i + 1 == n ? 0 : (uint64_t)properties[i]);
+        vocl_wr_u32(c.w, num_devices);
+        vocl_wr_u32(c.w, nids);
+        first = atomic_fetch_add(&c.px->next_id, nids);
+        for (cl_uint i = 0; i < nids; i++)
+            vocl_wr_u64(c.w, first + i);
+        vocl_call_send(&c);
+    }
+    if (c.err == CL_SUCCESS) {
+        cl_uint got = vocl_rd_u32(&c.r);
+        if (num_devices_ret)
+            *num_devices_ret = got;
+        for (cl_uint i = 0; i < got && i < nids; i++) {
+            struct vocl_obj *sd = vocl_call_new_obj(&c, VOCL_T_DEVICE, first + i, NULL, d);
+            if (sd)
+                sd->dev_type = d->dev_type;
+            out_devices[i] = (cl_device_id)sd;
+        }
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+CL_API_ENTRY void *CL_API_CALL clGetExtensionFunctionAddressForPlatform(cl_platform_id platform,
+                                                                        const char *func_name)
+{
+    typedef void (*fn_t)(void);
+    static const struct {
+        const char *name;
+        fn_t fn;
+    } table[] = {
+        {"clIcdGetPlatformIDsKHR", (fn_t)clIcdGetPlatformIDsKHR},
+        {"clGetKernelSubGroupInfoKHR", (fn_t)clGetKernelSubGroupInfoKHR},
+    };
+    if (!func_name || !is_our_platform(platform))
+        return NULL;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (!strcmp(func_name, table[i].name)) {
+            void *p; /* POSIX (dlsym) lets function pointers travel as void * */
+            memcpy(&p, &table[i].fn, sizeof(p));
+            return p;
+        }
+    return NULL;
+}
+
+CL_API_ENTRY void *CL_API_CALL clGetExtensionFunctionAddress(const char *func_name)
+{
+    return clGetExtensionFunctionAddressForPlatform(NULL, func_name);
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clUnloadCompiler(void)
+{
+    return CL_SUCCESS;
+}
+
+CL_API_ENTRY cl_int CL_API_CALL clUnloadPlatformCompiler(cl_platform_id platform)
+{
+    return platform && is_our_platform(platform) ? CL_SUCCESS : CL_INVALID_PLATFORM;
+}

@@ -1,0 +1,82 @@
+/*
+ * protocol.h - what libvocl and voclproxyd agree on besides the API table:
+ * object types, id ranges, and the protocol's own messages.
+ *
+ * Message payloads (all fields little-endian, see wire.h):
+ *
+ *   HELLO   req: u32 wire version, u32 features, u32 flags
+ *           rep: i32 err, u32 version, u32 features, u32 ndev,
+ *                ndev x (u64 cl_device_type)
+ *   BYE     req: (empty) - no reply; the proxy releases the session's objects
+ *   RETAIN  req: u64 id                        rep: i32 err
+ *   RELEASE req: u64 id, u8 last (client holds no more references to the id)
+ *           rep: i32 err
+ *
+ * API entries: see the annotations in cl_api.def; every reply starts with an
+ * i32 OpenCL error code.
+ */
+#ifndef VOCL_PROTOCOL_H
+#define VOCL_PROTOCOL_H
+
+#include <stdint.h>
+
+enum vocl_type {
+    VOCL_T_NONE = 0,
+    VOCL_T_PLATFORM,
+    VOCL_T_DEVICE,
+    VOCL_T_CONTEXT,
+    VOCL_T_QUEUE,
+    VOCL_T_MEM,
+    VOCL_T_SAMPLER,
+    VOCL_T_PROGRAM,
+    VOCL_T_KERNEL,
+    VOCL_T_EVENT,
+    VOCL_T_COUNT
+};
+
+/* Protocol opcodes; API opcodes come from cl_api.def (vocl_api.h). */
+enum vocl_proto_op {
+    VOCL_OP_HELLO = 10,
+    VOCL_OP_BYE = 11,
+    VOCL_OP_RETAIN = 12,
+    VOCL_OP_RELEASE = 13,
+    VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
+};
+
+/*
+ * Ids: a proxy numbers its root devices 1..ndev; every object a client
+ * creates gets an id the client chose, at or above VOCL_ID_CLIENT_MIN.
+ */
+#define VOCL_ID_CLIENT_MIN 0x10000u
+
+/*
+ * How the bytes of a transfer travel (field "mode" of writes, reads and
+ * creates with host data):
+ *   NONE     no data
+ *   INLINE   in the message itself (small transfers)
+ *   CHUNKED  u64 chunk size in the message, then ceil(size/chunk) messages on
+ *            VOCL_TAG_DATA; a chunked read's reply is followed by the chunks
+ *            and then a second reply carrying the final error code
+ *   HOSTPTR  u64 host address: only for the in-process executor (local
+ *            passthrough); a proxy rejects it from the wire
+ */
+enum vocl_data_mode { VOCL_DATA_NONE = 0, VOCL_DATA_INLINE, VOCL_DATA_CHUNKED, VOCL_DATA_HOSTPTR };
+
+/* Default chunk size of pipelined transfers. */
+#define VOCL_CHUNK_DEFAULT (1u << 20)
+
+/* Features negotiated in HELLO. */
+#define VOCL_FEAT_NONE 0u
+
+/* Object-type helpers shared by both sides. */
+const char *vocl_type_name(enum vocl_type t);
+int vocl_type_invalid_err(enum vocl_type t); /* CL_INVALID_CONTEXT for a context, ... */
+const char *vocl_proto_op_name(unsigned op);
+const char *vocl_err_name(int err);
+#include <stddef.h>
+struct _cl_image_format;
+struct _cl_image_desc;
+size_t vocl_image_pixel_size(unsigned order, unsigned type);
+size_t vocl_image_host_size(const struct _cl_image_format *f, const struct _cl_image_desc *d);
+
+#endif

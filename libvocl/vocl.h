@@ -1,0 +1,166 @@
+/*
+ * vocl.h - libvocl's internal interface: objects, proxies, and the call
+ * helpers the generated and hand-written entry points are built from.
+ */
+#ifndef VOCL_H
+#define VOCL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "log.h"
+#include "map.h"
+#include "native.h"
+#include "protocol.h"
+#include "vocl_api.h"
+#include "wire.h"
+
+#define VOCL_OBJ_MAGIC 0x766f636cu /* "vocl" */
+
+struct proxyd_session;
+struct proxyd_node;
+
+/* A proxy: a voclproxyd rank, or the in-process executor for local devices. */
+struct vocl_proxy {
+    int index;
+    int rank;   /* MPI rank on vocl.comm; -1 in-process */
+    bool local; /* in-process executor (local passthrough) */
+    bool dead;  /* the transport failed: every call fails fast */
+    pthread_mutex_t lock; /* one request/reply exchange at a time */
+    atomic_uint_fast64_t next_id;
+    uint32_t seq;
+    cl_uint ndev;
+    struct proxyd_session *session; /* in-process only */
+    struct vocl_wr reply;           /* in-process reply buffer, under lock */
+};
+
+/*
+ * Every OpenCL handle libvocl gives out points to one of these.  The ICD
+ * dispatch pointer must come first: the ICD loader calls through it.
+ */
+struct vocl_obj {
+    const struct _cl_icd_dispatch *dispatch;
+    uint32_t magic;
+    enum vocl_type type;
+    atomic_int refs;     /* app references + references of dependent objects */
+    atomic_int app_refs; /* references the application holds (retain/release) */
+    struct vocl_proxy *px;
+    uint64_t id;
+    struct vocl_obj *context; /* held: the owning context */
+    struct vocl_obj *parent;  /* held: queue->device, kernel->program, event->queue,
+                                 sub-buffer->buffer, sub-device->device */
+    /* Per type: */
+    cl_device_type dev_type;  /* device */
+    cl_uint ndevs;            /* context, program: their devices (not held) */
+    struct vocl_obj **devs;
+    cl_context_properties *props; /* context: as the application gave them */
+    size_t nprops;
+    cl_mem_object_type mem_type; /* mem: buffer or image type */
+    size_t elem_size;            /* image: bytes per pixel */
+    cl_mem_flags mem_flags;      /* mem */
+    size_t mem_size;
+    void *host_ptr;
+    struct vocl_kargs *kargs; /* kernel: argument cache */
+    struct vocl_mapping *maps; /* mem: live host shadows of remote maps */
+    void (*ctx_notify)(const char *, const void *, size_t, void *);
+    void *ctx_notify_data;
+    struct vocl_dtor *dtors; /* destructor callbacks, run when the object goes */
+};
+
+/* Global state, set up once by vocl_init(). */
+struct vocl_state {
+    bool ready;
+    int nproxies;
+    struct vocl_proxy **proxies;
+    cl_uint ndevices;
+    struct vocl_obj **devices;
+    struct vocl_obj *platform;
+    MPI_Comm comm;
+    bool mpi_used;    /* libvocl talks MPI (job or connect mode) */
+    bool mpi_ours;    /* libvocl initialised MPI and finalises it */
+    bool job_mode;
+    int app_ranks;
+    struct proxyd_node *local_node;
+    size_t chunk;     /* transfer chunk size (VOCL_CHUNK) */
+    const char *init_error; /* why there are no devices, for the one line on stderr */
+};
+extern struct vocl_state vocl;
+extern const struct _cl_icd_dispatch vocl_dispatch;
+
+/* Sets everything up on the first call; 0, or an OpenCL error. */
+cl_int vocl_init(void);
+/* True on the thread that is inside vocl_init (MPI_Init may call back). */
+bool vocl_initialising(void);
+
+/* --- objects and the handle table (objects.c) ------------------------------------------------ */
+struct vocl_obj *vocl_obj_new(enum vocl_type t, struct vocl_proxy *px, uint64_t id,
+                              struct vocl_obj *context, struct vocl_obj *parent);
+/* A live handle of type t, or NULL. */
+struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t);
+void vocl_obj_hold(struct vocl_obj *o);
+void vocl_obj_drop(struct vocl_obj *o);
+cl_int vocl_retain(const void *h, enum vocl_type t);
+cl_int vocl_release(const void *h, enum vocl_type t);
+struct vocl_obj *vocl_ctx_of(struct vocl_obj *o);
+/* Runs when an object is freed (destructor callbacks). */
+struct vocl_dtor {
+    struct vocl_dtor *next;
+    void (*fn)(void *handle, void *user_data);
+    void *user_data;
+};
+
+/* --- one call to a proxy (call.c) ----------------------------------------------------------------- */
+struct vocl_call {
+    cl_int err;
+    struct vocl_proxy *px;
+    struct vocl_wr *w;
+    struct vocl_rd r;
+    bool locked;
+    cl_uint wl_n; /* the wait list, for put_wl */
+    const cl_event *wl;
+};
+
+void vocl_call_init(struct vocl_call *c);
+/* Validation and routing: errors stick in c->err (first one wins). */
+struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type t, int nullable);
+void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t);
+void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
+void vocl_call_error(struct vocl_call *c, cl_int err);
+/* Waits for foreign events, takes the proxy and starts the message. */
+int vocl_call_start(struct vocl_call *c, unsigned op);
+/* Encoders for the payload. */
+void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
+void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
+void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n);
+void vocl_call_put_props(struct vocl_call *c, const void *props, size_t elem);
+uint64_t vocl_call_new_id(struct vocl_call *c);
+/* Sends the request and waits for the reply; nonzero when c->err is set. */
+int vocl_call_send(struct vocl_call *c);
+/* The two halves, for calls that move bulk data in between. */
+int vocl_call_post(struct vocl_call *c);
+int vocl_call_wait(struct vocl_call *c);
+void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret);
+struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
+                                   struct vocl_obj *context, struct vocl_obj *parent);
+void vocl_call_end(struct vocl_call *c);
+/* Copies an info value the client knows into the caller's buffers. */
+cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
+
+/* --- transport (transport.c) ---------------------------------------------------------------------- */
+int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n);
+int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r);
+int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n, size_t chunk);
+int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n, size_t chunk);
+void vocl_xport_fail(struct vocl_proxy *px, const char *what);
+int vocl_xport_open(void);
+void vocl_xport_close(void);
+
+void vocl_warn_once_unsupported(const char *fn);
+void vocl_kargs_free(struct vocl_kargs *k);
+void vocl_mappings_free(struct vocl_obj *m);
+
+#endif

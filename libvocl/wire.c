@@ -1,0 +1,229 @@
+/*
+ * wire.c - field-by-field little-endian encoding for VOCL messages.
+ */
+#include "wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define VOCL_STR_NULL UINT64_MAX
+
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+void vocl_wr_init(struct vocl_wr *w)
+{
+    memset(w, 0, sizeof(*w));
+}
+
+void vocl_wr_reset(struct vocl_wr *w)
+{
+    w->len = 0;
+    w->fail = false;
+}
+
+void vocl_wr_free(struct vocl_wr *w)
+{
+    free(w->buf);
+    vocl_wr_init(w);
+}
+
+void *vocl_wr_reserve(struct vocl_wr *w, size_t n)
+{
+    if (w->fail)
+        return NULL;
+    if (n > VOCL_MSG_MAX || w->len + n > VOCL_MSG_MAX) {
+        w->fail = true;
+        return NULL;
+    }
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n)
+            cap *= 2;
+        uint8_t *nb = realloc(w->buf, cap);
+        if (!nb) {
+            w->fail = true;
+            return NULL;
+        }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    void *p = w->buf + w->len;
+    w->len += n;
+    return p;
+}
+
+static void wr_le(struct vocl_wr *w, uint64_t v, unsigned n)
+{
+    uint8_t *p = vocl_wr_reserve(w, n);
+    if (p)
+        put_le(p, v, n);
+}
+
+void vocl_wr_u8(struct vocl_wr *w, uint8_t v)
+{
+    wr_le(w, v, 1);
+}
+
+void vocl_wr_u32(struct vocl_wr *w, uint32_t v)
+{
+    wr_le(w, v, 4);
+}
+
+void vocl_wr_u64(struct vocl_wr *w, uint64_t v)
+{
+    wr_le(w, v, 8);
+}
+
+void vocl_wr_i32(struct vocl_wr *w, int32_t v)
+{
+    wr_le(w, (uint32_t)v, 4);
+}
+
+void vocl_wr_bytes(struct vocl_wr *w, const void *p, size_t n)
+{
+    vocl_wr_u64(w, n);
+    if (n == 0)
+        return;
+    uint8_t *d = vocl_wr_reserve(w, n);
+    if (d)
+        memcpy(d, p, n);
+}
+
+void vocl_wr_str(struct vocl_wr *w, const char *s)
+{
+    if (!s) {
+        vocl_wr_u64(w, VOCL_STR_NULL);
+        return;
+    }
+    vocl_wr_bytes(w, s, strlen(s));
+}
+
+void vocl_wr_begin(struct vocl_wr *w, uint16_t opcode, uint32_t flags, uint32_t seq)
+{
+    vocl_wr_reset(w);
+    uint8_t *h = vocl_wr_reserve(w, VOCL_HDR_SIZE);
+    if (!h)
+        return;
+    struct vocl_msg_hdr hdr = {VOCL_WIRE_MAGIC, opcode, flags, 0, seq};
+    vocl_hdr_put(h, &hdr);
+}
+
+void vocl_wr_finish(struct vocl_wr *w)
+{
+    if (w->fail || w->len < VOCL_HDR_SIZE)
+        return;
+    put_le(w->buf + 8, w->len - VOCL_HDR_SIZE, 4);
+}
+
+void vocl_hdr_put(uint8_t out[VOCL_HDR_SIZE], const struct vocl_msg_hdr *h)
+{
+    put_le(out + 0, h->magic, 2);
+    put_le(out + 2, h->opcode, 2);
+    put_le(out + 4, h->flags, 4);
+    put_le(out + 8, h->length, 4);
+    put_le(out + 12, h->seq, 4);
+}
+
+bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h)
+{
+    if (n < VOCL_HDR_SIZE)
+        return false;
+    h->magic = (uint16_t)get_le(in + 0, 2);
+    h->opcode = (uint16_t)get_le(in + 2, 2);
+    h->flags = (uint32_t)get_le(in + 4, 4);
+    h->length = (uint32_t)get_le(in + 8, 4);
+    h->seq = (uint32_t)get_le(in + 12, 4);
+    return h->magic == VOCL_WIRE_MAGIC && h->length == n - VOCL_HDR_SIZE;
+}
+
+void vocl_rd_init(struct vocl_rd *r, const void *p, size_t n)
+{
+    r->p = p;
+    r->end = r->p + n;
+    r->fail = false;
+}
+
+static const uint8_t *rd_take(struct vocl_rd *r, size_t n)
+{
+    if (r->fail || (size_t)(r->end - r->p) < n) {
+        r->fail = true;
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    return p;
+}
+
+static uint64_t rd_le(struct vocl_rd *r, unsigned n)
+{
+    const uint8_t *p = rd_take(r, n);
+    return p ? get_le(p, n) : 0;
+}
+
+uint8_t vocl_rd_u8(struct vocl_rd *r)
+{
+    return (uint8_t)rd_le(r, 1);
+}
+
+uint32_t vocl_rd_u32(struct vocl_rd *r)
+{
+    return (uint32_t)rd_le(r, 4);
+}
+
+uint64_t vocl_rd_u64(struct vocl_rd *r)
+{
+    return rd_le(r, 8);
+}
+
+int32_t vocl_rd_i32(struct vocl_rd *r)
+{
+    return (int32_t)(uint32_t)rd_le(r, 4);
+}
+
+const void *vocl_rd_bytes(struct vocl_rd *r, size_t *n)
+{
+    uint64_t len = vocl_rd_u64(r);
+    *n = 0;
+    if (r->fail || len > (uint64_t)(r->end - r->p)) {
+        r->fail = true;
+        return NULL;
+    }
+    *n = (size_t)len;
+    return rd_take(r, (size_t)len);
+}
+
+const char *vocl_rd_str(struct vocl_rd *r, size_t *n, bool *is_null)
+{
+    uint64_t len = vocl_rd_u64(r);
+    *n = 0;
+    *is_null = false;
+    if (r->fail)
+        return NULL;
+    if (len == VOCL_STR_NULL) {
+        *is_null = true;
+        return NULL;
+    }
+    if (len > (uint64_t)(r->end - r->p)) {
+        r->fail = true;
+        return NULL;
+    }
+    *n = (size_t)len;
+    return (const char *)rd_take(r, (size_t)len);
+}
+
+bool vocl_rd_done(const struct vocl_rd *r)
+{
+    return !r->fail && r->p == r->end;
+}

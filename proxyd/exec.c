@@ -1,0 +1,465 @@
+/*
+ * exec.c - the executor core: one session per client, requests decoded
+ * defensively and run on the native OpenCL library.
+ *
+ * Nothing a client sends is trusted.  Decoders read every field through the
+ * sticky-failure reader, look every id up in the session's own table (so ids
+ * of other clients do not exist here), check every size against the message,
+ * and only then call the native library.  A bad request gets an error reply;
+ * the session goes on.
+ */
+#include "proxyd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* --- node: the devices this process serves ---------------------------------------------- */
+
+int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
+                     cl_device_type type_filter, const void *skip_dispatch)
+{
+    cl_uint nplat = 0;
+    cl_platform_id plats[16];
+
+    memset(node, 0, sizeof(*node));
+    node->cl = cl;
+    if (cl->clGetPlatformIDs(16, plats, &nplat) != CL_SUCCESS || nplat == 0)
+        return 0; /* no native platform: a node with no devices */
+    if (nplat > 16)
+        nplat = 16;
+    for (cl_uint p = 0; p < nplat; p++) {
+        cl_uint n = 0;
+        /* In ICD mode the loader lists VOCL's own platform too: skip it. */
+        if (skip_dispatch && *(const void *const *)plats[p] == skip_dispatch)
+            continue;
+        if (cl->clGetDeviceIDs(plats[p], type_filter, 0, NULL, &n) != CL_SUCCESS || n == 0)
+            continue;
+        cl_device_id *devs = realloc(node->devs, (node->ndev + n) * sizeof(*devs));
+        cl_device_type *types = realloc(node->types, (node->ndev + n) * sizeof(*types));
+        if (devs)
+            node->devs = devs;
+        if (types)
+            node->types = types;
+        if (!devs || !types)
+            return -1;
+        if (cl->clGetDeviceIDs(plats[p], type_filter, n, node->devs + node->ndev, NULL))
+            continue;
+        for (cl_uint i = 0; i < n; i++)
+            cl->clGetDeviceInfo(node->devs[node->ndev + i], CL_DEVICE_TYPE,
+                                sizeof(cl_device_type), &node->types[node->ndev + i], NULL);
+        if (!node->platform)
+            node->platform = plats[p];
+        node->ndev += n;
+    }
+    return 0;
+}
+
+void proxyd_node_close(struct proxyd_node *node)
+{
+    free(node->devs);
+    free(node->types);
+    memset(node, 0, sizeof(*node));
+}
+
+/* --- sessions ---------------------------------------------------------------------------- */
+
+void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer)
+{
+    memset(s, 0, sizeof(*s));
+    s->node = node;
+    s->peer = peer;
+    vocl_map_init(&s->objs);
+}
+
+static int add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, void *native,
+                   uint32_t refs)
+{
+    struct proxyd_obj *o = malloc(sizeof(*o));
+    if (!o)
+        return -1;
+    o->type = t;
+    o->native = native;
+    o->refs = refs;
+    if (vocl_map_put(&s->objs, id, o)) {
+        free(o);
+        return -1;
+    }
+    return 0;
+}
+
+cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
+{
+    switch (t) {
+    case VOCL_T_DEVICE: return cl->clReleaseDevice((cl_device_id)native);
+    case VOCL_T_CONTEXT: return cl->clReleaseContext((cl_context)native);
+    case VOCL_T_QUEUE: return cl->clReleaseCommandQueue((cl_command_queue)native);
+    case VOCL_T_MEM: return cl->clReleaseMemObject((cl_mem)native);
+    case VOCL_T_SAMPLER: return cl->clReleaseSampler((cl_sampler)native);
+    case VOCL_T_PROGRAM: return cl->clReleaseProgram((cl_program)native);
+    case VOCL_T_KERNEL: return cl->clReleaseKernel((cl_kernel)native);
+    case VOCL_T_EVENT: return cl->clReleaseEvent((cl_event)native);
+    case VOCL_T_PLATFORM:
+    case VOCL_T_NONE:
+    case VOCL_T_COUNT: break;
+    }
+    return CL_INVALID_VALUE;
+}
+
+static cl_int retain_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
+{
+    switch (t) {
+    case VOCL_T_DEVICE: return cl->clRetainDevice((cl_device_id)native);
+    case VOCL_T_CONTEXT: return cl->clRetainContext((cl_context)native);
+    case VOCL_T_QUEUE: return cl->clRetainCommandQueue((cl_command_queue)native);
+    case VOCL_T_MEM: return cl->clRetainMemObject((cl_mem)native);
+    case VOCL_T_SAMPLER: return cl->clRetainSampler((cl_sampler)native);
+    case VOCL_T_PROGRAM: return cl->clRetainProgram((cl_program)native);
+    case VOCL_T_KERNEL: return cl->clRetainKernel((cl_kernel)native);
+    case VOCL_T_EVENT: return cl->clRetainEvent((cl_event)native);
+    case VOCL_T_PLATFORM:
+    case VOCL_T_NONE:
+    case VOCL_T_COUNT: break;
+    }
+    return CL_INVALID_VALUE;
+}
+
+void proxyd_session_end(struct proxyd_session *s)
+{
+    /*
+     * Release what the client left behind, dependants first (events and
+     * kernels before the queues, programs and contexts they hold), though
+     * the native reference counts make any order safe.
+     */
+    static const enum vocl_type order[] = {VOCL_T_EVENT,   VOCL_T_KERNEL, VOCL_T_SAMPLER,
+                                           VOCL_T_MEM,     VOCL_T_QUEUE,  VOCL_T_PROGRAM,
+                                           VOCL_T_CONTEXT, VOCL_T_DEVICE};
+    const struct vocl_native_api *cl = s->node->cl;
+    size_t leaked = 0;
+
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        size_t pos = 0;
+        uint64_t id;
+        void *v;
+        while (vocl_map_next(&s->objs, &pos, &id, &v)) {
+            struct proxyd_obj *o = v;
+            if (o->type != order[k])
+                continue;
+            leaked += o->refs;
+            for (; o->refs; o->refs--)
+                proxyd_release_native(cl, o->type, o->native);
+        }
+    }
+    size_t pos = 0;
+    uint64_t id;
+    void *v;
+    while (vocl_map_next(&s->objs, &pos, &id, &v))
+        free(v);
+    vocl_map_free(&s->objs);
+    if (leaked)
+        vocl_info("session of rank %d: released %zu references the client left", s->peer, leaked);
+}
+
+struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t)
+{
+    struct proxyd_obj *o = vocl_map_get(&s->objs, id);
+    return o && o->type == t ? o : NULL;
+}
+
+/* --- decoding helpers ---------------------------------------------------------------------- */
+
+void proxyd_fail(struct proxyd_req *q, const char *why)
+{
+    if (!q->fail)
+        q->fail = why;
+}
+
+static void set_err(struct proxyd_req *q, cl_int err)
+{
+    if (q->err == CL_SUCCESS)
+        q->err = err;
+}
+
+void *proxyd_tmp(struct proxyd_req *q, size_t n)
+{
+    if (q->ntmp == sizeof(q->tmp) / sizeof(q->tmp[0]) || n > VOCL_MSG_MAX) {
+        proxyd_fail(q, "scratch space exhausted");
+        return NULL;
+    }
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        set_err(q, CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    q->tmp[q->ntmp++] = p;
+    return p;
+}
+
+void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
+{
+    uint64_t id = vocl_rd_u64(q->r);
+    if (q->r->fail)
+        return NULL;
+    if (id == 0) {
+        if (!nullable)
+            set_err(q, vocl_type_invalid_err(t));
+        return NULL;
+    }
+    struct proxyd_obj *o = proxyd_lookup(q->s, id, t);
+    if (!o) {
+        vocl_debug("rank %d: %s: no %s with id %#llx in this session", q->s->peer,
+                   vocl_op_name(q->op), vocl_type_name(t), (unsigned long long)id);
+        set_err(q, vocl_type_invalid_err(t));
+        return NULL;
+    }
+    return o->native;
+}
+
+/* A handle array: u32 count, then count ids.  NULL and 0 are the same. */
+const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count)
+{
+    uint32_t n = vocl_rd_u32(q->r);
+    *count = 0;
+    if (q->r->fail || n == 0)
+        return NULL;
+    if ((size_t)n * 8 > (size_t)(q->r->end - q->r->p)) {
+        proxyd_fail(q, "handle array longer than the message");
+        return NULL;
+    }
+    void **arr = proxyd_tmp(q, n * sizeof(void *));
+    if (!arr)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_rd_u64(q->r), t);
+        arr[i] = o ? o->native : NULL;
+        if (!o && !q->r->fail)
+            set_err(q, t == VOCL_T_EVENT ? CL_INVALID_EVENT_WAIT_LIST : vocl_type_invalid_err(t));
+    }
+    *count = n;
+    return arr;
+}
+
+/* A scalar array: u8 present, then count u64 values. */
+const void *proxyd_rd_va(struct proxyd_req *q, size_t elem, size_t count)
+{
+    if (!vocl_rd_u8(q->r) || q->r->fail)
+        return NULL;
+    if (count > 64) {
+        proxyd_fail(q, "scalar array too long");
+        return NULL;
+    }
+    uint8_t *arr = proxyd_tmp(q, elem * count);
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t v = vocl_rd_u64(q->r);
+        if (elem == 8)
+            memcpy(arr + i * 8, &v, 8);
+        else if (elem == 4) {
+            uint32_t v32 = (uint32_t)v;
+            memcpy(arr + i * 4, &v32, 4);
+        } else {
+            proxyd_fail(q, "scalar array element size");
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* A string, returned NUL-terminated in scratch space; NULL stays NULL. */
+const char *proxyd_rd_str(struct proxyd_req *q)
+{
+    size_t n;
+    bool is_null;
+    const char *s = vocl_rd_str(q->r, &n, &is_null);
+    if (q->r->fail || is_null)
+        return NULL;
+    char *copy = proxyd_tmp(q, n + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    return copy;
+}
+
+const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len)
+{
+    const void *p = vocl_rd_bytes(q->r, len);
+    return *len ? p : NULL;
+}
+
+/* A property list: u32 count of 64-bit values (0: NULL), the last one 0. */
+const void *proxyd_rd_props(struct proxyd_req *q)
+{
+    uint32_t n = vocl_rd_u32(q->r);
+    if (q->r->fail || n == 0)
+        return NULL;
+    if (n > 256) {
+        proxyd_fail(q, "property list too long");
+        return NULL;
+    }
+    uint64_t *p = proxyd_tmp(q, n * sizeof(uint64_t));
+    if (!p)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        p[i] = vocl_rd_u64(q->r);
+    if (!q->r->fail && p[n - 1] != 0)
+        proxyd_fail(q, "property list not terminated");
+    return p;
+}
+
+/* An id for an object the request creates: 0 (none) or unused and in range. */
+uint64_t proxyd_rd_newid(struct proxyd_req *q)
+{
+    uint64_t id = vocl_rd_u64(q->r);
+    if (q->r->fail || id == 0)
+        return 0;
+    if (id < VOCL_ID_CLIENT_MIN || id == VOCL_MAP_TOMB || vocl_map_get(&q->s->objs, id)) {
+        proxyd_fail(q, "new object id out of range or in use");
+        return 0;
+    }
+    return id;
+}
+
+int proxyd_req_begin(struct proxyd_req *q)
+{
+    if (q->r->fail)
+        proxyd_fail(q, "truncated request");
+    else if (q->r->p != q->r->end)
+        proxyd_fail(q, "trailing bytes in request");
+    if (q->fail) {
+        vocl_warn("rank %d: rejected %s: %s", q->s->peer, vocl_op_name(q->op), q->fail);
+        vocl_wr_i32(q->w, CL_INVALID_VALUE);
+        return 0;
+    }
+    if (q->err != CL_SUCCESS) {
+        vocl_wr_i32(q->w, q->err);
+        return 0;
+    }
+    return 1;
+}
+
+void proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native)
+{
+    if (add_obj(q->s, id, t, native, 1)) {
+        /* The client will treat the id as failed; do not leak the object. */
+        proxyd_release_native(q->cl, t, native);
+        return;
+    }
+    q->s->nobjs_created++;
+}
+
+void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t size,
+                     size_t size_ret)
+{
+    if (rc != CL_SUCCESS)
+        return;
+    vocl_wr_u64(q->w, size_ret);
+    vocl_wr_bytes(q->w, value, value ? (size_ret < size ? size_ret : size) : 0);
+}
+
+/* --- protocol messages ------------------------------------------------------------------------- */
+
+static void op_hello(struct proxyd_req *q)
+{
+    uint32_t version = vocl_rd_u32(q->r);
+    vocl_rd_u32(q->r); /* features: none defined yet */
+    vocl_rd_u32(q->r); /* flags */
+    if (!proxyd_req_begin(q))
+        return;
+    if (version != VOCL_WIRE_VERSION || q->s->hello) {
+        vocl_wr_i32(q->w, CL_INVALID_OPERATION);
+        return;
+    }
+    struct proxyd_node *node = q->s->node;
+    for (cl_uint i = 0; i < node->ndev; i++)
+        if (add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
+            vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
+            return;
+        }
+    q->s->hello = true;
+    vocl_wr_i32(q->w, CL_SUCCESS);
+    vocl_wr_u32(q->w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(q->w, VOCL_FEAT_NONE);
+    vocl_wr_u32(q->w, node->ndev);
+    for (cl_uint i = 0; i < node->ndev; i++)
+        vocl_wr_u64(q->w, node->types[i]);
+}
+
+static void op_refcount(struct proxyd_req *q, bool retain)
+{
+    uint64_t id = vocl_rd_u64(q->r);
+    uint8_t last = retain ? 0 : vocl_rd_u8(q->r);
+    struct proxyd_obj *o = vocl_map_get(&q->s->objs, id);
+    if (!proxyd_req_begin(q))
+        return;
+    if (!o || o->type == VOCL_T_PLATFORM) {
+        vocl_wr_i32(q->w, CL_INVALID_VALUE);
+        return;
+    }
+    /* Root devices are not reference counted: nothing to do, nothing to undo. */
+    bool root = o->type == VOCL_T_DEVICE && id < VOCL_ID_CLIENT_MIN;
+    if (retain) {
+        cl_int rc = root ? CL_SUCCESS : retain_native(q->cl, o->type, o->native);
+        if (rc == CL_SUCCESS && !root)
+            o->refs++;
+        vocl_wr_i32(q->w, rc);
+        return;
+    }
+    cl_int rc = CL_SUCCESS;
+    if (!root && o->refs) {
+        rc = proxyd_release_native(q->cl, o->type, o->native);
+        if (rc == CL_SUCCESS)
+            o->refs--;
+    }
+    /* The client's last reference: the id is dead, whatever natives still hold. */
+    if (last && !root) {
+        for (; o->refs; o->refs--)
+            proxyd_release_native(q->cl, o->type, o->native);
+        free(vocl_map_del(&q->s->objs, id));
+    }
+    vocl_wr_i32(q->w, rc);
+}
+
+/* --- entry point ---------------------------------------------------------------------------------- */
+
+int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply)
+{
+    struct vocl_msg_hdr h;
+    struct vocl_rd r;
+
+    if (!vocl_hdr_get(msg, len, &h)) {
+        vocl_warn("rank %d: malformed message header (%zu bytes): session ended", s->peer, len);
+        return -1;
+    }
+    vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
+    struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode};
+
+    vocl_wr_begin(reply, h.opcode, 0, h.seq);
+    if (h.opcode == VOCL_OP_BYE) {
+        s->hello = false;
+        return 0;
+    }
+    if (!s->hello && h.opcode != VOCL_OP_HELLO) {
+        vocl_warn("rank %d: %s before HELLO", s->peer, vocl_op_name(h.opcode));
+        vocl_wr_i32(reply, CL_INVALID_OPERATION);
+    } else if (h.opcode == VOCL_OP_HELLO) {
+        op_hello(&q);
+    } else if (h.opcode == VOCL_OP_RETAIN || h.opcode == VOCL_OP_RELEASE) {
+        op_refcount(&q, h.opcode == VOCL_OP_RETAIN);
+    } else if (h.opcode == VOCL_OP_PROGRAM_BINARIES) {
+        proxyd_op_program_binaries(&q);
+    } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
+        vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
+        vocl_wr_i32(reply, CL_INVALID_OPERATION);
+    }
+    for (unsigned i = 0; i < q.ntmp; i++)
+        free(q.tmp[i]);
+    vocl_wr_finish(reply);
+    if (reply->fail) {
+        /* The reply could not be built (too large, out of memory). */
+        vocl_wr_begin(reply, h.opcode, 0, h.seq);
+        vocl_wr_i32(reply, CL_OUT_OF_HOST_MEMORY);
+        vocl_wr_finish(reply);
+    }
+    return (h.flags & VOCL_F_REPLY) ? 1 : 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * ops_platform.c - proxy handlers for the platform, devices and contexts.
+ */
+#include "proxyd.h"
+
+#include <string.h>
+
+void proxyd_op_clGetPlatformInfo(struct proxyd_req *q)
+{
+    cl_platform_info param = (cl_platform_info)vocl_rd_u64(q->r);
+    size_t size = (size_t)vocl_rd_u64(q->r);
+    int want = vocl_rd_u8(q->r);
+    void *value = NULL;
+    size_t size_ret = 0;
+    if (size > PROXYD_INFO_MAX)
+        size = PROXYD_INFO_MAX;
+    if (want)
+        value = proxyd_tmp(q, size);
+    if (!proxyd_req_begin(q))
+        return;
+    if (!q->s->node->platform) {
+        vocl_wr_i32(q->w, CL_INVALID_PLATFORM);
+        return;
+    }
+    cl_int rc = q->cl->clGetPlatformInfo(q->s->node->platform, param, size, value, &size_ret);
+    vocl_wr_i32(q->w, rc);
+    proxyd_put_info(q, rc, value, size, size_ret);
+}
+
+void proxyd_op_clCreateSubDevices(struct proxyd_req *q)
+{
+    cl_device_id dev = proxyd_rd_h(q, VOCL_T_DEVICE, 0);
+    const cl_device_partition_property *props = proxyd_rd_props(q);
+    cl_uint num_devices = vocl_rd_u32(q->r);
+    uint32_t nids = vocl_rd_u32(q->r);
+    uint64_t *ids = NULL;
+    cl_device_id *out = NULL;
+    cl_uint num_ret = 0;
+
+    if (nids > 4096)
+        proxyd_fail(q, "too many sub-devices");
+    else if (nids) {
+        ids = proxyd_tmp(q, nids * sizeof(*ids));
+        out = proxyd_tmp(q, nids * sizeof(*out));
+        for (uint32_t i = 0; ids && i < nids; i++)
+            ids[i] = proxyd_rd_newid(q);
+        if (nids != num_devices)
+            proxyd_fail(q, "sub-device ids do not match num_devices");
+    }
+    if (!proxyd_req_begin(q))
+        return;
+    cl_int rc = q->cl->clCreateSubDevices(dev, props, num_devices, out, &num_ret);
+    vocl_wr_i32(q->w, rc);
+    if (rc != CL_SUCCESS)
+        return;
+    for (cl_uint i = 0; out && i < num_ret && i < nids; i++)
+        proxyd_put_new(q, ids[i], VOCL_T_DEVICE, out[i]);
+    vocl_wr_u32(q->w, num_ret);
+}
+
+/* The client sends its platform as 0: it means this proxy's platform. */
+static void fix_context_props(struct proxyd_req *q, const cl_context_properties *props)
+{
+    cl_context_properties *p = (cl_context_properties *)props;
+    for (size_t i = 0; p && p[i]; i += 2) {
+        if (p[i] == CL_CONTEXT_PLATFORM)
+            p[i + 1] = (cl_context_properties)q->s->node->platform;
+        if (!p[i + 1] && p[i] != CL_CONTEXT_INTEROP_USER_SYNC) {
+            proxyd_fail(q, "odd context property list");
+            return;
+        }
+    }
+}
+
+void proxyd_op_clCreateContext(struct proxyd_req *q)
+{
+    const cl_context_properties *props = proxyd_rd_props(q);
+    cl_uint ndev;
+    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
+    uint64_t id = proxyd_rd_newid(q);
+    cl_int err = CL_SUCCESS;
+
+    fix_context_props(q, props);
+    if (!id)
+        proxyd_fail(q, "context without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    cl_context ctx = q->cl->clCreateContext(props, ndev, devs, NULL, NULL, &err);
+    if (ctx)
+        proxyd_put_new(q, id, VOCL_T_CONTEXT, ctx);
+    vocl_wr_i32(q->w, ctx ? CL_SUCCESS : err);
+}
+
+void proxyd_op_clGetSupportedImageFormats(struct proxyd_req *q)
+{
+    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    cl_mem_flags flags = vocl_rd_u64(q->r);
+    cl_mem_object_type type = (cl_mem_object_type)vocl_rd_u64(q->r);
+    cl_uint num_entries = vocl_rd_u32(q->r);
+    cl_image_format *fmts = NULL;
+    cl_uint num = 0;
+
+    if (num_entries > 4096)
+        num_entries = 4096;
+    if (num_entries)
+        fmts = proxyd_tmp(q, num_entries * sizeof(*fmts));
+    if (!proxyd_req_begin(q))
+        return;
+    cl_int rc = q->cl->clGetSupportedImageFormats(ctx, flags, type, num_entries, fmts, &num);
+    vocl_wr_i32(q->w, rc);
+    if (rc != CL_SUCCESS)
+        return;
+    vocl_wr_u32(q->w, num);
+    cl_uint n = fmts ? (num < num_entries ? num : num_entries) : 0;
+    vocl_wr_u32(q->w, n);
+    for (cl_uint i = 0; i < n; i++) {
+        vocl_wr_u32(q->w, fmts[i].image_channel_order);
+        vocl_wr_u32(q->w, fmts[i].image_channel_data_type);
+    }
+}

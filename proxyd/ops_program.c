@@ -1,0 +1,294 @@
+/*
+ * ops_program.c - proxy handlers for programs, kernels and launches.
+ */
+#include "proxyd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cl_uint kernel_nargs(struct proxyd_req *q, cl_kernel k)
+{
+    cl_uint n = 0;
+    q->cl->clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(n), &n, NULL);
+    return n;
+}
+
+void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
+{
+    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    uint32_t count = vocl_rd_u32(q->r);
+    const char **strs = NULL;
+    size_t *lens = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (count == 0 || count > 65536)
+        proxyd_fail(q, "source string count out of range");
+    else {
+        strs = proxyd_tmp(q, count * sizeof(*strs));
+        lens = proxyd_tmp(q, count * sizeof(*lens));
+        for (uint32_t i = 0; strs && lens && i < count; i++)
+            strs[i] = proxyd_rd_bytes(q, &lens[i]);
+    }
+    uint64_t id = proxyd_rd_newid(q);
+    if (!id)
+        proxyd_fail(q, "program without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    /* Empty strings are legal: give the native call a non-NULL pointer. */
+    for (uint32_t i = 0; i < count; i++)
+        if (!strs[i])
+            strs[i] = "";
+    cl_program p = q->cl->clCreateProgramWithSource(ctx, count, strs, lens, &err);
+    if (p)
+        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
+    vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
+}
+
+void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
+{
+    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    cl_uint ndev;
+    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
+    uint32_t n = vocl_rd_u32(q->r);
+    const unsigned char **bins = NULL;
+    size_t *lens = NULL;
+    cl_int *status = NULL;
+    cl_int err = CL_SUCCESS;
+
+    if (n != ndev)
+        proxyd_fail(q, "binary count differs from device count");
+    else if (n) {
+        bins = proxyd_tmp(q, n * sizeof(*bins));
+        lens = proxyd_tmp(q, n * sizeof(*lens));
+        status = proxyd_tmp(q, n * sizeof(*status));
+        for (uint32_t i = 0; bins && lens && i < n; i++)
+            bins[i] = proxyd_rd_bytes(q, &lens[i]);
+    }
+    uint64_t id = proxyd_rd_newid(q);
+    if (!id)
+        proxyd_fail(q, "program without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    cl_program p = q->cl->clCreateProgramWithBinary(ctx, ndev, devs, lens, bins, status, &err);
+    if (p)
+        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
+    vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
+    vocl_wr_u32(q->w, n);
+    for (uint32_t i = 0; i < n; i++)
+        vocl_wr_i32(q->w, status ? status[i] : CL_INVALID_VALUE);
+}
+
+void proxyd_op_clBuildProgram(struct proxyd_req *q)
+{
+    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    cl_uint ndev;
+    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
+    const char *options = proxyd_rd_str(q);
+    if (!proxyd_req_begin(q))
+        return;
+    vocl_wr_i32(q->w, q->cl->clBuildProgram(prog, ndev, devs, options, NULL, NULL));
+}
+
+void proxyd_op_clCompileProgram(struct proxyd_req *q)
+{
+    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    cl_uint ndev, nhdr;
+    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
+    const char *options = proxyd_rd_str(q);
+    const cl_program *hdrs = proxyd_rd_ha(q, VOCL_T_PROGRAM, &nhdr);
+    const char **names = nhdr ? proxyd_tmp(q, nhdr * sizeof(*names)) : NULL;
+    for (cl_uint i = 0; names && i < nhdr; i++) {
+        names[i] = proxyd_rd_str(q);
+        if (!names[i])
+            proxyd_fail(q, "header without a name");
+    }
+    if (!proxyd_req_begin(q))
+        return;
+    vocl_wr_i32(q->w,
+                q->cl->clCompileProgram(prog, ndev, devs, options, nhdr, hdrs, names, NULL, NULL));
+}
+
+void proxyd_op_clLinkProgram(struct proxyd_req *q)
+{
+    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    cl_uint ndev, nprog;
+    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
+    const char *options = proxyd_rd_str(q);
+    const cl_program *progs = proxyd_rd_ha(q, VOCL_T_PROGRAM, &nprog);
+    uint64_t id = proxyd_rd_newid(q);
+    cl_int err = CL_SUCCESS;
+    if (!id)
+        proxyd_fail(q, "program without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    cl_program p = q->cl->clLinkProgram(ctx, ndev, devs, options, nprog, progs, NULL, NULL, &err);
+    /* A failed link may still return a program, to read its log from. */
+    if (p)
+        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
+    vocl_wr_i32(q->w, err);
+    vocl_wr_u8(q->w, p != NULL);
+}
+
+void proxyd_op_program_binaries(struct proxyd_req *q)
+{
+    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    if (!proxyd_req_begin(q))
+        return;
+    cl_uint ndev = 0;
+    cl_int rc = q->cl->clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof(ndev), &ndev, NULL);
+    size_t *sizes = rc == CL_SUCCESS && ndev ? calloc(ndev, sizeof(*sizes)) : NULL;
+    unsigned char **bins = sizes ? calloc(ndev, sizeof(*bins)) : NULL;
+    if (rc == CL_SUCCESS && !bins)
+        rc = ndev ? CL_OUT_OF_HOST_MEMORY : CL_INVALID_PROGRAM;
+    if (rc == CL_SUCCESS)
+        rc = q->cl->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, ndev * sizeof(*sizes), sizes,
+                                     NULL);
+    for (cl_uint i = 0; rc == CL_SUCCESS && i < ndev; i++)
+        if (sizes[i] && !(bins[i] = malloc(sizes[i])))
+            rc = CL_OUT_OF_HOST_MEMORY;
+    if (rc == CL_SUCCESS)
+        rc = q->cl->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, ndev * sizeof(*bins), bins, NULL);
+    vocl_wr_i32(q->w, rc);
+    if (rc == CL_SUCCESS) {
+        vocl_wr_u32(q->w, ndev);
+        for (cl_uint i = 0; i < ndev; i++)
+            vocl_wr_bytes(q->w, bins[i], sizes[i]);
+    }
+    for (cl_uint i = 0; bins && i < ndev; i++)
+        free(bins[i]);
+    free(bins);
+    free(sizes);
+}
+
+void proxyd_op_clCreateKernel(struct proxyd_req *q)
+{
+    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    const char *name = proxyd_rd_str(q);
+    uint64_t id = proxyd_rd_newid(q);
+    cl_int err = CL_SUCCESS;
+    if (!id)
+        proxyd_fail(q, "kernel without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    cl_kernel k = q->cl->clCreateKernel(prog, name, &err);
+    if (k)
+        proxyd_put_new(q, id, VOCL_T_KERNEL, k);
+    vocl_wr_i32(q->w, k ? CL_SUCCESS : err);
+    vocl_wr_u32(q->w, k ? kernel_nargs(q, k) : 0);
+}
+
+void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
+{
+    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    uint32_t nids = vocl_rd_u32(q->r);
+    uint64_t *ids = NULL;
+    cl_kernel *ks = NULL;
+    cl_uint nret = 0;
+    if (nids > 65536)
+        proxyd_fail(q, "too many kernels");
+    else if (nids) {
+        ids = proxyd_tmp(q, nids * sizeof(*ids));
+        ks = proxyd_tmp(q, nids * sizeof(*ks));
+        for (uint32_t i = 0; ids && i < nids; i++)
+            ids[i] = proxyd_rd_newid(q);
+    }
+    if (!proxyd_req_begin(q))
+        return;
+    cl_int rc = q->cl->clCreateKernelsInProgram(prog, nids, ks, &nret);
+    vocl_wr_i32(q->w, rc);
+    if (rc != CL_SUCCESS)
+        return;
+    vocl_wr_u32(q->w, nret);
+    for (cl_uint i = 0; ks && i < nret && i < nids; i++) {
+        vocl_wr_u32(q->w, kernel_nargs(q, ks[i]));
+        proxyd_put_new(q, ids[i], VOCL_T_KERNEL, ks[i]);
+    }
+}
+
+void proxyd_op_clCloneKernel(struct proxyd_req *q)
+{
+    cl_kernel src = proxyd_rd_h(q, VOCL_T_KERNEL, 0);
+    uint64_t id = proxyd_rd_newid(q);
+    cl_int err = CL_SUCCESS;
+    if (!id)
+        proxyd_fail(q, "kernel without an id");
+    if (!proxyd_req_begin(q))
+        return;
+    cl_kernel k = q->cl->clCloneKernel(src, &err);
+    if (k)
+        proxyd_put_new(q, id, VOCL_T_KERNEL, k);
+    vocl_wr_i32(q->w, k ? CL_SUCCESS : err);
+}
+
+/*
+ * Kernel arguments travel with the launch: u32 count, then per argument
+ * u32 index, u8 kind, and the value (bytes, an id, or a __local size).
+ * Only arguments changed since the last launch are sent: the native kernel
+ * keeps the others.
+ */
+enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
+
+static cl_int set_args(struct proxyd_req *q, cl_kernel k)
+{
+    uint32_t n = vocl_rd_u32(q->r);
+    cl_int rc = CL_SUCCESS;
+    for (uint32_t i = 0; i < n && !q->r->fail; i++) {
+        cl_uint index = vocl_rd_u32(q->r);
+        uint8_t kind = vocl_rd_u8(q->r);
+        cl_int r = CL_SUCCESS;
+        if (kind == ARG_BYTES) {
+            size_t len;
+            const void *v = vocl_rd_bytes(q->r, &len);
+            if (!q->r->fail && k)
+                r = q->cl->clSetKernelArg(k, index, len, len ? v : NULL);
+        } else if (kind == ARG_MEM || kind == ARG_SAMPLER) {
+            uint64_t id = vocl_rd_u64(q->r);
+            enum vocl_type t = kind == ARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER;
+            struct proxyd_obj *o = id ? proxyd_lookup(q->s, id, t) : NULL;
+            if (id && !o)
+                r = CL_INVALID_ARG_VALUE;
+            else if (!q->r->fail && k)
+                r = q->cl->clSetKernelArg(k, index, sizeof(void *), o ? &o->native : NULL);
+        } else if (kind == ARG_LOCAL) {
+            size_t size = (size_t)vocl_rd_u64(q->r);
+            if (!q->r->fail && k)
+                r = q->cl->clSetKernelArg(k, index, size, NULL);
+        } else {
+            proxyd_fail(q, "unknown kernel argument kind");
+        }
+        if (rc == CL_SUCCESS)
+            rc = r;
+    }
+    return rc;
+}
+
+void proxyd_op_clEnqueueNDRangeKernel(struct proxyd_req *q)
+{
+    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
+    cl_kernel k = proxyd_rd_h(q, VOCL_T_KERNEL, 0);
+    cl_uint dim = vocl_rd_u32(q->r);
+    if (dim > 3) {
+        proxyd_fail(q, "work_dim above 3");
+        dim = 0;
+    }
+    const size_t *offset = proxyd_rd_va(q, sizeof(size_t), dim);
+    const size_t *global = proxyd_rd_va(q, sizeof(size_t), dim);
+    const size_t *local = proxyd_rd_va(q, sizeof(size_t), dim);
+    /* Arguments are applied while decoding; a bad one fails the launch. */
+    cl_int arg_err = set_args(q, q->err == CL_SUCCESS ? k : NULL);
+    cl_uint nwl;
+    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
+    uint64_t ev_id = proxyd_rd_newid(q);
+    cl_event ev = NULL;
+    if (!proxyd_req_begin(q))
+        return;
+    if (arg_err != CL_SUCCESS) {
+        vocl_wr_i32(q->w, arg_err);
+        return;
+    }
+    cl_int rc = q->cl->clEnqueueNDRangeKernel(queue, k, dim, offset, global, local, nwl, wl,
+                                              ev_id ? &ev : NULL);
+    if (rc == CL_SUCCESS && ev_id)
+        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    vocl_wr_i32(q->w, rc);
+}
