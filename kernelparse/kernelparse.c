@@ -88,6 +88,7 @@ struct type_alias { /* what a typedef name stands for */
 struct cond {
     unsigned depth_before, depth_first;
     int in_first;
+    int known_true; /* "#if 1": the other branches are dead */
 };
 
 struct parser {
@@ -112,6 +113,8 @@ struct parser {
     unsigned open_line; /* line of the outermost open brace */
     struct cond conds[MAX_COND];
     unsigned nconds, cond_overflow;
+    unsigned skipping; /* > 0: in a dead branch ("#if 0"), counting nested #ifs */
+    int skip_to_endif; /* the dead part ends at #endif only, not at #else */
 
     struct tokvec line;   /* one directive */
     struct tokvec params; /* one argument list or typedef */
@@ -521,6 +524,20 @@ static enum kw keyword_of(const struct token *t)
     return k ? k->kw : KW_NONE;
 }
 
+/* The kind of the built-in types that carry an object handle. */
+static enum kp_arg_kind handle_kind(const struct token *t)
+{
+    for (size_t i = 0; i < sizeof(image_types) / sizeof(image_types[0]); i++) {
+        if (tok_is(t, image_types[i]))
+            return KP_ARG_IMAGE;
+    }
+    if (tok_is(t, "sampler_t"))
+        return KP_ARG_SAMPLER;
+    if (tok_is(t, "queue_t"))
+        return KP_ARG_QUEUE;
+    return KP_ARG_VALUE;
+}
+
 /* A short printable name for t in an error message. */
 static const char *describe(const struct token *t, char *buf, size_t size)
 {
@@ -553,6 +570,11 @@ static void define_macro(struct parser *p)
     const struct token *v = p->line.v;
     size_t n = p->line.n;
     if (n < 2 || v[1].type != TOK_IDENT)
+        return;
+    /* "#define __global" and the like come from branches meant for host
+     * compilers; as #if is not evaluated, obeying them would turn every
+     * buffer argument into a plain pointer. */
+    if (find_keyword(&v[1]) || handle_kind(&v[1]) != KP_ARG_VALUE)
         return;
 
     struct map_slot *slot = map_find(&p->macro_names, v[1].text, v[1].len);
@@ -589,13 +611,13 @@ static void define_macro(struct parser *p)
     }
 }
 
-static void cond_push(struct parser *p)
+static void cond_push(struct parser *p, int known_true)
 {
     if (p->nconds == MAX_COND) {
         p->cond_overflow++;
         return;
     }
-    p->conds[p->nconds++] = (struct cond){p->depth, p->depth, 1};
+    p->conds[p->nconds++] = (struct cond){p->depth, p->depth, 1, known_true};
 }
 
 static void cond_else(struct parser *p)
@@ -623,7 +645,19 @@ static void cond_pop(struct parser *p)
         p->depth = c->depth_first;
 }
 
-/* One # line.  Conditions are never evaluated: every branch is read. */
+/* The value of "#if 0" or "#if 1", the only conditions worth knowing
+ * without a preprocessor: they are how code is switched off.  -1 otherwise. */
+static int literal_condition(const struct tokvec *line)
+{
+    if (line->n != 2 || line->v[1].type != TOK_NUMBER || line->v[1].len != 1)
+        return -1;
+    if (line->v[1].text[0] == '0')
+        return 0;
+    return line->v[1].text[0] == '1' ? 1 : -1;
+}
+
+/* One # line.  Conditions other than a literal 0 or 1 are not evaluated:
+ * every branch is read. */
 static void directive(struct parser *p)
 {
     struct token t;
@@ -644,6 +678,25 @@ static void directive(struct parser *p)
         return;
 
     const struct token *w = &p->line.v[0];
+    int is_if = tok_is(w, "if") || tok_is(w, "ifdef") || tok_is(w, "ifndef");
+    int is_else =
+        tok_is(w, "elif") || tok_is(w, "else") || tok_is(w, "elifdef") || tok_is(w, "elifndef");
+    int is_endif = tok_is(w, "endif");
+
+    if (p->skipping) {
+        if (is_if) {
+            p->skipping++;
+        } else if (is_endif && --p->skipping == 0 && p->skip_to_endif) {
+            cond_pop(p); /* the "#if 1" whose dead #else this was */
+        } else if (is_else && p->skipping == 1 && !p->skip_to_endif) {
+            /* After "#if 0" the next branch is live, and is the first one
+             * that counts for brace depth. */
+            p->skipping = 0;
+            cond_push(p, 0);
+        }
+        return;
+    }
+
     if (tok_is(w, "define")) {
         define_macro(p);
     } else if (tok_is(w, "undef")) {
@@ -652,12 +705,22 @@ static void directive(struct parser *p)
             slot = map_find(&p->macro_names, p->line.v[1].text, p->line.v[1].len);
         if (slot)
             p->macros[slot->value].defined = 0;
-    } else if (tok_is(w, "if") || tok_is(w, "ifdef") || tok_is(w, "ifndef")) {
-        cond_push(p);
-    } else if (tok_is(w, "elif") || tok_is(w, "else") || tok_is(w, "elifdef") ||
-               tok_is(w, "elifndef")) {
-        cond_else(p);
-    } else if (tok_is(w, "endif")) {
+    } else if (is_if) {
+        int value = tok_is(w, "if") ? literal_condition(&p->line) : -1;
+        if (value == 0) {
+            p->skipping = 1;
+            p->skip_to_endif = 0;
+        } else {
+            cond_push(p, value == 1);
+        }
+    } else if (is_else) {
+        if (!p->cond_overflow && p->nconds && p->conds[p->nconds - 1].known_true) {
+            p->skipping = 1;
+            p->skip_to_endif = 1;
+        } else {
+            cond_else(p);
+        }
+    } else if (is_endif) {
         cond_pop(p);
     }
 }
@@ -743,6 +806,8 @@ static void next_token(struct parser *p, struct token *t)
                 directive(p);
                 continue;
             }
+            if (p->skipping && t->type != TOK_EOF)
+                continue;
         }
         if (t->type == TOK_IDENT && expand(p, t))
             continue;
@@ -824,21 +889,12 @@ static int append_type_word(struct decl *d, const struct token *t)
 /* What a type name that is not a C keyword means on its own. */
 static void resolve_type_name(const struct parser *p, const struct token *t, struct decl *d)
 {
-    for (size_t i = 0; i < sizeof(image_types) / sizeof(image_types[0]); i++) {
-        if (tok_is(t, image_types[i])) {
-            d->base = KP_ARG_IMAGE;
-            return;
-        }
-    }
-    if (tok_is(t, "sampler_t")) {
-        d->base = KP_ARG_SAMPLER;
-    } else if (tok_is(t, "queue_t")) {
-        d->base = KP_ARG_QUEUE;
-    } else {
-        struct map_slot *slot = map_find(&p->alias_names, t->text, t->len);
-        if (slot)
-            d->alias = &p->aliases[slot->value];
-    }
+    d->base = handle_kind(t);
+    if (d->base != KP_ARG_VALUE)
+        return;
+    struct map_slot *slot = map_find(&p->alias_names, t->text, t->len);
+    if (slot)
+        d->alias = &p->aliases[slot->value];
 }
 
 /*

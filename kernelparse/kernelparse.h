@@ -63,6 +63,11 @@ struct kp_program {
  * with *out set to NULL and a one-line message starting "line N: " in err
  * (when err is not NULL and errlen > 0).  Keeps no global state, so it may be
  * called from several threads at once.
+ *
+ * It is not a preprocessor: object-like #defines are expanded, function-like
+ * ones are not, #include is not followed, and #if conditions other than a
+ * literal 0 or 1 are not evaluated (every branch is read).  A kernel it could
+ * not see is simply absent, so a NULL from kp_find_kernel means "unknown".
  */
 int kp_parse(const char *src, size_t len, struct kp_program **out, char *err, size_t errlen);
 

@@ -381,6 +381,89 @@ static void test_conditional_braces(void **state)
     kp_free(prog);
 }
 
+static void test_dead_code(void **state)
+{
+    /* "#if 0" and "#if 1" are the one kind of condition worth evaluating:
+     * they are how old versions of a kernel are switched off. */
+    struct kp_program *prog = parse_ok("#if 0\n"
+                                       "kernel void foo(global float *a, int n) { /* old */\n"
+                                       "    { { { unbalanced, and 'quotes\n"
+                                       "#define REAL double\n"
+                                       "#endif\n"
+                                       "#define REAL float\n"
+                                       "kernel void foo(global REAL *a, global REAL *b, int n) {}\n"
+                                       "#if 1\n"
+                                       "kernel void live(int x) {\n"
+                                       "#elif X\n"
+                                       "kernel void dead_elif(int x) {\n"
+                                       "#else\n"
+                                       "kernel void dead(int x) {\n"
+                                       "#endif\n"
+                                       "}\n"
+                                       "#if 0\n"
+                                       "kernel void dead2(int x) {}\n"
+                                       "#elif defined(X)\n"
+                                       "kernel void elif_branch(int x) {}\n"
+                                       "#else\n"
+                                       "kernel void else_branch(int x) {}\n"
+                                       "#endif\n"
+                                       "#if 0\n"
+                                       "#if 1\n"
+                                       "kernel void nested_dead(int x) {}\n"
+                                       "#else\n"
+                                       "kernel void nested_dead2(int x) {}\n"
+                                       "#endif\n"
+                                       "#else\n"
+                                       "kernel void after_nested(int x) {}\n"
+                                       "#endif\n"
+                                       "#if 10\n"
+                                       "kernel void not_literal(int x) {}\n"
+                                       "#endif\n");
+    assert_int_equal(prog->nkernels, 6);
+    const struct kp_kernel *k = kernel(prog, "foo", 3);
+    check_arg(k, 1, "b", "float", KP_ARG_GLOBAL_PTR, NONE);
+    kernel(prog, "live", 1);
+    kernel(prog, "elif_branch", 1);
+    kernel(prog, "else_branch", 1);
+    kernel(prog, "after_nested", 1);
+    kernel(prog, "not_literal", 1);
+    kp_free(prog);
+
+    /* Comments are still comments in dead code, and the input may end in it. */
+    parse_fail("#if 0\n/* never ends\n#endif\n", KP_ERR_SYNTAX, 2, "unterminated comment");
+    prog = parse_ok("kernel void f(int x) {}\n#if 0\nkernel void g(");
+    assert_int_equal(prog->nkernels, 1);
+    kp_free(prog);
+}
+
+static void test_keyword_macros_ignored(void **state)
+{
+    /* Host-compiler shims: obeying them would hide every buffer argument. */
+    struct kp_program *prog = parse_ok("#ifndef __OPENCL_VERSION__\n"
+                                       "#define __kernel\n"
+                                       "#define kernel\n"
+                                       "#define __global\n"
+                                       "#define global\n"
+                                       "#define __local\n"
+                                       "#define read_only\n"
+                                       "#define image2d_t int\n"
+                                       "#define sampler_t int\n"
+                                       "#define pipe\n"
+                                       "#endif\n"
+                                       "#undef __global\n"
+                                       "__kernel void f(__global float *a, global int *b,\n"
+                                       "                read_only image2d_t img, sampler_t s,\n"
+                                       "                __local int *l, pipe int p) {}\n");
+    const struct kp_kernel *k = kernel(prog, "f", 6);
+    check_arg(k, 0, "a", "float", KP_ARG_GLOBAL_PTR, NONE);
+    check_arg(k, 1, "b", "int", KP_ARG_GLOBAL_PTR, NONE);
+    check_arg(k, 2, "img", "image2d_t", KP_ARG_IMAGE, RO);
+    check_arg(k, 3, "s", "sampler_t", KP_ARG_SAMPLER, NONE);
+    check_arg(k, 4, "l", "int", KP_ARG_LOCAL_PTR, NONE);
+    check_arg(k, 5, "p", "int", KP_ARG_PIPE, RO);
+    kp_free(prog);
+}
+
 static void test_attributes(void **state)
 {
     struct kp_program *prog =
@@ -1127,44 +1210,14 @@ static size_t rng_below(uint64_t *s, size_t n)
 }
 
 /* Pieces of syntax most likely to upset the parser when dropped anywhere. */
+/* clang-format off */
 static const char *const snippets[] = {
-    "(",
-    ")",
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ";",
-    "*",
-    "/*",
-    "*/",
-    "//",
-    "\"",
-    "'",
-    "\\\n",
-    "\n#",
-    "\n#define X ",
-    "\n#define global\n",
-    "\n#if 1\n",
-    "\n#else\n",
-    "\n#endif\n",
-    "__attribute__((",
-    "kernel ",
-    "__kernel void k(",
-    "global ",
-    "local ",
-    "pipe ",
-    "typedef ",
-    "image2d_t ",
-    "read_only ",
-    "struct ",
-    "void",
-    "\0",
-    "\xff",
-    "\r\n",
-    "...",
+    "(", ")", "{", "}", "[", "]", ",", ";", "*", "/*", "*/", "//", "\"", "'", "\\\n", "\n#",
+    "\n#define X ", "\n#define global\n", "\n#if 1\n", "\n#if 0\n", "\n#else\n", "\n#endif\n",
+    "__attribute__((", "kernel ", "__kernel void k(", "global ", "local ", "pipe ", "typedef ",
+    "image2d_t ", "read_only ", "struct ", "void", "\0", "\xff", "\r\n", "...",
 };
+/* clang-format on */
 
 static size_t mutate(uint64_t *rng, char *buf, size_t len, size_t cap)
 {
@@ -1262,6 +1315,8 @@ int main(void)
         cmocka_unit_test(test_macro_edge_cases),
         cmocka_unit_test(test_preprocessor_ignored),
         cmocka_unit_test(test_conditional_braces),
+        cmocka_unit_test(test_dead_code),
+        cmocka_unit_test(test_keyword_macros_ignored),
         cmocka_unit_test(test_attributes),
         cmocka_unit_test(test_qualifiers),
         cmocka_unit_test(test_access_qualifiers),
