@@ -209,6 +209,8 @@ static void connect_mode(const char *port)
         return;
     /* MPI_Comm_connect needs dynamic processes; find out before anything waits. */
     MPI_Comm inter;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     char *name = strdup(port);
     int rc = name ? MPI_Comm_connect(name, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter) : MPI_ERR_OTHER;
     free(name);
@@ -216,8 +218,9 @@ static void connect_mode(const char *port)
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
         MPI_Error_string(rc, msg, &len);
+        char *last = strrchr(msg, '\n');
         vocl_error("VOCL_CONNECT: this MPI cannot connect to a running proxy (%s); "
-                   "use job mode: vocl-run -n PROXIES -- APP", strtok(msg, "\n"));
+                   "use job mode: vocl-run -n PROXIES -- APP", last ? last + 1 : msg);
         vocl.init_error = "connect mode is not available with this MPI";
         return;
     }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# errors.sh - failure modes a user meets first: each must give one clear
+# message quickly, never hang.
+#   errors.sh LIBVOCL VOCLPROXYD PROGRAM
+set -euo pipefail
+lib=$1 proxyd=$2 prog=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# No vocl-run: no proxies, so no platform and one line saying what to do.
+start=$(date +%s)
+rc=0
+LD_PRELOAD=$lib timeout 20 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 124 ] || fail "hangs without proxies"
+[ "$rc" -ne 0 ] || fail "succeeds without any device"
+grep -q 'no proxies: run the application with vocl-run' "$tmp/err" || fail "no message: $(cat "$tmp/err")"
+echo "no proxies: exit $rc after $(( $(date +%s) - start )) s with: $(grep libvocl "$tmp/err" | head -1)"
+
+# Connect mode on an MPI without dynamic processes: fails at once, says so.
+rc=0
+timeout 30 "$proxyd" --listen >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 124 ] || fail "voclproxyd --listen hangs"
+[ "$rc" -ne 0 ] || fail "voclproxyd --listen succeeded without dynamic processes?"
+grep -q 'job mode' "$tmp/err" || fail "--listen message does not point to job mode: $(cat "$tmp/err")"
+echo "voclproxyd --listen: exit $rc: $(head -1 "$tmp/err")"
+
+rc=0
+VOCL_CONNECT=tag#0\$description#localhost\$port#1\$ifname#127.0.0.1\$ LD_PRELOAD=$lib \
+    timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 124 ] || fail "client in connect mode hangs"
+grep -q 'job mode' "$tmp/err" || fail "VOCL_CONNECT message does not point to job mode: $(cat "$tmp/err")"
+echo "VOCL_CONNECT: exit $rc: $(grep libvocl "$tmp/err" | head -1)"
+
+# Bad vocl-run usage: exit 2 with a message, nothing started.
+rc=0
+"$(dirname "$lib")/../tools/vocl-run" -n x -- true 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'needs a number' "$tmp/err" || fail "vocl-run -n x: rc $rc"
+echo "vocl-run -n x: exit 2: $(cat "$tmp/err")"

@@ -1,0 +1,468 @@
+/*
+ * test_exec.c - the proxy executor against hostile and broken requests,
+ * run in-process on the real native OpenCL (PoCL here): every opcode gets
+ * empty, truncated and random payloads and must answer with an error, never
+ * crash, and keep serving; ids of another session and released ids are
+ * unknown; a real sequence of requests computes the right answer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proxyd.h"
+
+static struct proxyd_node node;
+static const struct vocl_native_api *cl;
+
+static int no_recv(struct proxyd_session *s, void *b, size_t n)
+{
+    (void)s, (void)b, (void)n;
+    return -1;
+}
+static int no_send(struct proxyd_session *s, const void *b, size_t n)
+{
+    (void)s, (void)b, (void)n;
+    return -1;
+}
+static int no_reply(struct proxyd_session *s, struct vocl_wr *w)
+{
+    (void)s, (void)w;
+    return -1;
+}
+static const struct proxyd_data_ops no_data = {no_recv, no_send, no_reply};
+
+static int setup(void **state)
+{
+    (void)state;
+    vocl_log_level = VOCL_LOG_ERROR; /* the rejections below are expected */
+    cl = vocl_native_get();
+    if (!cl || proxyd_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
+        fprintf(stderr, "no native OpenCL device: install pocl-opencl-icd\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    proxyd_node_close(&node);
+    return 0;
+}
+
+/* Runs one request; returns the reply's error code (the reply in *r). */
+struct reply {
+    struct vocl_wr w;
+    struct vocl_rd r;
+    int rc;
+};
+
+static cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
+{
+    vocl_wr_finish(req);
+    vocl_wr_init(&rep->w);
+    rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
+    if (rep->rc <= 0)
+        return 1; /* no reply: treated as "not success" by callers */
+    struct vocl_msg_hdr h;
+    assert_true(vocl_hdr_get(rep->w.buf, rep->w.len, &h));
+    vocl_rd_init(&rep->r, rep->w.buf + VOCL_HDR_SIZE, h.length);
+    return vocl_rd_i32(&rep->r);
+}
+
+static void begin(struct vocl_wr *w, unsigned op)
+{
+    vocl_wr_begin(w, (uint16_t)op, VOCL_F_REPLY, 1);
+}
+
+static void session_open(struct proxyd_session *s, int peer)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    proxyd_session_init(s, &node, peer);
+    s->data = &no_data;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_HELLO);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, 0);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    vocl_rd_u32(&rep.r);
+    vocl_rd_u32(&rep.r);
+    assert_int_equal(vocl_rd_u32(&rep.r), node.ndev);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+}
+
+/* A request that must work on any healthy session: the first device's name. */
+static void assert_alive(struct proxyd_session *s)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    char name[256] = "";
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clGetDeviceInfo);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, CL_DEVICE_NAME);
+    vocl_wr_u64(&w, sizeof(name));
+    vocl_wr_u8(&w, 1);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    uint64_t n = vocl_rd_u64(&rep.r);
+    size_t got;
+    const void *b = vocl_rd_bytes(&rep.r, &got);
+    assert_true(n > 1 && got == n && !rep.r.fail);
+    memcpy(name, b, got < sizeof(name) ? got : sizeof(name) - 1);
+    char want[256] = "";
+    cl->clGetDeviceInfo(node.devs[0], CL_DEVICE_NAME, sizeof(want), want, NULL);
+    assert_string_equal(name, want);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+}
+
+/* Every opcode the executor knows. */
+static int known_ops(unsigned *ops, int max)
+{
+    int n = 0;
+    for (unsigned op = 1; op < 1024 && n < max; op++)
+        if (strcmp(vocl_op_name(op), "unknown") != 0 && op != VOCL_OP_BYE)
+            ops[n++] = op;
+    return n;
+}
+
+static void every_op_rejects_empty_and_garbage(void **state)
+{
+    struct proxyd_session s;
+    unsigned ops[256];
+    int nops = known_ops(ops, 256);
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    (void)state;
+    assert_true(nops > 60); /* the whole table, not a handful */
+    session_open(&s, 0);
+    for (int i = 0; i < nops; i++) {
+        struct vocl_wr w;
+        struct reply rep;
+        vocl_wr_init(&w);
+        if (ops[i] == VOCL_OP_HELLO)
+            continue;
+        /* Empty payload: an error reply. */
+        begin(&w, ops[i]);
+        cl_int err = run(&s, &w, &rep);
+        assert_int_not_equal(err, CL_SUCCESS);
+        vocl_wr_free(&rep.w);
+        /* Random payloads of random lengths. */
+        for (int k = 0; k < 40; k++) {
+            begin(&w, ops[i]);
+            size_t len = (size_t)(seed % 200);
+            for (size_t j = 0; j < len; j++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                /* Mostly small numbers, so some fields look plausible. */
+                vocl_wr_u8(&w, (uint8_t)((seed >> 33) % 4 ? (seed >> 40) % 3 : seed >> 56));
+            }
+            run(&s, &w, &rep);
+            vocl_wr_free(&rep.w);
+            s.broken = false; /* a broken data channel ends a session; go on testing */
+        }
+        vocl_wr_free(&w);
+    }
+    assert_alive(&s);
+    proxyd_session_end(&s);
+}
+
+static void unknown_opcode_and_bad_header(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    (void)state;
+    session_open(&s, 0);
+    vocl_wr_init(&w);
+    begin(&w, 999);
+    assert_int_equal(run(&s, &w, &rep), CL_INVALID_OPERATION);
+    vocl_wr_free(&rep.w);
+    /* A header whose length disagrees with the message: the session ends. */
+    begin(&w, VOCL_OP_clFinish);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_finish(&w);
+    vocl_wr_init(&rep.w);
+    assert_int_equal(proxyd_execute(&s, w.buf, w.len - 3, &rep.w), -1);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+    proxyd_session_end(&s);
+}
+
+static uint64_t create_context(struct proxyd_session *s, uint64_t id)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateContext);
+    vocl_wr_u32(&w, 0); /* no properties */
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u64(&w, 1); /* device 1 */
+    vocl_wr_u64(&w, id);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+    return id;
+}
+
+static cl_int context_refcount(struct proxyd_session *s, uint64_t id)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    cl_uint refs = 0;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clGetContextInfo);
+    vocl_wr_u64(&w, id);
+    vocl_wr_u64(&w, CL_CONTEXT_REFERENCE_COUNT);
+    vocl_wr_u64(&w, sizeof(refs));
+    vocl_wr_u8(&w, 1);
+    cl_int err = run(s, &w, &rep);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+    return err;
+}
+
+/* Session B cannot name session A's objects, and released ids are gone. */
+static void foreign_and_released_ids(void **state)
+{
+    struct proxyd_session a, b;
+    struct vocl_wr w;
+    struct reply rep;
+    (void)state;
+    session_open(&a, 0);
+    session_open(&b, 1);
+    uint64_t ctx = create_context(&a, VOCL_ID_CLIENT_MIN + 5);
+    assert_int_equal(context_refcount(&a, ctx), CL_SUCCESS);
+    assert_int_equal(context_refcount(&b, ctx), CL_INVALID_CONTEXT);
+    /* An id in use cannot be created again. */
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateContext);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, ctx);
+    assert_int_equal(run(&a, &w, &rep), CL_INVALID_VALUE);
+    vocl_wr_free(&rep.w);
+    /* Ids below the client range are the proxy's own. */
+    begin(&w, VOCL_OP_clCreateContext);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, 3);
+    assert_int_equal(run(&a, &w, &rep), CL_INVALID_VALUE);
+    vocl_wr_free(&rep.w);
+    /* Release (the client's last reference), then use: unknown. */
+    begin(&w, VOCL_OP_RELEASE);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u8(&w, 1);
+    assert_int_equal(run(&a, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+    assert_int_equal(context_refcount(&a, ctx), CL_INVALID_CONTEXT);
+    vocl_wr_free(&w);
+    assert_alive(&a);
+    assert_alive(&b);
+    proxyd_session_end(&a);
+    proxyd_session_end(&b);
+}
+
+/* Requests before HELLO are refused; host pointers only in-process. */
+static void hello_first_and_no_host_pointers(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    (void)state;
+    proxyd_session_init(&s, &node, 3);
+    s.data = &no_data;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clGetDeviceInfo);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, CL_DEVICE_NAME);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u8(&w, 0);
+    assert_int_equal(run(&s, &w, &rep), CL_INVALID_OPERATION);
+    vocl_wr_free(&rep.w);
+    proxyd_session_end(&s);
+
+    session_open(&s, 3);
+    uint64_t ctx = create_context(&s, VOCL_ID_CLIENT_MIN);
+    char data[64] = "x";
+    begin(&w, VOCL_OP_clCreateBuffer);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, CL_MEM_USE_HOST_PTR);
+    vocl_wr_u64(&w, sizeof(data));
+    vocl_wr_u8(&w, VOCL_DATA_HOSTPTR);
+    vocl_wr_u64(&w, (uint64_t)(uintptr_t)data);
+    vocl_wr_u64(&w, VOCL_ID_CLIENT_MIN + 1);
+    assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+    proxyd_session_end(&s);
+}
+
+/* A real sequence, as libvocl would send it: c = a + b on the device. */
+static void compute_through_requests(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, prog = ctx + 2, kern = ctx + 3;
+    const uint64_t bufs[3] = {ctx + 4, ctx + 5, ctx + 6};
+    enum { N = 1000 };
+    int a[N], b[N], c[N];
+    const char *src = "kernel void add(global const int *a, global const int *b, global int *c)"
+                      "{ size_t i = get_global_id(0); c[i] = a[i] + b[i]; }";
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        a[i] = i;
+        b[i] = 3 * i;
+    }
+    session_open(&s, 0);
+    create_context(&s, ctx);
+    vocl_wr_init(&w);
+
+    begin(&w, VOCL_OP_clCreateCommandQueue);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    for (int i = 0; i < 3; i++) {
+        begin(&w, VOCL_OP_clCreateBuffer);
+        vocl_wr_u64(&w, ctx);
+        vocl_wr_u32(&w, 0);
+        vocl_wr_u64(&w, i < 2 ? CL_MEM_COPY_HOST_PTR : 0);
+        vocl_wr_u64(&w, sizeof(a));
+        vocl_wr_u8(&w, i < 2 ? VOCL_DATA_INLINE : VOCL_DATA_NONE);
+        if (i < 2)
+            vocl_wr_bytes(&w, i ? b : a, sizeof(a));
+        vocl_wr_u64(&w, bufs[i]);
+        assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+        vocl_wr_free(&rep.w);
+    }
+
+    begin(&w, VOCL_OP_clCreateProgramWithSource);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_bytes(&w, src, strlen(src));
+    vocl_wr_u64(&w, prog);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    begin(&w, VOCL_OP_clBuildProgram);
+    vocl_wr_u64(&w, prog);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_str(&w, NULL);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    begin(&w, VOCL_OP_clCreateKernel);
+    vocl_wr_u64(&w, prog);
+    vocl_wr_str(&w, "add");
+    vocl_wr_u64(&w, kern);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    assert_int_equal(vocl_rd_u32(&rep.r), 3); /* argument count comes back */
+    vocl_wr_free(&rep.w);
+
+    /* A launch carrying its arguments (kind 1: a memory object id). */
+    begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, kern);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u8(&w, 0);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, N);
+    vocl_wr_u8(&w, 0);
+    vocl_wr_u32(&w, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        vocl_wr_u32(&w, i);
+        vocl_wr_u8(&w, 1);
+        vocl_wr_u64(&w, bufs[i]);
+    }
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    begin(&w, VOCL_OP_clEnqueueReadBuffer);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, bufs[2]);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, sizeof(c));
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    size_t got;
+    const void *bytes = vocl_rd_bytes(&rep.r, &got);
+    assert_int_equal(got, sizeof(c));
+    memcpy(c, bytes, sizeof(c));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(c[i], 4 * i);
+    vocl_wr_free(&rep.w);
+
+    /* A read past the buffer's end: the native error, not a crash. */
+    begin(&w, VOCL_OP_clEnqueueReadBuffer);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, bufs[2]);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, sizeof(c) - 4);
+    vocl_wr_u64(&w, 64);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
+    vocl_wr_free(&rep.w);
+
+    /* Every truncation of a valid request is refused, the session goes on. */
+    begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, kern);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u8(&w, 0);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, N);
+    vocl_wr_u8(&w, 0);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_finish(&w);
+    size_t full = w.len;
+    for (size_t cut = VOCL_HDR_SIZE; cut < full; cut++) {
+        struct vocl_wr t;
+        vocl_wr_init(&t);
+        vocl_wr_begin(&t, VOCL_OP_clEnqueueNDRangeKernel, VOCL_F_REPLY, 1);
+        memcpy(vocl_wr_reserve(&t, cut - VOCL_HDR_SIZE), w.buf + VOCL_HDR_SIZE,
+               cut - VOCL_HDR_SIZE);
+        assert_int_not_equal(run(&s, &t, &rep), CL_SUCCESS);
+        vocl_wr_free(&rep.w);
+        vocl_wr_free(&t);
+    }
+    vocl_wr_free(&w);
+    assert_alive(&s);
+    /* The session ends with objects still held: all are released. */
+    proxyd_session_end(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_op_rejects_empty_and_garbage),
+        cmocka_unit_test(unknown_opcode_and_bad_header),
+        cmocka_unit_test(foreign_and_released_ids),
+        cmocka_unit_test(hello_first_and_no_host_pointers),
+        cmocka_unit_test(compute_through_requests),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
