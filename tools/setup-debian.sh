@@ -1,0 +1,19 @@
+#!/bin/sh
+# setup-debian.sh - install what VOCL needs to build, test and run, from
+# Debian 12's packages.  Installs only what is missing; needs root or sudo.
+set -eu
+pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libcmocka-dev clinfo man-db"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && { echo "setup-debian: all packages present"; exit 0; }
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "setup-debian: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
