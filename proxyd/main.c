@@ -10,6 +10,7 @@
  * ch4:ucx (Debian 12) has none, and the proxy says so and exits at once.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,12 @@ struct options {
     const char *port_file;
 };
 
-static MPI_Comm comm = MPI_COMM_NULL;
+/* A session's channel: job mode shares one communicator (peer = the client's
+ * rank); connect mode has one intercommunicator per client (peer = 0). */
+static MPI_Comm session_comm(struct proxyd_session *s)
+{
+    return *(MPI_Comm *)s->transport;
+}
 
 static void usage(FILE *f)
 {
@@ -119,7 +125,7 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
     int flag = 0, count = 0;
     uint64_t start = now_ns();
     while (!flag) {
-        if (MPI_Improbe(s->peer, VOCL_TAG_DATA, comm, &flag, &msg, &st) != MPI_SUCCESS)
+        if (MPI_Improbe(s->peer, VOCL_TAG_DATA, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
         if (!flag && now_ns() - start > DATA_TIMEOUT_NS) {
             vocl_warn("rank %d: data chunk did not arrive in 30 s", s->peer);
@@ -141,105 +147,221 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
 
 static int mpi_send(struct proxyd_session *s, const void *buf, size_t n)
 {
-    return MPI_Send(buf, (int)n, MPI_BYTE, s->peer, VOCL_TAG_DATA, comm) == MPI_SUCCESS ? 0 : -1;
+    return MPI_Send(buf, (int)n, MPI_BYTE, s->peer, VOCL_TAG_DATA, session_comm(s)) == MPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
 {
-    return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, comm) == MPI_SUCCESS
+    return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, session_comm(s)) ==
+                   MPI_SUCCESS
                ? 0
                : -1;
 }
 
 static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send, mpi_reply};
 
-/* --- job mode ---------------------------------------------------------------------------------------- */
+/* --- serving sessions ------------------------------------------------------------------------ */
 
-static int serve(struct proxyd_node *node, int nclients)
-{
-    struct proxyd_session *sessions = calloc((size_t)nclients, sizeof(*sessions));
-    bool *gone = calloc((size_t)nclients, sizeof(*gone));
+struct client {
+    struct proxyd_session s;
+    MPI_Comm comm;
+    bool own_comm; /* connect mode: disconnect it at the end */
+    bool gone;
+};
+
+struct server {
+    struct proxyd_node *node;
+    struct client **clients;
+    int nclients, live;
+    bool job_mode;
+    pthread_mutex_t lock; /* connect mode: the accept thread adds clients */
     struct vocl_wr reply;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    int live = nclients;
+    uint8_t *buf;
+    size_t cap;
+};
 
-    if (!sessions || !gone) {
-        vocl_error("out of memory");
-        return 1;
+static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
+{
+    struct client *cl = calloc(1, sizeof(*cl));
+    struct client **nc = cl ? realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc)) : NULL;
+    if (!nc) {
+        free(cl);
+        return -1;
     }
-    vocl_wr_init(&reply);
-    for (int i = 0; i < nclients; i++) {
-        proxyd_session_init(&sessions[i], node, i);
-        sessions[i].data = &mpi_data;
+    cl->comm = c;
+    cl->own_comm = own;
+    proxyd_session_init(&cl->s, sv->node, peer);
+    cl->s.data = &mpi_data;
+    cl->s.transport = &cl->comm;
+    pthread_mutex_lock(&sv->lock);
+    sv->clients = nc;
+    sv->clients[sv->nclients++] = cl;
+    sv->live++;
+    pthread_mutex_unlock(&sv->lock);
+    return 0;
+}
+
+/* Receives and executes one request of client cl; msg was probed. */
+static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_Status *st)
+{
+    int count = 0;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if (count < 0 || (size_t)count > VOCL_MSG_MAX) {
+        char dummy;
+        MPI_Mrecv(&dummy, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        vocl_warn("client %d: dropped a message of %d bytes (too large)", cl->s.peer, count);
+        return;
     }
-    uint64_t idle_since = now_ns();
-    while (live > 0) {
-        MPI_Message msg;
-        MPI_Status st;
-        int flag = 0, count = 0;
-        MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, comm, &flag, &msg, &st);
-        if (!flag) {
-            /* Idle: spin briefly for latency, then yield, then sleep. */
-            uint64_t idle = now_ns() - idle_since;
-            if (idle > 2000000) {
-                struct timespec ts = {0, 100000};
-                nanosleep(&ts, NULL);
-            } else if (idle > 50000) {
-                sched_yield();
-            }
-            continue;
+    if ((size_t)count > sv->cap) {
+        uint8_t *nb = realloc(sv->buf, (size_t)count);
+        if (!nb) {
+            char dummy;
+            MPI_Mrecv(&dummy, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+            return;
         }
-        MPI_Get_count(&st, MPI_BYTE, &count);
+        sv->buf = nb;
+        sv->cap = (size_t)count;
+    }
+    MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    if (rc > 0)
+        mpi_reply(&cl->s, &sv->reply);
+    struct vocl_msg_hdr h;
+    bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
+    if (bye || rc < 0 || cl->s.broken) {
+        if (!bye)
+            vocl_warn("client %d: session ended after a protocol error", cl->s.peer);
+        proxyd_session_end(&cl->s);
+        if (cl->own_comm)
+            MPI_Comm_disconnect(&cl->comm);
+        cl->gone = true;
+        pthread_mutex_lock(&sv->lock);
+        sv->live--;
+        pthread_mutex_unlock(&sv->lock);
+        vocl_info("client %d: session closed (%d left)", cl->s.peer, sv->live);
+    }
+}
+
+/* One pass over the clients; true when a request was handled. */
+static bool poll_once(struct server *sv)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 0;
+    if (sv->job_mode) {
+        /* One communicator for all: probe any source, find its session. */
+        MPI_Comm c = sv->clients[0]->comm;
+        MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
+        if (!flag)
+            return false;
         int src = st.MPI_SOURCE;
-        if (count < 0 || (size_t)count > VOCL_MSG_MAX || src >= nclients || gone[src]) {
+        if (src >= sv->nclients || sv->clients[src]->gone) {
             char dummy;
             MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            vocl_warn("rank %d: dropped a message of %d bytes (too large or not a client)", src,
-                      count);
+            vocl_warn("rank %d: dropped a message (not a client, or closed)", src);
+            return true;
+        }
+        handle(sv, sv->clients[src], &msg, &st);
+        return true;
+    }
+    pthread_mutex_lock(&sv->lock);
+    int n = sv->nclients;
+    pthread_mutex_unlock(&sv->lock);
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        struct client *cl = sv->clients[i];
+        if (cl->gone)
+            continue;
+        MPI_Improbe(0, VOCL_TAG_REQ, cl->comm, &flag, &msg, &st);
+        if (flag) {
+            handle(sv, cl, &msg, &st);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Serves until every client is gone (job mode) or forever (connect mode). */
+static void serve(struct server *sv)
+{
+    uint64_t idle_since = now_ns();
+    while (!sv->job_mode || sv->live > 0) {
+        if (poll_once(sv)) {
+            idle_since = now_ns();
             continue;
         }
-        if ((size_t)count > cap) {
-            uint8_t *nb = realloc(buf, (size_t)count);
-            if (!nb) {
-                char dummy;
-                MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-                continue;
-            }
-            buf = nb;
-            cap = (size_t)count;
+        /* Idle: spin briefly for latency, then yield, then sleep. */
+        uint64_t idle = now_ns() - idle_since;
+        if (idle > 2000000) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        } else if (idle > 50000) {
+            sched_yield();
         }
-        MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-        struct proxyd_session *s = &sessions[src];
-        int rc = proxyd_execute(s, buf, (size_t)count, &reply);
-        if (rc > 0)
-            mpi_reply(s, &reply);
-        struct vocl_msg_hdr h;
-        bool bye = vocl_hdr_get(buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
-        if (bye || rc < 0 || s->broken) {
-            if (!bye)
-                vocl_warn("rank %d: session ended after a protocol error", src);
-            proxyd_session_end(s);
-            gone[src] = true;
-            live--;
-            vocl_info("rank %d: session closed (%d left)", src, live);
-        }
-        idle_since = now_ns();
     }
-    vocl_wr_free(&reply);
-    free(buf);
-    free(sessions);
-    free(gone);
+}
+
+static void server_free(struct server *sv)
+{
+    for (int i = 0; i < sv->nclients; i++)
+        free(sv->clients[i]);
+    free(sv->clients);
+    free(sv->buf);
+    vocl_wr_free(&sv->reply);
+}
+
+static int job_mode(struct proxyd_node *node, int nclients)
+{
+    struct server sv = {.node = node, .job_mode = true, .lock = PTHREAD_MUTEX_INITIALIZER};
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    vocl_wr_init(&sv.reply);
+    for (int r = 0; r < nclients; r++)
+        if (add_client(&sv, comm, false, r)) {
+            vocl_error("out of memory");
+            return 1;
+        }
+    serve(&sv);
+    server_free(&sv);
+    MPI_Comm_free(&comm);
     return 0;
 }
 
 /* --- connect mode ---------------------------------------------------------------------------------- */
 
-static int listen_mode(const struct options *o)
-{
+struct acceptor {
+    struct server *sv;
     char port[MPI_MAX_PORT_NAME];
+};
+
+static void *accept_thread(void *arg)
+{
+    struct acceptor *a = arg;
+    for (int n = 0;; n++) {
+        MPI_Comm client;
+        if (MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS) {
+            vocl_error("MPI_Comm_accept failed: no more clients");
+            return NULL;
+        }
+        MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        if (add_client(a->sv, client, true, n)) {
+            MPI_Comm_disconnect(&client);
+            continue;
+        }
+        vocl_info("client %d connected", n);
+    }
+}
+
+static int listen_mode(struct proxyd_node *node, const struct options *o)
+{
+    struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
+    struct acceptor a = {.sv = &sv};
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int rc = MPI_Open_port(MPI_INFO_NULL, port);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
@@ -252,26 +374,24 @@ static int listen_mode(const struct options *o)
     }
     if (o->port_file) {
         FILE *f = fopen(o->port_file, "w");
-        if (!f || fprintf(f, "%s\n", port) < 0 || fclose(f)) {
+        if (!f || fprintf(f, "%s\n", a.port) < 0 || fclose(f)) {
             vocl_error("cannot write %s", o->port_file);
-            MPI_Close_port(port);
+            MPI_Close_port(a.port);
             return 1;
         }
     }
-    printf("%s\n", port);
+    printf("%s\n", a.port);
     fflush(stdout);
-    vocl_info("listening on %s", port);
-    /* Clients one after the other: each on its own intercommunicator. */
-    for (;;) {
-        MPI_Comm client;
-        if (MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS)
-            break;
-        (void)client;
-        vocl_error("connect mode sessions are not implemented beyond accepting");
-        MPI_Comm_disconnect(&client);
+    vocl_info("listening on %s", a.port);
+    vocl_wr_init(&sv.reply);
+    pthread_t t;
+    if (pthread_create(&t, NULL, accept_thread, &a)) {
+        vocl_error("cannot start the accept thread");
+        MPI_Close_port(a.port);
+        return 1;
     }
-    MPI_Close_port(port);
-    return 1;
+    serve(&sv); /* a shared proxy serves until it is stopped */
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -310,7 +430,7 @@ int main(int argc, char **argv)
     vocl_info("serving %u devices", node.ndev);
 
     if (o.listen) {
-        rc = listen_mode(&o);
+        rc = listen_mode(&node, &o);
     } else {
         const char *apps = getenv("VOCL_APP_RANKS");
         int nclients = apps ? atoi(apps) : 0;
@@ -320,10 +440,7 @@ int main(int argc, char **argv)
                        size - 1);
             rc = 1;
         } else {
-            MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-            MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-            rc = serve(&node, nclients);
-            MPI_Comm_free(&comm);
+            rc = job_mode(&node, nclients);
         }
     }
     proxyd_node_close(&node);
