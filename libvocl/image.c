@@ -12,32 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Data modes: shared with memory.c's transfers, spelt out here for spans. */
-static void put_span_out(struct vocl_call *c, const void *p, size_t n)
-{
-    if (c->px->local) {
-        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
-        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
-    } else if (n <= VOCL_INLINE_MAX) {
-        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
-        vocl_wr_bytes(c->w, p, n);
-    } else {
-        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(c->w, vocl.chunk);
-    }
-}
-
-static int send_span(struct vocl_call *c, const void *p, size_t n)
-{
-    if (vocl_call_post(c))
-        return -1;
-    if (!c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n, vocl.chunk)) {
-        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
-        return -1;
-    }
-    return vocl_call_wait(c);
-}
-
 /* Receives a span of n bytes into a new buffer (remote reads). */
 static void *recv_span(struct vocl_call *c, size_t n)
 {
@@ -100,6 +74,29 @@ static void rect_scatter(const struct rect *r, char *dst, const char *span)
         }
 }
 
+/*
+ * Moves the span of rect r after the request's fields: a write sends it, a
+ * read scatters it into place.  In-process, the executor gets local_ptr and
+ * the native library walks the rows itself.
+ */
+static int move_span(struct vocl_call *c, bool write, void *local_ptr, char *host,
+                     const struct rect *r)
+{
+    if (write) {
+        vocl_xfer_put_out(c, c->px->local ? local_ptr : host, r->span);
+        return vocl_xfer_send(c, host, r->span);
+    }
+    vocl_xfer_put_in(c, local_ptr, r->span);
+    if (c->px->local)
+        return vocl_call_send(c);
+    char *span = recv_span(c, r->span);
+    if (!span)
+        return -1;
+    rect_scatter(r, host, span);
+    free(span);
+    return 0;
+}
+
 static bool region_ok(const size_t *region)
 {
     return region && region[0] && region[1] && region[2];
@@ -147,24 +144,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
         vocl_wr_u64(c.w, ev_id);
         vocl_wr_u64(c.w, r.span);
-        int rc;
-        if (write) {
-            put_span_out(&c, c.px->local ? ptr : host, r.span);
-            rc = send_span(&c, host, r.span);
-        } else if (c.px->local) {
-            put_span_out(&c, ptr, 0);
-            rc = vocl_call_send(&c);
-        } else {
-            vocl_wr_u8(c.w, r.span <= VOCL_INLINE_MAX ? VOCL_DATA_INLINE : VOCL_DATA_CHUNKED);
-            if (r.span > VOCL_INLINE_MAX)
-                vocl_wr_u64(c.w, vocl.chunk);
-            char *span = recv_span(&c, r.span);
-            rc = span ? 0 : -1;
-            if (span)
-                rect_scatter(&r, host, span);
-            free(span);
-        }
-        if (rc == 0 && event)
+        if (move_span(&c, write, ptr, host, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
     }
     vocl_call_end(&c);
@@ -253,12 +233,12 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         vocl_wr_u64(c.w, buf ? buf->id : 0);
         vocl_wr_u64(c.w, span);
         if (host_ptr)
-            put_span_out(&c, host_ptr, span);
+            vocl_xfer_put_out(&c, host_ptr, span);
         else
             vocl_wr_u8(c.w, VOCL_DATA_NONE);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if ((host_ptr ? send_span(&c, host_ptr, span) : vocl_call_send(&c)) == 0)
+        if ((host_ptr ? vocl_xfer_send(&c, host_ptr, span) : vocl_call_send(&c)) == 0)
             img = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, buf);
     }
     vocl_call_end(&c);
@@ -353,24 +333,7 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
         vocl_wr_u64(c.w, ev_id);
         vocl_wr_u64(c.w, r.span);
-        int rc;
-        if (write) {
-            put_span_out(&c, ptr, r.span);
-            rc = send_span(&c, ptr, r.span);
-        } else if (c.px->local) {
-            put_span_out(&c, ptr, 0);
-            rc = vocl_call_send(&c);
-        } else {
-            vocl_wr_u8(c.w, r.span <= VOCL_INLINE_MAX ? VOCL_DATA_INLINE : VOCL_DATA_CHUNKED);
-            if (r.span > VOCL_INLINE_MAX)
-                vocl_wr_u64(c.w, vocl.chunk);
-            char *span = recv_span(&c, r.span);
-            rc = span ? 0 : -1;
-            if (span)
-                rect_scatter(&r, ptr, span);
-            free(span);
-        }
-        if (rc == 0 && event)
+        if (move_span(&c, write, ptr, ptr, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
     }
     vocl_call_end(&c);

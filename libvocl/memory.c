@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* Writes the data of a transfer of n bytes from p (host to device). */
-static void put_data_out(struct vocl_call *c, const void *p, size_t n)
+void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
 {
     if (c->px->local) {
         vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
@@ -28,7 +28,7 @@ static void put_data_out(struct vocl_call *c, const void *p, size_t n)
 }
 
 /* Sends the request, the chunks if any, and waits for the reply. */
-static int send_with_data(struct vocl_call *c, const void *p, size_t n)
+int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
 {
     if (vocl_call_post(c))
         return -1;
@@ -41,7 +41,7 @@ static int send_with_data(struct vocl_call *c, const void *p, size_t n)
 }
 
 /* Says where the data of a read of n bytes to p goes (device to host). */
-static void put_data_in(struct vocl_call *c, void *p, size_t n)
+void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
 {
     if (c->px->local) {
         vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
@@ -111,12 +111,12 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
          * is on another node.  Maps and reads show the data, as the spec asks.
          */
         if (host_ptr)
-            put_data_out(&c, host_ptr, size);
+            vocl_xfer_put_out(&c, host_ptr, size);
         else
             vocl_wr_u8(c.w, VOCL_DATA_NONE);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if ((host_ptr ? send_with_data(&c, host_ptr, size) : vocl_call_send(&c)) == 0)
+        if ((host_ptr ? vocl_xfer_send(&c, host_ptr, size) : vocl_call_send(&c)) == 0)
             mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, NULL);
     }
     vocl_call_end(&c);
@@ -190,6 +190,22 @@ static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const stru
         vocl_call_error(c, CL_INVALID_VALUE);
 }
 
+/* The fields a buffer read and a buffer write share; returns the event id. */
+static uint64_t put_xfer_head(struct vocl_call *c, const struct vocl_obj *q,
+                              const struct vocl_obj *m, cl_bool blocking, size_t offset,
+                              size_t size, cl_uint nwl, const cl_event *wl, const cl_event *event)
+{
+    vocl_wr_u64(c->w, q->id);
+    vocl_wr_u64(c->w, m->id);
+    vocl_wr_u8(c->w, blocking ? 1 : 0);
+    vocl_wr_u64(c->w, offset);
+    vocl_wr_u64(c->w, size);
+    vocl_call_put_wl(c, nwl, wl);
+    uint64_t ev_id = event ? vocl_call_new_id(c) : 0;
+    vocl_wr_u64(c->w, ev_id);
+    return ev_id;
+}
+
 CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
                                                      cl_bool blocking_write, size_t offset,
                                                      size_t size, const void *ptr,
@@ -204,16 +220,10 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_qu
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     check_xfer(&c, q, m, offset, size, ptr);
     if (vocl_call_start(&c, VOCL_OP_clEnqueueWriteBuffer) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
-        vocl_wr_u8(c.w, blocking_write ? 1 : 0);
-        vocl_wr_u64(c.w, offset);
-        vocl_wr_u64(c.w, size);
-        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
-        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
-        put_data_out(&c, ptr, size);
-        if (send_with_data(&c, ptr, size) == 0 && event)
+        uint64_t ev_id = put_xfer_head(&c, q, m, blocking_write, offset, size,
+                                       num_events_in_wait_list, event_wait_list, event);
+        vocl_xfer_put_out(&c, ptr, size);
+        if (vocl_xfer_send(&c, ptr, size) == 0 && event)
             *event = (cl_event)new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
@@ -234,15 +244,9 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_que
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     check_xfer(&c, q, m, offset, size, ptr);
     if (vocl_call_start(&c, VOCL_OP_clEnqueueReadBuffer) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
-        vocl_wr_u8(c.w, blocking_read ? 1 : 0);
-        vocl_wr_u64(c.w, offset);
-        vocl_wr_u64(c.w, size);
-        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
-        uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
-        put_data_in(&c, ptr, size);
+        uint64_t ev_id = put_xfer_head(&c, q, m, blocking_read, offset, size,
+                                       num_events_in_wait_list, event_wait_list, event);
+        vocl_xfer_put_in(&c, ptr, size);
         if (recv_with_data(&c, ptr, size) == 0 && event)
             *event = (cl_event)new_event(&c, ev_id, q);
     }

@@ -159,6 +159,11 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 int vocl_xport_open(void);
 void vocl_xport_close(void);
 
+/* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
+void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
+int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
+void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
+
 void vocl_warn_once_unsupported(const char *fn);
 void vocl_kargs_free(struct vocl_kargs *k);
 void vocl_mappings_free(struct vocl_obj *m);
