@@ -244,6 +244,11 @@ static cl_int do_init(void)
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;
 
+    if (getenv("VOCL_IN_PROXY")) {
+        /* Loaded by a proxy's ICD loader: no platform, and no noise. */
+        vocl.ready = true;
+        return CL_SUCCESS;
+    }
     if (env_long("VOCL_LOCAL", 0))
         open_local();
     const char *port = getenv("VOCL_CONNECT");
@@ -289,7 +294,8 @@ cl_int vocl_init(void)
  */
 __attribute__((destructor)) static void vocl_fini(void)
 {
-    if (!init_done && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT")) {
+    if (!init_done && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT") &&
+        !getenv("VOCL_IN_PROXY")) {
         int fin = 0;
         MPI_Finalized(&fin);
         if (!fin)

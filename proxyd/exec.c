@@ -29,8 +29,12 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
         nplat = 16;
     for (cl_uint p = 0; p < nplat; p++) {
         cl_uint n = 0;
-        /* In ICD mode the loader lists VOCL's own platform too: skip it. */
-        if (skip_dispatch && *(const void *const *)plats[p] == skip_dispatch)
+        /* Where libvocl is an ICD, the loader lists VOCL's own platform too:
+         * never serve it (in libvocl: by its dispatch table; in a proxy: by name). */
+        char name[64] = "";
+        cl->clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof(name), name, NULL);
+        if ((skip_dispatch && *(const void *const *)plats[p] == skip_dispatch) ||
+            !strcmp(name, "VOCL"))
             continue;
         if (cl->clGetDeviceIDs(plats[p], type_filter, 0, NULL, &n) != CL_SUCCESS || n == 0)
             continue;

@@ -209,9 +209,17 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
     if (count < 0 || (size_t)count > VOCL_MSG_MAX) {
-        char dummy;
-        MPI_Mrecv(&dummy, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-        vocl_warn("client %d: dropped a message of %d bytes (too large)", cl->s.peer, count);
+        /* Take it off the queue (truncated) and answer, so the client does not wait. */
+        uint8_t head[VOCL_HDR_SIZE];
+        struct vocl_msg_hdr h = {0};
+        MPI_Mrecv(head, sizeof(head), MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        vocl_hdr_get(head, sizeof(head), &h);
+        vocl_warn("client %d: refused a message of %d bytes (limit %u)", cl->s.peer, count,
+                  VOCL_MSG_MAX);
+        vocl_wr_begin(&sv->reply, h.opcode, 0, h.seq);
+        vocl_wr_i32(&sv->reply, CL_OUT_OF_RESOURCES);
+        vocl_wr_finish(&sv->reply);
+        mpi_reply(&cl->s, &sv->reply);
         return;
     }
     if ((size_t)count > sv->cap) {
@@ -407,6 +415,9 @@ int main(int argc, char **argv)
 
     int provided;
     setenv("HWLOC_COMPONENTS", "-opencl", 0);
+    /* If libvocl is registered as an ICD, the native loader loads it here too:
+     * tell it that it is inside a proxy, where it must stay out of the way. */
+    setenv("VOCL_IN_PROXY", "1", 1);
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;
