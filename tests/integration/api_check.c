@@ -298,10 +298,96 @@ int main(void)
     cl_uint nfmt;
     CL(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, NULL, &nfmt));
     CHECK(nfmt > 0, "supported image formats");
+    /* Image copies, fills, writes, and images to and from buffers. */
+    cl_mem im_c = clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);
+    CL(clEnqueueWriteImage(q, im_c, CL_TRUE, origin, region, 0, 0, pix, 0, NULL, NULL));
+    size_t o2[3] = {2, 1, 0}, r2[3] = {4, 2, 1};
+    CL(clEnqueueCopyImage(q, im_out, im_c, origin, o2, r2, 0, NULL, NULL));
+    float color[4] = {9, 8, 7, 6};
+    size_t o3[3] = {7, 3, 0}, r3[3] = {1, 1, 1};
+    CL(clEnqueueFillImage(q, im_c, color, o3, r3, 0, NULL, NULL));
+    cl_mem ibuf3 = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(pix), NULL, &err);
+    CL(clEnqueueCopyImageToBuffer(q, im_c, ibuf3, origin, region, 0, 0, NULL, NULL));
+    CL(clEnqueueCopyBufferToImage(q, ibuf3, im_out, 0, origin, region, 0, NULL, NULL));
+    CL(clEnqueueReadImage(q, im_out, CL_TRUE, origin, region, 0, 0, out, 0, NULL, NULL));
+    SAY("image copies: %g %g %g\n", out[0], out[(1 * 8 + 2) * 4 + 1], out[127]);
+    cl_mem migs[2] = {ibuf3, im_c};
+    CL(clEnqueueMigrateMemObjects(q, 2, migs, 0, 0, NULL, NULL));
+    clReleaseMemObject(ibuf3);
+    clReleaseMemObject(im_c);
+
     clReleaseKernel(ki);
     clReleaseSampler(smp);
     clReleaseMemObject(im_in);
     clReleaseMemObject(im_out);
+
+    /* OpenCL 1.1 markers and barriers, flush, queues with properties. */
+    cl_event m11;
+    CL(clEnqueueMarker(q, &m11));
+    /* (PoCL 3.1 aborts in clEnqueueWaitForEvents: not called natively.) */
+    CL(clEnqueueBarrier(q));
+    CL(clFlush(q));
+    CL(clWaitForEvents(1, &m11));
+    clReleaseEvent(m11);
+    cl_queue_properties qp[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    cl_command_queue q3 = clCreateCommandQueueWithProperties(ctx, dev, qp, &err);
+    CHECK(q3 && err == CL_SUCCESS, "clCreateCommandQueueWithProperties");
+    cl_command_queue_properties gotp = 0;
+    CL(clGetCommandQueueInfo(q3, CL_QUEUE_PROPERTIES, sizeof(gotp), &gotp, NULL));
+    SAY("queue properties %#llx\n", (unsigned long long)gotp);
+    clReleaseCommandQueue(q3);
+    cl_sampler_properties sp[] = {CL_SAMPLER_NORMALIZED_COORDS, CL_TRUE, 0};
+    cl_sampler s2 = clCreateSamplerWithProperties(ctx, sp, &err);
+    CHECK(s2 && err == CL_SUCCESS, "clCreateSamplerWithProperties");
+    cl_bool norm = 0;
+    CL(clGetSamplerInfo(s2, CL_SAMPLER_NORMALIZED_COORDS, sizeof(norm), &norm, NULL));
+    SAY("sampler normalized %u\n", norm);
+    clReleaseSampler(s2);
+
+    /* Separate compilation: a header program, compile, link. */
+    const char *hdr_src = "#define TWICE(x) ((x) * 2)\n";
+    const char *main_src = "#include \"twice.h\"\n"
+                           "kernel void tw(global int *y) { y[get_global_id(0)] = TWICE(21); }\n";
+    cl_program ph = clCreateProgramWithSource(ctx, 1, &hdr_src, NULL, &err);
+    cl_program pm = clCreateProgramWithSource(ctx, 1, &main_src, NULL, &err);
+    const char *hname = "twice.h";
+    CL(clCompileProgram(pm, 1, &dev, NULL, 1, &ph, &hname, NULL, NULL));
+    cl_program pl = clLinkProgram(ctx, 1, &dev, NULL, 1, &pm, NULL, NULL, &err);
+    CHECK(pl && err == CL_SUCCESS, "clLinkProgram");
+    if (pl) {
+        cl_kernel kt = clCreateKernel(pl, "tw", &err);
+        CL(clSetKernelArg(kt, 0, sizeof(cl_mem), &ibuf));
+        size_t one = 1;
+        CL(clEnqueueNDRangeKernel(q, kt, 1, NULL, &one, NULL, 0, NULL, NULL));
+        CL(clEnqueueReadBuffer(q, ibuf, CL_TRUE, 0, sizeof(int), ih, 0, NULL, NULL));
+        SAY("linked kernel wrote %d\n", ih[0]);
+        clReleaseKernel(kt);
+        clReleaseProgram(pl);
+    }
+    clReleaseProgram(ph);
+    clReleaseProgram(pm);
+
+    /* Timers and sub-devices, where the device has them. */
+    cl_ulong dts, hts;
+    SAY("device and host timer: %s\n",
+        clGetDeviceAndHostTimer(dev, &dts, &hts) == CL_SUCCESS ? "ok" : "not available");
+    cl_uint cus = 0;
+    CL(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cus), &cus, NULL));
+    cl_device_partition_property pp[] = {CL_DEVICE_PARTITION_EQUALLY, 1, 0};
+    cl_uint nsub = 0;
+    cl_int perr = clCreateSubDevices(dev, pp, 0, NULL, &nsub);
+    SAY("sub-devices: %s\n", perr == CL_SUCCESS && nsub == cus ? "one per compute unit"
+                            : perr == CL_SUCCESS ? "other count" : "not available");
+    if (perr == CL_SUCCESS && nsub > 0) {
+        cl_device_id *subs = malloc(nsub * sizeof(*subs));
+        CL(clCreateSubDevices(dev, pp, nsub, subs, NULL));
+        cl_device_id par;
+        CL(clGetDeviceInfo(subs[0], CL_DEVICE_PARENT_DEVICE, sizeof(par), &par, NULL));
+        CHECK(par == dev, "CL_DEVICE_PARENT_DEVICE");
+        for (cl_uint i = 0; i < nsub; i++)
+            CL(clReleaseDevice(subs[i]));
+        free(subs);
+    }
 
     CL(clReleaseMemObject(sub));
 
