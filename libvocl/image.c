@@ -365,25 +365,73 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteImage(cl_command_queue command_que
                     event);
 }
 
-/* Image maps: a shadow with tightly packed rows, read and written back whole. */
+/*
+ * Image maps: a host shadow with tightly packed rows, read on map (unless
+ * the map discards the contents) and written back on unmap, for local and
+ * remote images alike.
+ */
 CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(
     cl_command_queue command_queue, cl_mem image, cl_bool blocking_map, cl_map_flags map_flags,
     const size_t *origin, const size_t *region, size_t *image_row_pitch,
     size_t *image_slice_pitch, cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
     cl_event *event, cl_int *errcode_ret)
 {
-    (void)blocking_map, (void)map_flags, (void)origin, (void)region, (void)image_slice_pitch;
-    (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    (void)blocking_map; /* the shadow is filled before the call returns */
+    struct vocl_obj *m = vocl_lookup(image, VOCL_T_MEM);
+    struct vocl_mapping *mp = NULL;
     cl_int err = vocl_lookup(command_queue, VOCL_T_QUEUE) ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
-    if (!err && !vocl_lookup(image, VOCL_T_MEM))
+    if (!err && (!m || !m->elem_size))
         err = CL_INVALID_MEM_OBJECT;
-    if (!err && !image_row_pitch)
+    if (!err && (!origin || !region_ok(region) || !image_row_pitch))
         err = CL_INVALID_VALUE;
     if (!err) {
-        vocl_warn_once_unsupported("clEnqueueMapImage");
-        err = CL_INVALID_OPERATION;
+        size_t rows, slices;
+        bool rs;
+        image_shape(m->mem_type, region, &rows, &slices, &rs);
+        size_t row = region[0] * m->elem_size;
+        /* 1D arrays step by the slice pitch; 2D and 3D by rows, then slices. */
+        size_t slice = rs ? row : row * region[1];
+        size_t size = rs ? row * region[1] : slice * region[2];
+        mp = calloc(1, sizeof(*mp));
+        void *shadow = malloc(size ? size : 1);
+        if (!mp || !shadow) {
+            free(mp);
+            free(shadow);
+            mp = NULL;
+            err = CL_OUT_OF_HOST_MEMORY;
+        } else {
+            *mp = (struct vocl_mapping){.ptr = shadow, .owned = true, .image = true,
+                                        .flags = map_flags, .row_pitch = row,
+                                        .slice_pitch = slice};
+            memcpy(mp->origin, origin, sizeof(mp->origin));
+            memcpy(mp->region, region, sizeof(mp->region));
+        }
+    }
+    if (!err) {
+        if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
+            err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
+                                              event_wait_list, event);
+        else
+            err = clEnqueueReadImage(command_queue, image, CL_TRUE, origin, region, mp->row_pitch,
+                                     mp->slice_pitch, mp->ptr, num_events_in_wait_list,
+                                     event_wait_list, event);
+        if (err) {
+            free(mp->ptr);
+            free(mp);
+            mp = NULL;
+        }
+    }
+    if (mp) {
+        *image_row_pitch = mp->row_pitch;
+        if (image_slice_pitch)
+            *image_slice_pitch = m->mem_type == CL_MEM_OBJECT_IMAGE2D ||
+                                         m->mem_type == CL_MEM_OBJECT_IMAGE1D ||
+                                         m->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER
+                                     ? 0
+                                     : mp->slice_pitch;
+        vocl_mapping_add(m, mp);
     }
     if (errcode_ret)
         *errcode_ret = err;
-    return NULL;
+    return mp ? mp->ptr : NULL;
 }

@@ -256,14 +256,34 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_que
 
 /* --- maps: in-process natively; remotely a host shadow ------------------------------------------- */
 
-struct vocl_mapping {
-    struct vocl_mapping *next;
-    void *ptr;
-    size_t offset, size;
-    cl_map_flags flags;
-};
-
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vocl_mapping_add(struct vocl_obj *m, struct vocl_mapping *mp)
+{
+    pthread_mutex_lock(&maps_lock);
+    mp->next = m->maps;
+    m->maps = mp;
+    pthread_mutex_unlock(&maps_lock);
+}
+
+static struct vocl_mapping *mapping_take(struct vocl_obj *m, void *ptr)
+{
+    pthread_mutex_lock(&maps_lock);
+    struct vocl_mapping **pp = &m->maps, *mp;
+    while ((mp = *pp) && mp->ptr != ptr)
+        pp = &mp->next;
+    if (mp)
+        *pp = mp->next;
+    pthread_mutex_unlock(&maps_lock);
+    return mp;
+}
+
+static void mapping_free(struct vocl_mapping *mp)
+{
+    if (mp->owned)
+        free(mp->ptr);
+    free(mp);
+}
 
 CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue, cl_mem buffer,
                                                   cl_bool blocking_map, cl_map_flags map_flags,
@@ -308,13 +328,11 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue
             return NULL;
         }
         mp->ptr = ptr;
+        mp->owned = !m->host_ptr;
         mp->offset = offset;
         mp->size = size;
         mp->flags = map_flags;
-        pthread_mutex_lock(&maps_lock);
-        mp->next = m->maps;
-        m->maps = mp;
-        pthread_mutex_unlock(&maps_lock);
+        vocl_mapping_add(m, mp);
         if (errcode_ret)
             *errcode_ret = CL_SUCCESS;
         return ptr;
@@ -352,27 +370,26 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(cl_command_queue command
     struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
     struct vocl_obj *m = vocl_call_h(&c, memobj, VOCL_T_MEM, 0);
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
-    if (!c.err && !c.px->local) {
-        pthread_mutex_lock(&maps_lock);
-        struct vocl_mapping **pp = &m->maps, *mp;
-        while ((mp = *pp) && mp->ptr != mapped_ptr)
-            pp = &mp->next;
-        if (mp)
-            *pp = mp->next;
-        pthread_mutex_unlock(&maps_lock);
+    /* A host shadow (remote buffers, and images anywhere): write back if mapped
+     * for writing.  Otherwise a native mapping of a local buffer. */
+    struct vocl_mapping *mp = c.err ? NULL : mapping_take(m, mapped_ptr);
+    if (mp || (!c.err && !c.px->local)) {
         vocl_call_end(&c);
         if (!mp)
             return CL_INVALID_VALUE;
         cl_int err;
-        if (mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION))
+        bool write = mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
+        if (write && mp->image)
+            err = clEnqueueWriteImage(command_queue, memobj, CL_TRUE, mp->origin, mp->region,
+                                      mp->row_pitch, mp->slice_pitch, mp->ptr,
+                                      num_events_in_wait_list, event_wait_list, event);
+        else if (write)
             err = clEnqueueWriteBuffer(command_queue, memobj, CL_TRUE, mp->offset, mp->size,
                                        mp->ptr, num_events_in_wait_list, event_wait_list, event);
         else
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        if (!m->host_ptr)
-            free(mp->ptr);
-        free(mp);
+        mapping_free(mp);
         return err;
     }
     if (vocl_call_start(&c, VOCL_OP_clEnqueueUnmapMemObject) == 0) {
@@ -393,9 +410,7 @@ void vocl_mappings_free(struct vocl_obj *m)
 {
     for (struct vocl_mapping *mp = m->maps, *next; mp; mp = next) {
         next = mp->next;
-        if (!m->host_ptr)
-            free(mp->ptr);
-        free(mp);
+        mapping_free(mp);
     }
     m->maps = NULL;
 }

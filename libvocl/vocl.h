@@ -164,6 +164,19 @@ void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
 void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
 
+/* A host shadow of a mapped region (remote buffers; images everywhere). */
+struct vocl_mapping {
+    struct vocl_mapping *next;
+    void *ptr;
+    bool owned; /* the shadow was allocated for the map (not a USE_HOST_PTR pointer) */
+    bool image;
+    cl_map_flags flags;
+    size_t offset, size;                  /* buffers */
+    size_t origin[3], region[3];          /* images */
+    size_t row_pitch, slice_pitch;
+};
+void vocl_mapping_add(struct vocl_obj *m, struct vocl_mapping *mp);
+
 void vocl_warn_once_unsupported(const char *fn);
 void vocl_kargs_free(struct vocl_kargs *k);
 void vocl_mappings_free(struct vocl_obj *m);

@@ -311,6 +311,19 @@ int main(void)
     CL(clEnqueueCopyBufferToImage(q, ibuf3, im_out, 0, origin, region, 0, NULL, NULL));
     CL(clEnqueueReadImage(q, im_out, CL_TRUE, origin, region, 0, 0, out, 0, NULL, NULL));
     SAY("image copies: %g %g %g\n", out[0], out[(1 * 8 + 2) * 4 + 1], out[127]);
+    size_t mrp = 0;
+    float *mimg = clEnqueueMapImage(q, im_c, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, o2, r2, &mrp,
+                                    NULL, 0, NULL, NULL, &err);
+    CHECK(mimg && err == CL_SUCCESS, "map image");
+    if (mimg) {
+        float first = mimg[0];
+        mimg[mrp / sizeof(float) + 1] = 77.0f; /* second row, first pixel, green */
+        CL(clEnqueueUnmapMemObject(q, im_c, mimg, 0, NULL, NULL));
+        float px[4];
+        size_t o4[3] = {2, 2, 0};
+        CL(clEnqueueReadImage(q, im_c, CL_TRUE, o4, r3, 0, 0, px, 0, NULL, NULL));
+        SAY("mapped image: first %g, written back %g\n", first, px[1]);
+    }
     cl_mem migs[2] = {ibuf3, im_c};
     CL(clEnqueueMigrateMemObjects(q, 2, migs, 0, 0, NULL, NULL));
     clReleaseMemObject(ibuf3);
