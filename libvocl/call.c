@@ -177,12 +177,12 @@ void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t 
     }
 }
 
-void vocl_call_put_props(struct vocl_call *c, const void *props, size_t elem)
+void vocl_call_put_props(struct vocl_call *c, const void *props)
 {
-    /* Property lists are (name, value) pairs ended by a 0 name. */
+    /* Property lists are (name, value) pairs ended by a 0 name; every
+     * property type of OpenCL 3.0 is 64 bits wide on this ABI. */
     const uint64_t *p = props;
     uint32_t n = 0;
-    (void)elem; /* every property type of OpenCL 3.0 is 64 bits wide here */
     if (p) {
         while (p[n] && n < 255)
             n += 2;
@@ -196,6 +196,15 @@ void vocl_call_put_props(struct vocl_call *c, const void *props, size_t elem)
 uint64_t vocl_call_new_id(struct vocl_call *c)
 {
     return atomic_fetch_add(&c->px->next_id, 1);
+}
+
+uint64_t vocl_call_put_new_ids(struct vocl_call *c, cl_uint n)
+{
+    uint64_t first = atomic_fetch_add(&c->px->next_id, n);
+    vocl_wr_u32(c->w, n);
+    for (cl_uint i = 0; i < n; i++)
+        vocl_wr_u64(c->w, first + i);
+    return first;
 }
 
 int vocl_call_post(struct vocl_call *c)
@@ -272,6 +281,11 @@ struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64
     if (!o)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
     return o;
+}
+
+struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue)
+{
+    return vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
 }
 
 void vocl_call_end(struct vocl_call *c)

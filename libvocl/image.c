@@ -145,7 +145,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
         vocl_wr_u64(c.w, ev_id);
         vocl_wr_u64(c.w, r.span);
         if (move_span(&c, write, ptr, host, &r) == 0 && event)
-            *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
+            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
     return c.err;
@@ -217,7 +217,7 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
     }
     if (vocl_call_start(&c, VOCL_OP_clCreateImage) == 0) {
         vocl_wr_u64(c.w, ctx->id);
-        vocl_call_put_props(&c, properties, sizeof(*properties));
+        vocl_call_put_props(&c, properties);
         vocl_wr_u64(c.w, flags);
         vocl_wr_u32(c.w, format->image_channel_order);
         vocl_wr_u32(c.w, format->image_channel_data_type);
@@ -334,7 +334,7 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
         vocl_wr_u64(c.w, ev_id);
         vocl_wr_u64(c.w, r.span);
         if (move_span(&c, write, ptr, ptr, &r) == 0 && event)
-            *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
+            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
     return c.err;

@@ -204,7 +204,6 @@ static void open_job(void)
 
 static void connect_mode(const char *port)
 {
-    (void)port;
     if (open_mpi())
         return;
     /* MPI_Comm_connect needs dynamic processes; find out before anything waits. */
@@ -246,7 +245,6 @@ static cl_int do_init(void)
 
     if (getenv("VOCL_IN_PROXY")) {
         /* Loaded by a proxy's ICD loader: no platform, and no noise. */
-        vocl.ready = true;
         return CL_SUCCESS;
     }
     if (env_long("VOCL_LOCAL", 0))
@@ -267,7 +265,6 @@ static cl_int do_init(void)
     if (vocl.ndevices == 0)
         vocl_error("%s", vocl.init_error);
     vocl_info("%d proxies, %u devices", vocl.nproxies, vocl.ndevices);
-    vocl.ready = true;
     return CL_SUCCESS;
 }
 

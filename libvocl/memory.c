@@ -79,11 +79,6 @@ static int recv_with_data(struct vocl_call *c, void *p, size_t n)
     return vocl_call_wait(c);
 }
 
-static struct vocl_obj *new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue)
-{
-    return vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
-}
-
 /* --- buffers ------------------------------------------------------------------------------------ */
 
 static cl_mem create_buffer(cl_context context, const cl_mem_properties *properties,
@@ -103,7 +98,7 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (vocl_call_start(&c, VOCL_OP_clCreateBuffer) == 0) {
         vocl_wr_u64(c.w, ctx->id);
-        vocl_call_put_props(&c, properties, sizeof(*properties));
+        vocl_call_put_props(&c, properties);
         vocl_wr_u64(c.w, flags);
         vocl_wr_u64(c.w, size);
         /*
@@ -224,7 +219,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_qu
                                        num_events_in_wait_list, event_wait_list, event);
         vocl_xfer_put_out(&c, ptr, size);
         if (vocl_xfer_send(&c, ptr, size) == 0 && event)
-            *event = (cl_event)new_event(&c, ev_id, q);
+            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
     return c.err;
@@ -248,7 +243,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_que
                                        num_events_in_wait_list, event_wait_list, event);
         vocl_xfer_put_in(&c, ptr, size);
         if (recv_with_data(&c, ptr, size) == 0 && event)
-            *event = (cl_event)new_event(&c, ev_id, q);
+            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
     return c.err;
@@ -350,7 +345,7 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue
         if (vocl_call_send(&c) == 0) {
             ptr = (void *)(uintptr_t)vocl_rd_u64(&c.r);
             if (event)
-                *event = (cl_event)new_event(&c, ev_id, q);
+                *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }
     }
     vocl_call_end(&c);
@@ -400,7 +395,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(cl_command_queue command
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
         vocl_wr_u64(c.w, ev_id);
         if (vocl_call_send(&c) == 0 && event)
-            *event = (cl_event)new_event(&c, ev_id, q);
+            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
     return c.err;

@@ -215,10 +215,7 @@ CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(cl_device_id in_device,
         for (size_t i = 0; i < n; i++)
             vocl_wr_u64(c.w, i + 1 == n ? 0 : (uint64_t)properties[i]);
         vocl_wr_u32(c.w, num_devices);
-        vocl_wr_u32(c.w, nids);
-        first = atomic_fetch_add(&c.px->next_id, nids);
-        for (cl_uint i = 0; i < nids; i++)
-            vocl_wr_u64(c.w, first + i);
+        first = vocl_call_put_new_ids(&c, nids);
         vocl_call_send(&c);
     }
     if (c.err == CL_SUCCESS) {

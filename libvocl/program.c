@@ -337,10 +337,7 @@ CL_API_ENTRY cl_int CL_API_CALL clCreateKernelsInProgram(cl_program program, cl_
     cl_uint got = 0, *nargs = NULL;
     if (vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram) == 0) {
         vocl_wr_u64(c.w, p->id);
-        vocl_wr_u32(c.w, nids);
-        first = atomic_fetch_add(&c.px->next_id, nids);
-        for (cl_uint i = 0; i < nids; i++)
-            vocl_wr_u64(c.w, first + i);
+        first = vocl_call_put_new_ids(&c, nids);
         if (vocl_call_send(&c) == 0) {
             got = vocl_rd_u32(&c.r);
             cl_uint made = got < nids ? got : nids;
@@ -503,7 +500,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
             for (cl_uint i = 0; i < k->kargs->n; i++)
                 k->kargs->a[i].dirty = 0;
             if (vocl_call_wait(&c) == 0 && event)
-                *event = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, q->context, q);
+                *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }
     }
     vocl_call_end(&c);

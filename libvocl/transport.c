@@ -2,18 +2,14 @@
  * transport.c - moving requests, replies and bulk data between libvocl and
  * its proxies: MPI for voclproxyd ranks, a direct call for the in-process
  * executor that serves local passthrough devices.
- *
- * MPI blocking calls spin in MPICH/UCX; on a node where the application and
- * its proxies share cores that spinning steals the CPU the work needs, so
- * waits poll briefly, then yield, then sleep in short steps.
+ * Waits poll with vocl_backoff (backoff.h), never in a spinning MPI call.
  */
 #include "vocl.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "backoff.h"
 #include "proxyd.h"
 
 void vocl_xport_fail(struct vocl_proxy *px, const char *what)
@@ -22,27 +18,6 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what)
         vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,
                    px->rank, what);
     px->dead = true;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Backs off as a wait gets longer: spin 50 us, yield until 2 ms, then sleep. */
-static void backoff(uint64_t start)
-{
-    uint64_t waited = now_ns() - start;
-    if (waited < 50000)
-        return;
-    if (waited < 2000000) {
-        sched_yield();
-        return;
-    }
-    struct timespec ts = {0, 50000};
-    nanosleep(&ts, NULL);
 }
 
 int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
@@ -65,7 +40,7 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
         MPI_Message msg;
         MPI_Status st;
         int flag = 0, count = 0;
-        uint64_t start = now_ns();
+        uint64_t start = vocl_now_ns();
         for (;;) {
             if (MPI_Improbe(px->rank, VOCL_TAG_REP, vocl.comm, &flag, &msg, &st) != MPI_SUCCESS) {
                 vocl_xport_fail(px, "probe failed");
@@ -73,7 +48,7 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
             }
             if (flag)
                 break;
-            backoff(start);
+            vocl_backoff(start, 50000);
         }
         MPI_Get_count(&st, MPI_BYTE, &count);
         vocl_wr_reset(&px->reply);
@@ -126,12 +101,12 @@ static int xfer_chunks(struct vocl_proxy *px, void *buf, size_t n, size_t chunk,
         }
     }
     /* Test rather than wait, so a long transfer does not spin one core flat. */
-    uint64_t start = now_ns();
+    uint64_t start = vocl_now_ns();
     int done = 0;
     while (rc == MPI_SUCCESS && !done) {
         rc = MPI_Testall((int)nchunks, reqs, &done, sts);
         if (!done)
-            backoff(start);
+            vocl_backoff(start, 50000);
     }
     free(reqs);
     free(sts);

@@ -73,7 +73,6 @@ struct vocl_obj {
 
 /* Global state, set up once by vocl_init(). */
 struct vocl_state {
-    bool ready;
     int nproxies;
     struct vocl_proxy **proxies;
     cl_uint ndevices;
@@ -136,8 +135,10 @@ int vocl_call_start(struct vocl_call *c, unsigned op);
 void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n);
-void vocl_call_put_props(struct vocl_call *c, const void *props, size_t elem);
+void vocl_call_put_props(struct vocl_call *c, const void *props);
 uint64_t vocl_call_new_id(struct vocl_call *c);
+/* Writes n ids for objects the call may create; returns the first. */
+uint64_t vocl_call_put_new_ids(struct vocl_call *c, cl_uint n);
 /* Sends the request and waits for the reply; nonzero when c->err is set. */
 int vocl_call_send(struct vocl_call *c);
 /* The two halves, for calls that move bulk data in between. */
@@ -146,6 +147,8 @@ int vocl_call_wait(struct vocl_call *c);
 void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret);
 struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
                                    struct vocl_obj *context, struct vocl_obj *parent);
+/* The event a command on queue returned. */
+struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue);
 void vocl_call_end(struct vocl_call *c);
 /* Copies an info value the client knows into the caller's buffers. */
 cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret);

@@ -324,6 +324,32 @@ uint64_t proxyd_rd_newid(struct proxyd_req *q)
     return id;
 }
 
+uint64_t proxyd_rd_newobj(struct proxyd_req *q)
+{
+    uint64_t id = proxyd_rd_newid(q);
+    if (!id)
+        proxyd_fail(q, "a create without an id for the new object");
+    return id;
+}
+
+/* u32 count (at most max), then that many ids for objects the call may make. */
+const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t max)
+{
+    uint32_t n = vocl_rd_u32(q->r);
+    *count = 0;
+    if (q->r->fail || n == 0)
+        return NULL;
+    if (n > max) {
+        proxyd_fail(q, "too many new objects in one request");
+        return NULL;
+    }
+    uint64_t *ids = proxyd_tmp(q, n * sizeof(*ids));
+    for (uint32_t i = 0; ids && i < n; i++)
+        ids[i] = proxyd_rd_newid(q);
+    *count = ids ? n : 0;
+    return ids;
+}
+
 int proxyd_req_begin(struct proxyd_req *q)
 {
     if (q->r->fail)
@@ -349,7 +375,20 @@ void proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *n
         proxyd_release_native(q->cl, t, native);
         return;
     }
-    q->s->nobjs_created++;
+}
+
+void proxyd_reply_made(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *made,
+                       cl_int err)
+{
+    if (made)
+        proxyd_put_new(q, id, t, made);
+    vocl_wr_i32(q->w, made ? CL_SUCCESS : err);
+}
+
+void proxyd_put_event(struct proxyd_req *q, cl_int rc, uint64_t ev_id, cl_event ev)
+{
+    if (rc == CL_SUCCESS && ev_id)
+        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
 }
 
 void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t size,

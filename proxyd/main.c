@@ -11,14 +11,13 @@
  */
 #include <getopt.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
 
+#include "backoff.h"
 #include "proxyd.h"
 
 #define VOCLPROXYD_VERSION "0.1.0"
@@ -108,13 +107,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 
 /* --- the MPI data channel ---------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A chunk the client promised: wait for it, but not forever. */
 #define DATA_TIMEOUT_NS (30ull * 1000000000u)
 
@@ -123,16 +115,16 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
     MPI_Message msg;
     MPI_Status st;
     int flag = 0, count = 0;
-    uint64_t start = now_ns();
+    uint64_t start = vocl_now_ns();
     while (!flag) {
         if (MPI_Improbe(s->peer, VOCL_TAG_DATA, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
-        if (!flag && now_ns() - start > DATA_TIMEOUT_NS) {
+        if (!flag && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
             vocl_warn("rank %d: data chunk did not arrive in 30 s", s->peer);
             return -1;
         }
-        if (!flag && now_ns() - start > 100000)
-            sched_yield();
+        if (!flag)
+            vocl_backoff(start, 100000);
     }
     MPI_Get_count(&st, MPI_BYTE, &count);
     if ((size_t)count != n) {
@@ -294,20 +286,13 @@ static bool poll_once(struct server *sv)
 /* Serves until every client is gone (job mode) or forever (connect mode). */
 static void serve(struct server *sv)
 {
-    uint64_t idle_since = now_ns();
+    uint64_t idle_since = vocl_now_ns();
     while (!sv->job_mode || sv->live > 0) {
         if (poll_once(sv)) {
-            idle_since = now_ns();
+            idle_since = vocl_now_ns();
             continue;
         }
-        /* Idle: spin briefly for latency, then yield, then sleep. */
-        uint64_t idle = now_ns() - idle_since;
-        if (idle > 2000000) {
-            struct timespec ts = {0, 100000};
-            nanosleep(&ts, NULL);
-        } else if (idle > 50000) {
-            sched_yield();
-        }
+        vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
     }
 }
 

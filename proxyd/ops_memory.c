@@ -73,9 +73,8 @@ static int drain_chunks(struct proxyd_req *q, const struct xfer *x)
 }
 
 /* Writes x's bytes into [offset, offset+size) of buf through queue. */
-static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
-                           size_t offset, const struct xfer *x, cl_uint nwl,
-                           const cl_event *wl, cl_event *ev)
+static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
+                           const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_event *ev)
 {
     void *stage = malloc(x->chunk);
     cl_int rc = stage ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
@@ -117,18 +116,17 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
     size_t size = (size_t)vocl_rd_u64(q->r);
     struct xfer x;
     rd_xfer(q, &x, size, true);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
     cl_mem mem = NULL;
 
-    if (!id)
-        proxyd_fail(q, "buffer without an id");
     if (!proxyd_req_begin(q)) {
         drain_chunks(q, &x);
         return;
     }
-    void *host = x.mode == VOCL_DATA_INLINE ? (void *)x.inline_data
-               : x.mode == VOCL_DATA_HOSTPTR ? x.host : NULL;
+    void *host = x.mode == VOCL_DATA_INLINE    ? (void *)x.inline_data
+                 : x.mode == VOCL_DATA_HOSTPTR ? x.host
+                                               : NULL;
     if (x.mode == VOCL_DATA_INLINE || x.mode == VOCL_DATA_CHUNKED)
         flags = (flags & ~(cl_mem_flags)CL_MEM_USE_HOST_PTR) |
                 (x.mode == VOCL_DATA_INLINE ? CL_MEM_COPY_HOST_PTR : 0);
@@ -153,9 +151,7 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
             mem = NULL;
         }
     }
-    if (mem)
-        proxyd_put_new(q, id, VOCL_T_MEM, mem);
-    vocl_wr_i32(q->w, mem ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_MEM, mem, err);
 }
 
 void proxyd_op_clCreateSubBuffer(struct proxyd_req *q)
@@ -164,53 +160,64 @@ void proxyd_op_clCreateSubBuffer(struct proxyd_req *q)
     cl_mem_flags flags = vocl_rd_u64(q->r);
     cl_buffer_create_type type = (cl_buffer_create_type)vocl_rd_u64(q->r);
     cl_buffer_region region = {(size_t)vocl_rd_u64(q->r), (size_t)vocl_rd_u64(q->r)};
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
-    if (!id)
-        proxyd_fail(q, "sub-buffer without an id");
     if (!proxyd_req_begin(q))
         return;
     cl_mem mem = q->cl->clCreateSubBuffer(buf, flags, type, &region, &err);
-    if (mem)
-        proxyd_put_new(q, id, VOCL_T_MEM, mem);
-    vocl_wr_i32(q->w, mem ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_MEM, mem, err);
+}
+
+/* The fields a buffer read and a buffer write share (libvocl: put_xfer_head). */
+struct buf_xfer {
+    cl_command_queue queue;
+    cl_mem buf;
+    cl_bool blocking;
+    size_t offset, size;
+    cl_uint nwl;
+    const cl_event *wl;
+    uint64_t ev_id;
+    struct xfer x;
+};
+
+static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
+{
+    b->queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
+    b->buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    b->blocking = vocl_rd_u8(q->r);
+    b->offset = (size_t)vocl_rd_u64(q->r);
+    b->size = (size_t)vocl_rd_u64(q->r);
+    b->wl = proxyd_rd_ha(q, VOCL_T_EVENT, &b->nwl);
+    b->ev_id = proxyd_rd_newid(q);
+    rd_xfer(q, &b->x, b->size, data_in);
+    if (b->x.mode == VOCL_DATA_NONE)
+        proxyd_fail(q, "transfer without data or destination");
 }
 
 void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_bool blocking = vocl_rd_u8(q->r);
-    size_t offset = (size_t)vocl_rd_u64(q->r);
-    size_t size = (size_t)vocl_rd_u64(q->r);
-    cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
-    struct xfer x;
-    rd_xfer(q, &x, size, true);
+    struct buf_xfer b;
+    rd_buf_xfer(q, &b, true);
     cl_event ev = NULL;
     cl_int rc;
 
-    if (x.mode == VOCL_DATA_NONE)
-        proxyd_fail(q, "write without data");
     if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &x);
+        drain_chunks(q, &b.x);
         return;
     }
-    switch (x.mode) {
+    switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
-        rc = write_chunks(q, queue, buf, offset, &x, nwl, wl, ev_id ? &ev : NULL);
+        rc = write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.ev_id ? &ev : NULL);
         break;
     case VOCL_DATA_HOSTPTR:
-        rc = q->cl->clEnqueueWriteBuffer(queue, buf, blocking, offset, size, x.host, nwl, wl,
-                                         ev_id ? &ev : NULL);
+        rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
+                                         b.nwl, b.wl, b.ev_id ? &ev : NULL);
         break;
     default: /* inline: the message is gone after this call, so block */
-        rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_TRUE, offset, size, x.inline_data, nwl,
-                                         wl, ev_id ? &ev : NULL);
+        rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, b.x.inline_data,
+                                         b.nwl, b.wl, b.ev_id ? &ev : NULL);
     }
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
 }
 
@@ -225,42 +232,31 @@ static int flush_reply(struct proxyd_req *q)
 
 void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_bool blocking = vocl_rd_u8(q->r);
-    size_t offset = (size_t)vocl_rd_u64(q->r);
-    size_t size = (size_t)vocl_rd_u64(q->r);
-    cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
-    struct xfer x;
-    rd_xfer(q, &x, size, false);
+    struct buf_xfer b;
+    rd_buf_xfer(q, &b, false);
     cl_event ev = NULL;
     cl_int rc;
 
-    if (x.mode == VOCL_DATA_NONE)
-        proxyd_fail(q, "read without a destination");
-    void *out = x.mode == VOCL_DATA_INLINE ? proxyd_tmp(q, size) : NULL;
+    void *out = b.x.mode == VOCL_DATA_INLINE ? proxyd_tmp(q, b.size) : NULL;
     if (!proxyd_req_begin(q))
         return;
-    if (x.mode == VOCL_DATA_HOSTPTR) {
-        rc = q->cl->clEnqueueReadBuffer(queue, buf, blocking, offset, size, x.host, nwl, wl,
-                                        ev_id ? &ev : NULL);
-    } else if (x.mode == VOCL_DATA_INLINE) {
-        rc = q->cl->clEnqueueReadBuffer(queue, buf, CL_TRUE, offset, size, out, nwl, wl,
-                                        ev_id ? &ev : NULL);
+    if (b.x.mode == VOCL_DATA_HOSTPTR) {
+        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
+                                        b.nwl, b.wl, b.ev_id ? &ev : NULL);
+    } else if (b.x.mode == VOCL_DATA_INLINE) {
+        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, out, b.nwl, b.wl,
+                                        b.ev_id ? &ev : NULL);
         vocl_wr_i32(q->w, rc);
         if (rc == CL_SUCCESS)
-            vocl_wr_bytes(q->w, out, size);
-        if (rc == CL_SUCCESS && ev_id)
-            proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+            vocl_wr_bytes(q->w, out, b.size);
+        proxyd_put_event(q, rc, b.ev_id, ev);
         return;
     } else {
         /* Chunked: the first chunk decides the reply; the rest stream after it. */
-        void *stage = malloc(x.chunk);
-        size_t n0 = size < x.chunk ? size : x.chunk;
-        rc = stage ? q->cl->clEnqueueReadBuffer(queue, buf, CL_TRUE, offset, n0, stage, nwl, wl,
-                                                n0 == size && ev_id ? &ev : NULL)
+        void *stage = malloc(b.x.chunk);
+        size_t n0 = b.size < b.x.chunk ? b.size : b.x.chunk;
+        rc = stage ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, n0, stage, b.nwl,
+                                                b.wl, n0 == b.size && b.ev_id ? &ev : NULL)
                    : CL_OUT_OF_HOST_MEMORY;
         vocl_wr_i32(q->w, rc);
         if (rc != CL_SUCCESS) {
@@ -272,11 +268,12 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
             free(stage);
             return;
         }
-        for (size_t done = n0; done < size; done += x.chunk) {
-            size_t n = size - done < x.chunk ? size - done : x.chunk;
+        for (size_t done = n0; done < b.size; done += b.x.chunk) {
+            size_t n = b.size - done < b.x.chunk ? b.size - done : b.x.chunk;
             if (rc == CL_SUCCESS)
-                rc = q->cl->clEnqueueReadBuffer(queue, buf, CL_TRUE, offset + done, n, stage, 0,
-                                                NULL, done + n == size && ev_id ? &ev : NULL);
+                rc =
+                    q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset + done, n, stage,
+                                               0, NULL, done + n == b.size && b.ev_id ? &ev : NULL);
             if (rc != CL_SUCCESS)
                 memset(stage, 0, n);
             if (q->s->data->send(q->s, stage, n)) {
@@ -286,8 +283,7 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
         }
         free(stage);
     }
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
 }
 
@@ -335,8 +331,7 @@ void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
         return;
     cl_int rc = q->cl->clEnqueueUnmapMemObject(queue, mem, ptr, nwl, wl, ev_id ? &ev : NULL);
     vocl_wr_i32(q->w, rc);
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, ev_id, ev);
 }
 
 /* --- spans: the host rows of rectangular transfers and images ------------------------------- */
@@ -437,24 +432,23 @@ static void buffer_rect(struct proxyd_req *q, bool write)
     cl_int rc;
     if (write) {
         const void *data = span_in(q, &x, &owned);
-        rc = data ? q->cl->clEnqueueWriteBufferRect(
-                        queue, buf, x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE, borigin,
-                        horigin, region, brow, bslice, hrow, hslice, data, nwl, wl,
-                        ev_id ? &ev : NULL)
-                  : CL_OUT_OF_HOST_MEMORY;
+        rc = data
+                 ? q->cl->clEnqueueWriteBufferRect(queue, buf,
+                                                   x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE,
+                                                   borigin, horigin, region, brow, bslice, hrow,
+                                                   hslice, data, nwl, wl, ev_id ? &ev : NULL)
+                 : CL_OUT_OF_HOST_MEMORY;
         if (owned)
             free((void *)data);
         vocl_wr_i32(q->w, rc);
     } else {
         void *dst = x.mode == VOCL_DATA_HOSTPTR ? x.host : out;
-        rc = q->cl->clEnqueueReadBufferRect(queue, buf,
-                                            x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE,
-                                            borigin, horigin, region, brow, bslice, hrow, hslice,
-                                            dst, nwl, wl, ev_id ? &ev : NULL);
+        rc = q->cl->clEnqueueReadBufferRect(
+            queue, buf, x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE, borigin, horigin, region,
+            brow, bslice, hrow, hslice, dst, nwl, wl, ev_id ? &ev : NULL);
         span_out(q, &x, rc, out);
     }
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, ev_id, ev);
 }
 
 void proxyd_op_clEnqueueReadBufferRect(struct proxyd_req *q)
@@ -514,12 +508,11 @@ static void image_rw(struct proxyd_req *q, bool write)
         vocl_wr_i32(q->w, rc);
     } else {
         void *dst = x.mode == VOCL_DATA_HOSTPTR ? x.host : out;
-        rc = q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice, dst, nwl,
-                                       wl, ev_id ? &ev : NULL);
+        rc = q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice, dst, nwl, wl,
+                                       ev_id ? &ev : NULL);
         span_out(q, &x, rc, out);
     }
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, ev_id, ev);
 }
 
 void proxyd_op_clEnqueueReadImage(struct proxyd_req *q)
@@ -552,12 +545,10 @@ void proxyd_op_clCreateImage(struct proxyd_req *q)
     size_t span = (size_t)vocl_rd_u64(q->r);
     struct xfer x;
     rd_xfer(q, &x, span, true);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
     bool owned = false;
 
-    if (!id)
-        proxyd_fail(q, "image without an id");
     /* The native library reads as much as the descriptor says: never more
      * than the client sent. */
     if (x.mode != VOCL_DATA_NONE && x.mode != VOCL_DATA_HOSTPTR &&
@@ -577,12 +568,10 @@ void proxyd_op_clCreateImage(struct proxyd_req *q)
         if (x.mode != VOCL_DATA_HOSTPTR)
             flags = (flags & ~(cl_mem_flags)CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR;
     }
-    cl_mem img = props ? q->cl->clCreateImageWithProperties(ctx, props, flags, &fmt, &desc, host,
-                                                            &err)
-                       : q->cl->clCreateImage(ctx, flags, &fmt, &desc, host, &err);
+    cl_mem img =
+        props ? q->cl->clCreateImageWithProperties(ctx, props, flags, &fmt, &desc, host, &err)
+              : q->cl->clCreateImage(ctx, flags, &fmt, &desc, host, &err);
     if (owned)
         free(host);
-    if (img)
-        proxyd_put_new(q, id, VOCL_T_MEM, img);
-    vocl_wr_i32(q->w, img ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_MEM, img, err);
 }

@@ -32,21 +32,13 @@ void proxyd_op_clCreateSubDevices(struct proxyd_req *q)
     cl_device_id dev = proxyd_rd_h(q, VOCL_T_DEVICE, 0);
     const cl_device_partition_property *props = proxyd_rd_props(q);
     cl_uint num_devices = vocl_rd_u32(q->r);
-    uint32_t nids = vocl_rd_u32(q->r);
-    uint64_t *ids = NULL;
-    cl_device_id *out = NULL;
+    uint32_t nids;
+    const uint64_t *ids = proxyd_rd_newids(q, &nids, 4096);
+    cl_device_id *out = nids ? proxyd_tmp(q, nids * sizeof(*out)) : NULL;
     cl_uint num_ret = 0;
 
-    if (nids > 4096)
-        proxyd_fail(q, "too many sub-devices");
-    else if (nids) {
-        ids = proxyd_tmp(q, nids * sizeof(*ids));
-        out = proxyd_tmp(q, nids * sizeof(*out));
-        for (uint32_t i = 0; ids && i < nids; i++)
-            ids[i] = proxyd_rd_newid(q);
-        if (nids != num_devices)
-            proxyd_fail(q, "sub-device ids do not match num_devices");
-    }
+    if (nids && nids != num_devices)
+        proxyd_fail(q, "sub-device ids do not match num_devices");
     if (!proxyd_req_begin(q))
         return;
     cl_int rc = q->cl->clCreateSubDevices(dev, props, num_devices, out, &num_ret);
@@ -77,18 +69,14 @@ void proxyd_op_clCreateContext(struct proxyd_req *q)
     const cl_context_properties *props = proxyd_rd_props(q);
     cl_uint ndev;
     const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
 
     fix_context_props(q, props);
-    if (!id)
-        proxyd_fail(q, "context without an id");
     if (!proxyd_req_begin(q))
         return;
     cl_context ctx = q->cl->clCreateContext(props, ndev, devs, NULL, NULL, &err);
-    if (ctx)
-        proxyd_put_new(q, id, VOCL_T_CONTEXT, ctx);
-    vocl_wr_i32(q->w, ctx ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_CONTEXT, ctx, err);
 }
 
 void proxyd_op_clGetSupportedImageFormats(struct proxyd_req *q)

@@ -29,9 +29,7 @@ void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
         for (uint32_t i = 0; strs && lens && i < count; i++)
             strs[i] = proxyd_rd_bytes(q, &lens[i]);
     }
-    uint64_t id = proxyd_rd_newid(q);
-    if (!id)
-        proxyd_fail(q, "program without an id");
+    uint64_t id = proxyd_rd_newobj(q);
     if (!proxyd_req_begin(q))
         return;
     /* Empty strings are legal: give the native call a non-NULL pointer. */
@@ -39,9 +37,7 @@ void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
         if (!strs[i])
             strs[i] = "";
     cl_program p = q->cl->clCreateProgramWithSource(ctx, count, strs, lens, &err);
-    if (p)
-        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
-    vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_PROGRAM, p, err);
 }
 
 void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
@@ -64,15 +60,11 @@ void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
         for (uint32_t i = 0; bins && lens && i < n; i++)
             bins[i] = proxyd_rd_bytes(q, &lens[i]);
     }
-    uint64_t id = proxyd_rd_newid(q);
-    if (!id)
-        proxyd_fail(q, "program without an id");
+    uint64_t id = proxyd_rd_newobj(q);
     if (!proxyd_req_begin(q))
         return;
     cl_program p = q->cl->clCreateProgramWithBinary(ctx, ndev, devs, lens, bins, status, &err);
-    if (p)
-        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
-    vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_PROGRAM, p, err);
     vocl_wr_u32(q->w, n);
     for (uint32_t i = 0; i < n; i++)
         vocl_wr_i32(q->w, status ? status[i] : CL_INVALID_VALUE);
@@ -115,10 +107,8 @@ void proxyd_op_clLinkProgram(struct proxyd_req *q)
     const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
     const char *options = proxyd_rd_str(q);
     const cl_program *progs = proxyd_rd_ha(q, VOCL_T_PROGRAM, &nprog);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
-    if (!id)
-        proxyd_fail(q, "program without an id");
     if (!proxyd_req_begin(q))
         return;
     cl_program p = q->cl->clLinkProgram(ctx, ndev, devs, options, nprog, progs, NULL, NULL, &err);
@@ -164,34 +154,22 @@ void proxyd_op_clCreateKernel(struct proxyd_req *q)
 {
     cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
     const char *name = proxyd_rd_str(q);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
-    if (!id)
-        proxyd_fail(q, "kernel without an id");
     if (!proxyd_req_begin(q))
         return;
     cl_kernel k = q->cl->clCreateKernel(prog, name, &err);
-    if (k)
-        proxyd_put_new(q, id, VOCL_T_KERNEL, k);
-    vocl_wr_i32(q->w, k ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_KERNEL, k, err);
     vocl_wr_u32(q->w, k ? kernel_nargs(q, k) : 0);
 }
 
 void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
 {
     cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
-    uint32_t nids = vocl_rd_u32(q->r);
-    uint64_t *ids = NULL;
-    cl_kernel *ks = NULL;
+    uint32_t nids;
+    const uint64_t *ids = proxyd_rd_newids(q, &nids, 65536);
+    cl_kernel *ks = nids ? proxyd_tmp(q, nids * sizeof(*ks)) : NULL;
     cl_uint nret = 0;
-    if (nids > 65536)
-        proxyd_fail(q, "too many kernels");
-    else if (nids) {
-        ids = proxyd_tmp(q, nids * sizeof(*ids));
-        ks = proxyd_tmp(q, nids * sizeof(*ks));
-        for (uint32_t i = 0; ids && i < nids; i++)
-            ids[i] = proxyd_rd_newid(q);
-    }
     if (!proxyd_req_begin(q))
         return;
     cl_int rc = q->cl->clCreateKernelsInProgram(prog, nids, ks, &nret);
@@ -208,16 +186,12 @@ void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
 void proxyd_op_clCloneKernel(struct proxyd_req *q)
 {
     cl_kernel src = proxyd_rd_h(q, VOCL_T_KERNEL, 0);
-    uint64_t id = proxyd_rd_newid(q);
+    uint64_t id = proxyd_rd_newobj(q);
     cl_int err = CL_SUCCESS;
-    if (!id)
-        proxyd_fail(q, "kernel without an id");
     if (!proxyd_req_begin(q))
         return;
     cl_kernel k = q->cl->clCloneKernel(src, &err);
-    if (k)
-        proxyd_put_new(q, id, VOCL_T_KERNEL, k);
-    vocl_wr_i32(q->w, k ? CL_SUCCESS : err);
+    proxyd_reply_made(q, id, VOCL_T_KERNEL, k, err);
 }
 
 /*
@@ -288,7 +262,6 @@ void proxyd_op_clEnqueueNDRangeKernel(struct proxyd_req *q)
     }
     cl_int rc = q->cl->clEnqueueNDRangeKernel(queue, k, dim, offset, global, local, nwl, wl,
                                               ev_id ? &ev : NULL);
-    if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    proxyd_put_event(q, rc, ev_id, ev);
     vocl_wr_i32(q->w, rc);
 }

@@ -62,7 +62,6 @@ struct proxyd_session {
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;
     bool broken; /* a protocol violation ended the session */
-    uint64_t nobjs_created;
 };
 
 /* One request being decoded and executed. */
@@ -102,12 +101,20 @@ const char *proxyd_rd_str(struct proxyd_req *q);
 const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len);
 const void *proxyd_rd_props(struct proxyd_req *q);
 uint64_t proxyd_rd_newid(struct proxyd_req *q);
+/* The same, for a create that must name its new object. */
+uint64_t proxyd_rd_newobj(struct proxyd_req *q);
+const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t max);
 void *proxyd_tmp(struct proxyd_req *q, size_t n);
 void proxyd_fail(struct proxyd_req *q, const char *why);
 /* After decoding: 1 to go on; 0 when an error reply was written instead. */
 int proxyd_req_begin(struct proxyd_req *q);
 /* Records a new object; releases it natively if the id cannot be used. */
 void proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native);
+/* Records the object a create made (if it did) and writes the status. */
+void proxyd_reply_made(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *made,
+                       cl_int err);
+/* Records the event a command returned, when it succeeded and one was asked for. */
+void proxyd_put_event(struct proxyd_req *q, cl_int rc, uint64_t ev_id, cl_event ev);
 void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t size,
                      size_t size_ret);
 struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t);

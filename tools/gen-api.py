@@ -234,7 +234,7 @@ def client_gen(e):
         elif k == 'in':
             o.append('    vocl_wr_bytes(c.w, %s, %s ? (size_t)(%s) : 0);' % (p.name, p.name, p.arg))
         elif k == 'props':
-            o.append('    vocl_call_put_props(&c, (const void *)%s, sizeof(*%s));' % (p.name, p.name))
+            o.append('    vocl_call_put_props(&c, (const void *)%s);' % p.name)
         elif k == 'ev':
             o.append('    uint64_t ev_id = %s ? vocl_call_new_id(&c) : 0;' % p.name)
             o.append('    vocl_wr_u64(c.w, ev_id);')
@@ -259,9 +259,8 @@ def client_gen(e):
             o.append('    { uint64_t v = vocl_rd_u64(&c.r); if (%s) *%s = (%s)v; }' % (
                 p.name, p.name, p.base))
         elif p.kind == 'ev':
-            o.append('    if (%s) *%s = (cl_event)vocl_call_new_obj(&c, VOCL_T_EVENT, ev_id, '
-                     'vocl_ctx_of(o_%s), o_%s);' % (p.name, p.name, handles[0].name,
-                                                    handles[0].name))
+            o.append('    if (%s) *%s = (cl_event)vocl_call_new_event(&c, ev_id, o_%s);' % (
+                p.name, p.name, handles[0].name))
     ret = 'c.err'
     if e.creates:
         t = HANDLE_TYPES[e.ret]
@@ -363,7 +362,7 @@ def proxy_gen(e):
         else:
             raise SystemExit('%s: kind %s' % (e.name, k))
     if e.creates:
-        o.append('    uint64_t new_id = proxyd_rd_newid(q);')
+        o.append('    uint64_t new_id = proxyd_rd_newobj(q);')
     # Cross-checks of sizes against the parameters that state them.
     for p in e.params:
         if p.kind == 'in' and not p.arg.isdigit():
@@ -376,14 +375,13 @@ def proxy_gen(e):
     native = 'q->cl->%s(%s)' % (e.name, ', '.join(call))
     if e.creates:
         o.append('    %s made = %s;' % (e.ret, native))
-        o.append('    if (made) proxyd_put_new(q, new_id, VOCL_T_%s, made);' % HANDLE_TYPES[e.ret])
-        o.append('    vocl_wr_i32(q->w, made ? CL_SUCCESS : err);')
+        o.append('    proxyd_reply_made(q, new_id, VOCL_T_%s, made, err);' % HANDLE_TYPES[e.ret])
     else:
         o.append('    cl_int rc = %s;' % native)
         o.append('    vocl_wr_i32(q->w, rc);')
     for p in e.params:
         if p.kind == 'ev':
-            o.append('    if (rc == CL_SUCCESS && ev_id) proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);')
+            o.append('    proxyd_put_event(q, rc, ev_id, ev);')
         if p.kind == 'info':
             o.append('    proxyd_put_info(q, rc, %s, %s, size_ret);' % (p.name, p.arg))
     o += post

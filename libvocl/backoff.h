@@ -1,0 +1,18 @@
+/*
+ * backoff.h - waiting for MPI without taking the cores the work needs.
+ *
+ * MPI blocking calls spin in MPICH/UCX; the application, its proxies and the
+ * devices' own threads share a node's cores, so every VOCL wait polls
+ * briefly (latency), then yields, then sleeps in short steps.
+ */
+#ifndef VOCL_BACKOFF_H
+#define VOCL_BACKOFF_H
+
+#include <stdint.h>
+
+uint64_t vocl_now_ns(void);
+/* Called between polls of a wait that began at start (vocl_now_ns()):
+ * returns at once for 50 us, yields until 2 ms, then sleeps sleep_ns. */
+void vocl_backoff(uint64_t start, long sleep_ns);
+
+#endif
