@@ -135,7 +135,7 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
     }
     pthread_mutex_lock(&c->px->lock);
     c->locked = true;
-    vocl_wr_begin(c->w, (uint16_t)op, VOCL_F_REPLY, ++c->px->seq);
+    vocl_wr_begin(c->w, (uint16_t)op, c->async ? 0 : VOCL_F_REPLY, ++c->px->seq);
     return 0;
 }
 
@@ -227,6 +227,11 @@ int vocl_call_wait(struct vocl_call *c)
 {
     if (c->err)
         return -1;
+    if (c->async) {
+        /* No reply: reap what already completed, so the list stays short. */
+        vocl_xport_complete(c->px, false);
+        return 0;
+    }
     if (vocl_xport_recv_reply(c->px, &c->r)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
@@ -236,6 +241,9 @@ int vocl_call_wait(struct vocl_call *c)
         vocl_xport_fail(c->px, "short reply");
         c->err = CL_OUT_OF_RESOURCES;
     }
+    cl_int data_err = vocl_xport_complete(c->px, c->sync);
+    if (c->err == CL_SUCCESS && data_err != CL_SUCCESS)
+        c->err = data_err;
     return c->err != CL_SUCCESS;
 }
 
@@ -244,6 +252,16 @@ int vocl_call_send(struct vocl_call *c)
     if (vocl_call_post(c))
         return -1;
     return vocl_call_wait(c);
+}
+
+cl_int vocl_sync(struct vocl_proxy *px)
+{
+    if (px->local)
+        return CL_SUCCESS;
+    pthread_mutex_lock(&px->lock);
+    cl_int err = vocl_xport_complete(px, true);
+    pthread_mutex_unlock(&px->lock);
+    return err;
 }
 
 cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret)

@@ -92,8 +92,7 @@ static struct vocl_obj *create_context(const cl_context_properties *properties,
     return ctx;
 }
 
-CL_API_ENTRY cl_context CL_API_CALL
-clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
+cl_context CL_API_CALL vocl_hand_clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
                 const cl_device_id *devices,
                 void (CL_CALLBACK *pfn_notify)(const char *errinfo, const void *private_info,
                                                size_t cb, void *user_data),
@@ -103,8 +102,7 @@ clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
                                       errcode_ret);
 }
 
-CL_API_ENTRY cl_context CL_API_CALL
-clCreateContextFromType(const cl_context_properties *properties, cl_device_type device_type,
+cl_context CL_API_CALL vocl_hand_clCreateContextFromType(const cl_context_properties *properties, cl_device_type device_type,
                         void (CL_CALLBACK *pfn_notify)(const char *errinfo,
                                                        const void *private_info, size_t cb,
                                                        void *user_data),
@@ -183,14 +181,14 @@ static cl_int add_dtor(const void *h, enum vocl_type t, void (*fn)(void *, void 
     return CL_SUCCESS;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clSetContextDestructorCallback(
+cl_int CL_API_CALL vocl_hand_clSetContextDestructorCallback(
     cl_context context, void (CL_CALLBACK *pfn_notify)(cl_context context, void *user_data),
     void *user_data)
 {
     return add_dtor(context, VOCL_T_CONTEXT, (void (*)(void *, void *))pfn_notify, user_data);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clSetMemObjectDestructorCallback(
+cl_int CL_API_CALL vocl_hand_clSetMemObjectDestructorCallback(
     cl_mem memobj, void (CL_CALLBACK *pfn_notify)(cl_mem memobj, void *user_data),
     void *user_data)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-CL_API_ENTRY cl_int CL_API_CALL clWaitForEvents(cl_uint num_events, const cl_event *event_list)
+cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event *event_list)
 {
     cl_int err = vocl_init();
     if (err != CL_SUCCESS)
@@ -58,7 +58,7 @@ static void *event_cb_thread(void *arg)
     return NULL;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clSetEventCallback(
+cl_int CL_API_CALL vocl_hand_clSetEventCallback(
     cl_event event, cl_int command_exec_callback_type,
     void (CL_CALLBACK *pfn_notify)(cl_event event, cl_int event_command_status, void *user_data),
     void *user_data)

@@ -15,30 +15,12 @@
 /* Receives a span of n bytes into a new buffer (remote reads). */
 static void *recv_span(struct vocl_call *c, size_t n)
 {
-    if (vocl_call_send(c))
-        return NULL;
     void *buf = malloc(n ? n : 1);
     if (!buf) {
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
-    if (n <= VOCL_INLINE_MAX) {
-        size_t got;
-        const void *bytes = vocl_rd_bytes(&c->r, &got);
-        if (c->r.fail || got != n) {
-            vocl_call_error(c, CL_OUT_OF_RESOURCES);
-            free(buf);
-            return NULL;
-        }
-        memcpy(buf, bytes, n);
-        return buf;
-    }
-    if (vocl_xport_recv_data(c->px, buf, n, vocl.chunk)) {
-        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
-        free(buf);
-        return NULL;
-    }
-    if (vocl_call_wait(c)) {
+    if (vocl_xfer_recv(c, buf, n)) {
         free(buf);
         return NULL;
     }
@@ -82,6 +64,7 @@ static void rect_scatter(const struct rect *r, char *dst, const char *span)
 static int move_span(struct vocl_call *c, bool write, void *local_ptr, char *host,
                      const struct rect *r)
 {
+    c->sync = true; /* the span is staged here: it must have landed before the scatter */
     if (write) {
         vocl_xfer_put_out(c, c->px->local ? local_ptr : host, r->span);
         return vocl_xfer_send(c, host, r->span);
@@ -151,7 +134,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBufferRect(
+cl_int CL_API_CALL vocl_hand_clEnqueueReadBufferRect(
     cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_read,
     const size_t *buffer_origin, const size_t *host_origin, const size_t *region,
     size_t buffer_row_pitch, size_t buffer_slice_pitch, size_t host_row_pitch,
@@ -163,7 +146,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBufferRect(
                        host_slice_pitch, ptr, num_events_in_wait_list, event_wait_list, event);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBufferRect(
+cl_int CL_API_CALL vocl_hand_clEnqueueWriteBufferRect(
     cl_command_queue command_queue, cl_mem buffer, cl_bool blocking_write,
     const size_t *buffer_origin, const size_t *host_origin, const size_t *region,
     size_t buffer_row_pitch, size_t buffer_slice_pitch, size_t host_row_pitch,
@@ -253,7 +236,7 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
     return (cl_mem)img;
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateImage(cl_context context, cl_mem_flags flags,
+cl_mem CL_API_CALL vocl_hand_clCreateImage(cl_context context, cl_mem_flags flags,
                                               const cl_image_format *image_format,
                                               const cl_image_desc *image_desc, void *host_ptr,
                                               cl_int *errcode_ret)
@@ -261,7 +244,7 @@ CL_API_ENTRY cl_mem CL_API_CALL clCreateImage(cl_context context, cl_mem_flags f
     return create_image(context, NULL, flags, image_format, image_desc, host_ptr, errcode_ret);
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateImageWithProperties(
+cl_mem CL_API_CALL vocl_hand_clCreateImageWithProperties(
     cl_context context, const cl_mem_properties *properties, cl_mem_flags flags,
     const cl_image_format *image_format, const cl_image_desc *image_desc, void *host_ptr,
     cl_int *errcode_ret)
@@ -270,7 +253,7 @@ CL_API_ENTRY cl_mem CL_API_CALL clCreateImageWithProperties(
                         errcode_ret);
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateImage2D(cl_context context, cl_mem_flags flags,
+cl_mem CL_API_CALL vocl_hand_clCreateImage2D(cl_context context, cl_mem_flags flags,
                                                 const cl_image_format *image_format,
                                                 size_t image_width, size_t image_height,
                                                 size_t image_row_pitch, void *host_ptr,
@@ -281,7 +264,7 @@ CL_API_ENTRY cl_mem CL_API_CALL clCreateImage2D(cl_context context, cl_mem_flags
     return create_image(context, NULL, flags, image_format, &d, host_ptr, errcode_ret);
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateImage3D(cl_context context, cl_mem_flags flags,
+cl_mem CL_API_CALL vocl_hand_clCreateImage3D(cl_context context, cl_mem_flags flags,
                                                 const cl_image_format *image_format,
                                                 size_t image_width, size_t image_height,
                                                 size_t image_depth, size_t image_row_pitch,
@@ -340,7 +323,7 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadImage(cl_command_queue command_queue, cl_mem image,
+cl_int CL_API_CALL vocl_hand_clEnqueueReadImage(cl_command_queue command_queue, cl_mem image,
                                                    cl_bool blocking_read, const size_t *origin,
                                                    const size_t *region, size_t row_pitch,
                                                    size_t slice_pitch, void *ptr,
@@ -352,7 +335,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadImage(cl_command_queue command_queu
                     slice_pitch, ptr, num_events_in_wait_list, event_wait_list, event);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteImage(cl_command_queue command_queue, cl_mem image,
+cl_int CL_API_CALL vocl_hand_clEnqueueWriteImage(cl_command_queue command_queue, cl_mem image,
                                                     cl_bool blocking_write, const size_t *origin,
                                                     const size_t *region, size_t input_row_pitch,
                                                     size_t input_slice_pitch, const void *ptr,
@@ -370,7 +353,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteImage(cl_command_queue command_que
  * the map discards the contents) and written back on unmap, for local and
  * remote images alike.
  */
-CL_API_ENTRY void *CL_API_CALL clEnqueueMapImage(
+void * CL_API_CALL vocl_hand_clEnqueueMapImage(
     cl_command_queue command_queue, cl_mem image, cl_bool blocking_map, cl_map_flags map_flags,
     const size_t *origin, const size_t *region, size_t *image_row_pitch,
     size_t *image_slice_pitch, cl_uint num_events_in_wait_list, const cl_event *event_wait_list,

@@ -12,6 +12,7 @@
  * initialising thread is marked, and such calls go to the native library.
  */
 #include "vocl.h"
+#include "profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,15 +76,16 @@ static int greet(struct vocl_proxy *px)
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
         vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
         vocl_wr_u32(c.w, VOCL_FEAT_NONE);
-        vocl_wr_u32(c.w, 0);
+        vocl_wr_u32(c.w, vocl_trace_on ? VOCL_HELLO_TRACE : 0);
         vocl_call_send(&c);
     }
     uint32_t ndev = 0;
     if (c.err == CL_SUCCESS) {
         vocl_rd_u32(&c.r); /* version */
         vocl_rd_u32(&c.r); /* features */
+        px->chunk = (size_t)vocl_rd_u64(&c.r);
         ndev = vocl_rd_u32(&c.r);
-        if (ndev > 4096 || c.r.fail)
+        if (ndev > 4096 || c.r.fail || px->chunk < (4u << 10) || px->chunk > (64u << 20))
             c.err = CL_OUT_OF_RESOURCES;
     }
     struct vocl_obj **devs = NULL;
@@ -101,6 +103,7 @@ static int greet(struct vocl_proxy *px)
             break;
         }
         d->dev_type = vocl_rd_u64(&c.r);
+        d->max_alloc = vocl_rd_u64(&c.r);
         vocl.devices[vocl.ndevices++] = d;
         px->ndev++;
     }
@@ -122,14 +125,8 @@ static int no_data_out(struct proxyd_session *s, const void *buf, size_t n)
     return -1;
 }
 
-static int no_reply(struct proxyd_session *s, struct vocl_wr *w)
-{
-    (void)s, (void)w;
-    return -1;
-}
-
 /* In-process transfers use host pointers: the data channel is never used. */
-static const struct proxyd_data_ops in_process_data = {no_data, no_data_out, no_reply};
+static const struct proxyd_data_ops in_process_data = {no_data, no_data_out};
 
 /* Local passthrough: the node's own devices, served by the in-process executor. */
 static void open_local(void)
@@ -234,11 +231,6 @@ static cl_int do_init(void)
 {
     vocl_log_set_prefix("libvocl");
     vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
-    vocl.chunk = (size_t)env_long("VOCL_CHUNK", VOCL_CHUNK_DEFAULT);
-    if (vocl.chunk < (4u << 10) || vocl.chunk > (64u << 20)) {
-        vocl_warn("VOCL_CHUNK must be 4 KiB .. 64 MiB: using %u", VOCL_CHUNK_DEFAULT);
-        vocl.chunk = VOCL_CHUNK_DEFAULT;
-    }
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;
@@ -300,6 +292,7 @@ __attribute__((destructor)) static void vocl_fini(void)
     }
     if (!init_done)
         return;
+    vocl_prof_report();
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *px = vocl.proxies[i];
         if (px->local) {
@@ -310,6 +303,8 @@ __attribute__((destructor)) static void vocl_fini(void)
         MPI_Finalized(&fin);
         if (px->dead || fin)
             continue;
+        /* Whatever is still in flight must land before the proxy forgets us. */
+        vocl_xport_complete(px, true);
         uint8_t bye[VOCL_HDR_SIZE];
         struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
         vocl_hdr_put(bye, &h);

@@ -5,9 +5,12 @@
  * the in-process executor, which calls the native library with it; remote
  * transfers up to VOCL_INLINE_MAX travel inside the message; larger ones
  * are sent from (and received into) the application's memory in chunks,
- * with no copy on the client.
+ * with no copy on the client.  Non-blocking reads and writes do not wait:
+ * their chunks stay posted until the next synchronisation, which is when
+ * the spec lets the application touch the memory again.
  */
 #include "vocl.h"
+#include "profile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 /* Writes the data of a transfer of n bytes from p (host to device). */
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
 {
+    vocl_prof_bytes(n);
     if (c->px->local) {
         vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
         vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
@@ -23,60 +27,60 @@ void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
         vocl_wr_bytes(c->w, p, n);
     } else {
         vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(c->w, vocl.chunk);
+        vocl_wr_u64(c->w, c->px->chunk);
     }
 }
 
-/* Sends the request, the chunks if any, and waits for the reply. */
+/* Sends the request and the chunks from the caller's memory, then waits
+ * for the reply unless the call is async (the chunks stay pending). */
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
 {
     if (vocl_call_post(c))
         return -1;
-    if (!c->px->local && n > VOCL_INLINE_MAX &&
-        vocl_xport_send_data(c->px, p, n, vocl.chunk)) {
+    if (!c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
     return vocl_call_wait(c);
 }
 
-/* Says where the data of a read of n bytes to p goes (device to host). */
+/* Says where the data of a read of n bytes to p goes (device to host).
+ * Only a read with a reply can bring its data inside the reply. */
 void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
 {
+    vocl_prof_bytes(n);
     if (c->px->local) {
         vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
         vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
-    } else if (n <= VOCL_INLINE_MAX) {
+    } else if (n <= VOCL_INLINE_MAX && !c->async) {
         vocl_wr_u8(c->w, VOCL_DATA_INLINE);
     } else {
         vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(c->w, vocl.chunk);
+        vocl_wr_u64(c->w, c->px->chunk);
     }
 }
 
-/* Sends a read request and lands its n bytes at p. */
-static int recv_with_data(struct vocl_call *c, void *p, size_t n)
+/* Sends a read request and lands its n bytes at p: the receives are posted
+ * first, straight into p; an async read leaves them pending. */
+int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n)
 {
-    if (vocl_call_send(c))
-        return -1;
-    if (c->px->local)
-        return 0;
-    if (n <= VOCL_INLINE_MAX) {
-        size_t got;
-        const void *bytes = vocl_rd_bytes(&c->r, &got);
-        if (c->r.fail || got != n) {
-            vocl_call_error(c, CL_OUT_OF_RESOURCES);
-            return -1;
-        }
-        memcpy(p, bytes, n);
-        return 0;
-    }
-    /* Chunked: the chunks, then a second reply with the final status. */
-    if (vocl_xport_recv_data(c->px, p, n, vocl.chunk)) {
+    bool chunked = !c->px->local && (c->async || n > VOCL_INLINE_MAX);
+    if (chunked && !c->err && vocl_xport_recv_data(c->px, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
-    return vocl_call_wait(c);
+    if (vocl_call_send(c))
+        return -1;
+    if (c->px->local || chunked)
+        return 0;
+    size_t got;
+    const void *bytes = vocl_rd_bytes(&c->r, &got);
+    if (c->r.fail || got != n) {
+        vocl_call_error(c, CL_OUT_OF_RESOURCES);
+        return -1;
+    }
+    memcpy(p, bytes, n);
+    return 0;
 }
 
 /* --- buffers ------------------------------------------------------------------------------------ */
@@ -125,13 +129,13 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     return (cl_mem)mem;
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
+cl_mem CL_API_CALL vocl_hand_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
                                                void *host_ptr, cl_int *errcode_ret)
 {
     return create_buffer(context, NULL, flags, size, host_ptr, errcode_ret);
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateBufferWithProperties(cl_context context,
+cl_mem CL_API_CALL vocl_hand_clCreateBufferWithProperties(cl_context context,
                                                              const cl_mem_properties *properties,
                                                              cl_mem_flags flags, size_t size,
                                                              void *host_ptr, cl_int *errcode_ret)
@@ -139,7 +143,7 @@ CL_API_ENTRY cl_mem CL_API_CALL clCreateBufferWithProperties(cl_context context,
     return create_buffer(context, properties, flags, size, host_ptr, errcode_ret);
 }
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
+cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
                                                   cl_buffer_create_type buffer_create_type,
                                                   const void *buffer_create_info,
                                                   cl_int *errcode_ret)
@@ -201,7 +205,7 @@ static uint64_t put_xfer_head(struct vocl_call *c, const struct vocl_obj *q,
     return ev_id;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
+cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
                                                      cl_bool blocking_write, size_t offset,
                                                      size_t size, const void *ptr,
                                                      cl_uint num_events_in_wait_list,
@@ -214,6 +218,9 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_qu
     struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     check_xfer(&c, q, m, offset, size, ptr);
+    /* Non-blocking: no reply; ptr is read until the command completes. */
+    c.async = !blocking_write;
+    c.sync = blocking_write;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueWriteBuffer) == 0) {
         uint64_t ev_id = put_xfer_head(&c, q, m, blocking_write, offset, size,
                                        num_events_in_wait_list, event_wait_list, event);
@@ -225,7 +232,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue command_qu
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_queue, cl_mem buffer,
+cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue, cl_mem buffer,
                                                     cl_bool blocking_read, size_t offset,
                                                     size_t size, void *ptr,
                                                     cl_uint num_events_in_wait_list,
@@ -238,11 +245,14 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue command_que
     struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     check_xfer(&c, q, m, offset, size, ptr);
+    /* Non-blocking: no reply; ptr is filled by the next synchronisation. */
+    c.async = !blocking_read;
+    c.sync = blocking_read;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueReadBuffer) == 0) {
         uint64_t ev_id = put_xfer_head(&c, q, m, blocking_read, offset, size,
                                        num_events_in_wait_list, event_wait_list, event);
         vocl_xfer_put_in(&c, ptr, size);
-        if (recv_with_data(&c, ptr, size) == 0 && event)
+        if (vocl_xfer_recv(&c, ptr, size) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
@@ -280,7 +290,7 @@ static void mapping_free(struct vocl_mapping *mp)
     free(mp);
 }
 
-CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue, cl_mem buffer,
+void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, cl_mem buffer,
                                                   cl_bool blocking_map, cl_map_flags map_flags,
                                                   size_t offset, size_t size,
                                                   cl_uint num_events_in_wait_list,
@@ -354,7 +364,7 @@ CL_API_ENTRY void *CL_API_CALL clEnqueueMapBuffer(cl_command_queue command_queue
     return c.err ? NULL : ptr;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueUnmapMemObject(cl_command_queue command_queue,
+cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_queue,
                                                         cl_mem memobj, void *mapped_ptr,
                                                         cl_uint num_events_in_wait_list,
                                                         const cl_event *event_wait_list,
@@ -438,7 +448,7 @@ int vocl_hook_clGetImageInfo(cl_mem image, cl_image_info param_name, size_t para
     return 1;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clGetSupportedImageFormats(cl_context context, cl_mem_flags flags,
+cl_int CL_API_CALL vocl_hand_clGetSupportedImageFormats(cl_context context, cl_mem_flags flags,
                                                            cl_mem_object_type image_type,
                                                            cl_uint num_entries,
                                                            cl_image_format *image_formats,
@@ -471,7 +481,7 @@ CL_API_ENTRY cl_int CL_API_CALL clGetSupportedImageFormats(cl_context context, c
 
 /* --- shared virtual memory: not across the network -------------------------------------------- */
 
-CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context context, cl_svm_mem_flags flags, size_t size,
+void * CL_API_CALL vocl_hand_clSVMAlloc(cl_context context, cl_svm_mem_flags flags, size_t size,
                                           cl_uint alignment)
 {
     (void)context, (void)flags, (void)size, (void)alignment;
@@ -479,7 +489,7 @@ CL_API_ENTRY void *CL_API_CALL clSVMAlloc(cl_context context, cl_svm_mem_flags f
     return NULL;
 }
 
-CL_API_ENTRY void CL_API_CALL clSVMFree(cl_context context, void *svm_pointer)
+void CL_API_CALL vocl_hand_clSVMFree(cl_context context, void *svm_pointer)
 {
     (void)context, (void)svm_pointer;
 }

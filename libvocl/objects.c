@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 
+#include "kernelparse.h"
+
 static pthread_rwlock_t handles_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct vocl_map handles; /* address -> object, live handles only */
 
@@ -76,6 +78,10 @@ static void obj_free(struct vocl_obj *o)
     free(o->devs);
     free(o->props);
     vocl_kargs_free(o->kargs);
+    kp_free(o->kp);
+    for (cl_uint i = 0; i < o->ninputs; i++)
+        vocl_obj_drop(o->inputs[i]);
+    free(o->inputs);
     vocl_mappings_free(o);
     o->magic = 0;
     free(o);
@@ -111,6 +117,7 @@ cl_int vocl_retain(const void *h, enum vocl_type t)
     struct vocl_call c;
     vocl_call_init(&c);
     c.px = o->px;
+    c.async = true; /* a failure (the object is gone there) is deferred */
     if (vocl_call_start(&c, VOCL_OP_RETAIN) == 0) {
         vocl_wr_u64(c.w, o->id);
         vocl_call_send(&c);
@@ -140,6 +147,7 @@ cl_int vocl_release(const void *h, enum vocl_type t)
     struct vocl_call c;
     vocl_call_init(&c);
     c.px = o->px;
+    c.async = true;
     if (vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
         vocl_wr_u64(c.w, o->id);
         vocl_wr_u8(c.w, last);

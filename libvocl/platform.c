@@ -45,7 +45,7 @@ static cl_int platform_ids(cl_uint num_entries, cl_platform_id *platforms, cl_ui
     return n ? CL_SUCCESS : CL_PLATFORM_NOT_FOUND_KHR;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
+cl_int CL_API_CALL vocl_hand_clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
                                                  cl_uint *num_platforms)
 {
     if (vocl_initialising()) {
@@ -82,7 +82,7 @@ static struct vocl_proxy *first_live_proxy(void)
     return NULL;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clGetPlatformInfo(cl_platform_id platform,
+cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
                                                   cl_platform_info param_name,
                                                   size_t param_value_size, void *param_value,
                                                   size_t *param_value_size_ret)
@@ -113,7 +113,7 @@ CL_API_ENTRY cl_int CL_API_CALL clGetPlatformInfo(cl_platform_id platform,
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
+cl_int CL_API_CALL vocl_hand_clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
                                                cl_uint num_entries, cl_device_id *devices,
                                                cl_uint *num_devices)
 {
@@ -196,7 +196,7 @@ static size_t partition_props_len(const cl_device_partition_property *p)
     return n + 1;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(cl_device_id in_device,
+cl_int CL_API_CALL vocl_hand_clCreateSubDevices(cl_device_id in_device,
                                                    const cl_device_partition_property *properties,
                                                    cl_uint num_devices, cl_device_id *out_devices,
                                                    cl_uint *num_devices_ret)
@@ -233,7 +233,7 @@ CL_API_ENTRY cl_int CL_API_CALL clCreateSubDevices(cl_device_id in_device,
     return c.err;
 }
 
-CL_API_ENTRY void *CL_API_CALL clGetExtensionFunctionAddressForPlatform(cl_platform_id platform,
+void * CL_API_CALL vocl_hand_clGetExtensionFunctionAddressForPlatform(cl_platform_id platform,
                                                                         const char *func_name)
 {
     typedef void (*fn_t)(void);
@@ -255,17 +255,17 @@ CL_API_ENTRY void *CL_API_CALL clGetExtensionFunctionAddressForPlatform(cl_platf
     return NULL;
 }
 
-CL_API_ENTRY void *CL_API_CALL clGetExtensionFunctionAddress(const char *func_name)
+void * CL_API_CALL vocl_hand_clGetExtensionFunctionAddress(const char *func_name)
 {
     return clGetExtensionFunctionAddressForPlatform(NULL, func_name);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clUnloadCompiler(void)
+cl_int CL_API_CALL vocl_hand_clUnloadCompiler(void)
 {
     return CL_SUCCESS;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clUnloadPlatformCompiler(cl_platform_id platform)
+cl_int CL_API_CALL vocl_hand_clUnloadPlatformCompiler(cl_platform_id platform)
 {
     return platform && is_our_platform(platform) ? CL_SUCCESS : CL_INVALID_PLATFORM;
 }

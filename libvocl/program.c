@@ -3,19 +3,36 @@
  *
  * clSetKernelArg sends nothing: the value is kept here and travels with the
  * next launch, and an argument unchanged since the last launch is not sent
- * again (the proxy's native kernel still holds it).  Whether a value names a
- * memory object or sampler is read from the handle table: a pointer-sized
- * value that is a live VOCL handle of the kernel's proxy is one.
+ * again (the proxy's native kernel still holds it).  So that it can still
+ * return the errors the spec asks of it, every argument has a declared kind
+ * (enum vocl_arg_kind), fixed when the kernel is made:
+ *   - from the source, read by kernelparse at clCreateProgramWithSource (a
+ *     linked program looks in its inputs' sources), with the size of
+ *     built-in scalar and vector value types unless the source has #if;
+ *   - else (binaries, built-in kernels, source the parser could not read,
+ *     that defines a macro or the kernel twice, or an argument type it
+ *     cannot resolve) from the proxy, which reads the native argument info
+ *     and sends a kind byte per argument with the kernel;
+ *   - where the proxy has no argument info either, the kind is unknown and
+ *     the value decides: a pointer-sized value that is a live VOCL memory
+ *     object or sampler of the kernel's proxy is one.
+ * Where the two disagree the proxy's answer (the native truth) wins.
  */
 #include "vocl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernelparse.h"
+
+/* How a value travels with the launch (the proxy's set_args). */
 enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
 
 struct vocl_karg {
     uint8_t set, dirty, kind;
+    uint8_t decl;       /* enum vocl_arg_kind */
+    uint16_t decl_size; /* decl VALUE of a built-in type: its size; else 0 */
     size_t size;
     uint64_t id;       /* ARG_MEM, ARG_SAMPLER (0: NULL) */
     uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
@@ -42,14 +59,148 @@ static struct vocl_kargs *kargs_new(cl_uint n)
     return k;
 }
 
-static void kernel_setup(struct vocl_call *c, struct vocl_obj *k, cl_uint nargs)
+/*
+ * Reads a kernel's arguments from a reply: u32 count, then a kind byte each
+ * (so the count cannot exceed what the reply holds).  NULL with c->err set
+ * on a short reply or no memory.
+ */
+static struct vocl_kargs *kargs_read(struct vocl_call *c)
 {
-    if (!k)
-        return;
-    k->kargs = kargs_new(nargs);
-    if (!k->kargs) {
-        clReleaseKernel((cl_kernel)k);
+    cl_uint n = vocl_rd_u32(&c->r);
+    if (c->r.fail || n > (size_t)(c->r.end - c->r.p)) {
+        vocl_call_error(c, CL_OUT_OF_RESOURCES);
+        return NULL;
+    }
+    struct vocl_kargs *ka = kargs_new(n);
+    if (!ka) {
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        uint8_t kind = vocl_rd_u8(&c->r);
+        ka->a[i].decl = kind <= VOCL_ARG_VALUE ? kind : VOCL_ARG_UNKNOWN;
+    }
+    if (c->r.fail) {
+        vocl_kargs_free(ka);
+        vocl_call_error(c, CL_OUT_OF_RESOURCES);
+        return NULL;
+    }
+    return ka;
+}
+
+/*
+ * Bytes of a built-in scalar or vector type as kernelparse writes it
+ * ("float4", "unsigned int"), a 3-vector counting as 4 elements; 0 for any
+ * other name.  (bool, size_t and the like cannot be kernel arguments.)
+ */
+static size_t builtin_size(const char *type)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+    } scalars[] = {
+        {"char", 1}, {"uchar", 1}, {"short", 2}, {"ushort", 2}, {"int", 4},    {"uint", 4},
+        {"long", 8}, {"ulong", 8}, {"half", 2},  {"float", 4},  {"double", 8},
+    };
+    char buf[32];
+    if (!strcmp(type, "unsigned")) {
+        type = "uint";
+    } else if (!strncmp(type, "unsigned ", 9)) {
+        snprintf(buf, sizeof(buf), "u%s", type + 9);
+        type = buf;
+    } else if (!strncmp(type, "signed ", 7)) {
+        type += 7;
+    }
+    for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
+        size_t len = strlen(scalars[i].name);
+        if (strncmp(type, scalars[i].name, len))
+            continue;
+        const char *lanes = type + len;
+        if (!*lanes)
+            return scalars[i].size;
+        if (!strcmp(lanes, "3"))
+            return 4 * scalars[i].size;
+        if (!strcmp(lanes, "2") || !strcmp(lanes, "4") || !strcmp(lanes, "8") ||
+            !strcmp(lanes, "16"))
+            return (size_t)atoi(lanes) * scalars[i].size;
+    }
+    return 0;
+}
+
+/* The one kernel called name in p's source (or its inputs'); NULL when
+ * unknown or defined twice (#if branches: the parser reads them all). */
+static const struct kp_kernel *program_kernel(const struct vocl_obj *p, const char *name,
+                                              bool *cond)
+{
+    if (p->kp) {
+        const struct kp_kernel *found = NULL;
+        for (unsigned i = 0; i < p->kp->nkernels; i++) {
+            if (strcmp(p->kp->kernels[i].name, name))
+                continue;
+            if (found)
+                return NULL;
+            found = &p->kp->kernels[i];
+        }
+        *cond = p->kp_cond;
+        return found;
+    }
+    for (cl_uint i = 0; i < p->ninputs; i++) {
+        const struct kp_kernel *kk = program_kernel(p->inputs[i], name, cond);
+        if (kk)
+            return kk;
+    }
+    return NULL;
+}
+
+static uint8_t kp_kind(enum kp_arg_kind k)
+{
+    switch (k) {
+    case KP_ARG_VALUE: return VOCL_ARG_VALUE;
+    case KP_ARG_GLOBAL_PTR:
+    case KP_ARG_CONSTANT_PTR: return VOCL_ARG_BUFFER;
+    case KP_ARG_LOCAL_PTR: return VOCL_ARG_LOCAL;
+    case KP_ARG_IMAGE:
+    case KP_ARG_PIPE: return VOCL_ARG_IMAGE;
+    case KP_ARG_SAMPLER: return VOCL_ARG_SAMPLER;
+    case KP_ARG_PRIVATE_PTR: /* not a legal kernel argument: the build fails */
+    case KP_ARG_QUEUE:       /* device-side queues are not forwarded */
+        break;
+    }
+    return VOCL_ARG_UNKNOWN;
+}
+
+/*
+ * Declares the arguments of kernel name of program p, whose kinds from the
+ * proxy are already in ka: the source's kinds take their place where the
+ * proxy knows none, when the source has the kernel with as many arguments.
+ */
+static void kargs_declare(struct vocl_kargs *ka, const struct vocl_obj *p, const char *name)
+{
+    bool cond = false;
+    const struct kp_kernel *kk = program_kernel(p, name, &cond);
+    if (!kk || kk->nargs != ka->n) {
+        vocl_debug("kernel %s: argument kinds from the proxy (%s)", name,
+                   kk ? "the source disagrees on the count" : "not in a parsed source");
+        return;
+    }
+    for (cl_uint i = 0; i < ka->n; i++) {
+        struct vocl_karg *a = &ka->a[i];
+        const char *type = kk->args[i].type_name;
+        uint8_t kind = kp_kind(kk->args[i].kind);
+        size_t size = kind == VOCL_ARG_VALUE ? builtin_size(type) : 0;
+        /* A bare name that is no built-in type may be a typedef, or a macro
+         * from a header or a -D option that stands for a pointer: unknown. */
+        if (kind == VOCL_ARG_VALUE && !size && strncmp(type, "struct ", 7) &&
+            strncmp(type, "union ", 6) && strncmp(type, "enum ", 5))
+            kind = VOCL_ARG_UNKNOWN;
+        if (a->decl != VOCL_ARG_UNKNOWN && kind != a->decl) {
+            if (kind != VOCL_ARG_UNKNOWN)
+                vocl_debug("kernel %s: argument %u: the proxy's kind %u, not the source's %u",
+                           name, i, a->decl, kind);
+            continue;
+        }
+        a->decl = kind;
+        a->decl_size = cond ? 0 : (uint16_t)size;
     }
 }
 
@@ -69,7 +220,106 @@ static void program_devices(struct vocl_obj *p, cl_uint n, const cl_device_id *l
     }
 }
 
-CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithSource(cl_context context, cl_uint count,
+struct src_name {
+    const char *p;
+    size_t n;
+};
+
+static int src_name_cmp(const void *a, const void *b)
+{
+    const struct src_name *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static const char *skip_blanks(const char *s, const char *end)
+{
+    while (s < end && (*s == ' ' || *s == '\t'))
+        s++;
+    return s;
+}
+
+/*
+ * What the parser cannot see through, from the source's directives:
+ * *cond, a conditional (-D options may then change a type); *twice, a
+ * macro defined twice (in #if branches, all of which the parser reads, so
+ * it may have taken the wrong one).  Errs on the side of true.
+ */
+static void src_directives(const char *src, size_t len, bool *cond, bool *twice)
+{
+    struct src_name *names = NULL;
+    size_t n = 0, cap = 0;
+    const char *end = src + len;
+    *cond = *twice = false;
+    for (const char *line = src; line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        eol = eol ? eol : end;
+        const char *t = skip_blanks(line, eol);
+        line = eol < end ? eol + 1 : end;
+        if (t == eol || *t != '#')
+            continue;
+        t = skip_blanks(t + 1, eol);
+        if ((eol - t >= 2 && !strncmp(t, "if", 2)) || (eol - t >= 4 && !strncmp(t, "elif", 4)))
+            *cond = true;
+        if (eol - t < 7 || strncmp(t, "define", 6) || (t[6] != ' ' && t[6] != '\t'))
+            continue;
+        t = skip_blanks(t + 6, eol);
+        size_t w = 0;
+        while (t + w < eol && (t[w] == '_' || (t[w] >= '0' && t[w] <= '9') ||
+                               ((t[w] | 0x20) >= 'a' && (t[w] | 0x20) <= 'z')))
+            w++;
+        if (n == cap) {
+            struct src_name *more = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*more));
+            if (!more) {
+                *twice = true;
+                break;
+            }
+            names = more;
+        }
+        names[n++] = (struct src_name){t, w};
+    }
+    if (n)
+        qsort(names, n, sizeof(*names), src_name_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (!src_name_cmp(&names[i - 1], &names[i]))
+            *twice = true;
+    free(names);
+}
+
+/*
+ * Reads the kernel signatures of p's source.  Not being able to is no error
+ * of the application's: its kernels then get their kinds from the proxy.
+ */
+static void program_parse(struct vocl_obj *p, cl_uint count, const char **strings,
+                          const size_t *lengths)
+{
+    size_t total = 0;
+    for (cl_uint i = 0; i < count; i++)
+        total += lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+    char *src = malloc(total ? total : 1);
+    if (!src) {
+        vocl_info("no memory to read the kernel signatures of a program");
+        return;
+    }
+    size_t at = 0;
+    for (cl_uint i = 0; i < count; i++) {
+        size_t len = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+        memcpy(src + at, strings[i], len);
+        at += len;
+    }
+    char err[160];
+    bool twice;
+    src_directives(src, total, &p->kp_cond, &twice);
+    if (twice)
+        vocl_info("kernel signatures not read (a macro is defined twice): argument kinds will "
+                  "come from the proxy");
+    else if (kp_parse(src, total, &p->kp, err, sizeof(err)) != KP_OK)
+        vocl_info("kernel signatures not read (%s): argument kinds will come from the proxy",
+                  err);
+    free(src);
+}
+
+cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, cl_uint count,
                                                               const char **strings,
                                                               const size_t *lengths,
                                                               cl_int *errcode_ret)
@@ -96,14 +346,16 @@ CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithSource(cl_context context
             p = vocl_call_new_obj(&c, VOCL_T_PROGRAM, id, ctx, NULL);
     }
     vocl_call_end(&c);
-    if (p)
+    if (p) {
         program_devices(p, 0, NULL);
+        program_parse(p, count, strings, lengths);
+    }
     if (errcode_ret)
         *errcode_ret = c.err;
     return (cl_program)p;
 }
 
-CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithBinary(
+cl_program CL_API_CALL vocl_hand_clCreateProgramWithBinary(
     cl_context context, cl_uint num_devices, const cl_device_id *device_list,
     const size_t *lengths, const unsigned char **binaries, cl_int *binary_status,
     cl_int *errcode_ret)
@@ -146,7 +398,7 @@ CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithBinary(
 
 /* pfn_notify runs here, after the work: allowed, since the spec lets
  * clBuildProgram and friends return after the build has completed. */
-CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program program, cl_uint num_devices,
+cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devices,
                                                const cl_device_id *device_list,
                                                const char *options,
                                                void (CL_CALLBACK *pfn_notify)(cl_program program,
@@ -171,7 +423,7 @@ CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program program, cl_uint num_d
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clCompileProgram(
+cl_int CL_API_CALL vocl_hand_clCompileProgram(
     cl_program program, cl_uint num_devices, const cl_device_id *device_list, const char *options,
     cl_uint num_input_headers, const cl_program *input_headers, const char **header_include_names,
     void (CL_CALLBACK *pfn_notify)(cl_program program, void *user_data), void *user_data)
@@ -198,7 +450,7 @@ CL_API_ENTRY cl_int CL_API_CALL clCompileProgram(
     return c.err;
 }
 
-CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
+cl_program CL_API_CALL vocl_hand_clLinkProgram(
     cl_context context, cl_uint num_devices, const cl_device_id *device_list, const char *options,
     cl_uint num_input_programs, const cl_program *input_programs,
     void (CL_CALLBACK *pfn_notify)(cl_program program, void *user_data), void *user_data,
@@ -230,8 +482,16 @@ CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(
         }
     }
     vocl_call_end(&c);
-    if (p)
+    if (p) {
         program_devices(p, num_devices, device_list);
+        /* Its kernels' signatures are in the inputs' sources. */
+        p->inputs = malloc(num_input_programs * sizeof(*p->inputs));
+        for (cl_uint i = 0; p->inputs && i < num_input_programs; i++) {
+            p->inputs[i] = (struct vocl_obj *)input_programs[i];
+            vocl_obj_hold(p->inputs[i]);
+            p->ninputs++;
+        }
+    }
     if (pfn_notify && p)
         pfn_notify((cl_program)p, user_data);
     if (errcode_ret)
@@ -298,7 +558,7 @@ int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,
 
 /* --- kernels ------------------------------------------------------------------------------------------------ */
 
-CL_API_ENTRY cl_kernel CL_API_CALL clCreateKernel(cl_program program, const char *kernel_name,
+cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *kernel_name,
                                                   cl_int *errcode_ret)
 {
     struct vocl_call c;
@@ -312,20 +572,25 @@ CL_API_ENTRY cl_kernel CL_API_CALL clCreateKernel(cl_program program, const char
         vocl_wr_str(c.w, kernel_name);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if (vocl_call_send(&c) == 0) {
-            cl_uint nargs = vocl_rd_u32(&c.r);
+        struct vocl_kargs *ka = NULL;
+        if (vocl_call_send(&c) == 0)
+            ka = kargs_read(&c);
+        if (ka)
             k = vocl_call_new_obj(&c, VOCL_T_KERNEL, id, p->context, p);
-            vocl_call_end(&c);
-            kernel_setup(&c, k, nargs);
+        if (k) {
+            kargs_declare(ka, p, kernel_name);
+            k->kargs = ka;
+        } else {
+            vocl_kargs_free(ka);
         }
     }
     vocl_call_end(&c);
     if (errcode_ret)
         *errcode_ret = c.err;
-    return c.err ? NULL : (cl_kernel)k;
+    return (cl_kernel)k;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
+cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
                                                          cl_kernel *kernels,
                                                          cl_uint *num_kernels_ret)
 {
@@ -333,32 +598,56 @@ CL_API_ENTRY cl_int CL_API_CALL clCreateKernelsInProgram(cl_program program, cl_
     vocl_call_init(&c);
     struct vocl_obj *p = vocl_call_h(&c, program, VOCL_T_PROGRAM, 0);
     cl_uint nids = kernels ? num_kernels : 0;
-    uint64_t first = 0;
-    cl_uint got = 0, *nargs = NULL;
+    cl_uint got = 0, made = 0, objs = 0;
+    struct vocl_kargs **kas = NULL;
     if (vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram) == 0) {
         vocl_wr_u64(c.w, p->id);
-        first = vocl_call_put_new_ids(&c, nids);
+        uint64_t first = vocl_call_put_new_ids(&c, nids);
         if (vocl_call_send(&c) == 0) {
             got = vocl_rd_u32(&c.r);
-            cl_uint made = got < nids ? got : nids;
-            nargs = calloc(made ? made : 1, sizeof(*nargs));
-            for (cl_uint i = 0; nargs && i < made; i++)
-                nargs[i] = vocl_rd_u32(&c.r);
-            for (cl_uint i = 0; i < made; i++)
-                kernels[i] = (cl_kernel)vocl_call_new_obj(&c, VOCL_T_KERNEL, first + i,
-                                                          p->context, p);
+            made = got < nids ? got : nids;
+            kas = calloc(made ? made : 1, sizeof(*kas));
+            if (!kas)
+                vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+        }
+        /* Per kernel: its name, then its arguments as clCreateKernel has them. */
+        for (cl_uint i = 0; !c.err && i < made; i++) {
+            size_t len;
+            bool is_null;
+            const char *name = vocl_rd_str(&c.r, &len, &is_null);
+            char *cname = c.r.fail ? NULL : strndup(name ? name : "", len);
+            if (!c.r.fail && !cname)
+                vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+            kas[i] = c.err ? NULL : kargs_read(&c);
+            if (kas[i])
+                kargs_declare(kas[i], p, cname);
+            free(cname);
+        }
+        if (c.r.fail)
+            vocl_call_error(&c, CL_OUT_OF_RESOURCES);
+        for (; !c.err && objs < made; objs++) {
+            struct vocl_obj *k =
+                vocl_call_new_obj(&c, VOCL_T_KERNEL, first + objs, p->context, p);
+            if (!k)
+                break;
+            k->kargs = kas[objs];
+            kas[objs] = NULL;
+            kernels[objs] = (cl_kernel)k;
         }
     }
     vocl_call_end(&c);
-    for (cl_uint i = 0; c.err == CL_SUCCESS && kernels && i < got && i < nids; i++)
-        kernel_setup(&c, (struct vocl_obj *)kernels[i], nargs ? nargs[i] : 0);
-    free(nargs);
+    for (cl_uint i = 0; kas && i < made; i++)
+        vocl_kargs_free(kas[i]);
+    free(kas);
+    /* All or nothing: the kernels made before a failure go again. */
+    for (cl_uint i = 0; c.err && i < objs; i++)
+        clReleaseKernel(kernels[i]);
     if (c.err == CL_SUCCESS && num_kernels_ret)
         *num_kernels_ret = got;
     return c.err;
 }
 
-CL_API_ENTRY cl_kernel CL_API_CALL clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
+cl_kernel CL_API_CALL vocl_hand_clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
 {
     struct vocl_call c;
     struct vocl_obj *k = NULL;
@@ -397,7 +686,41 @@ CL_API_ENTRY cl_kernel CL_API_CALL clCloneKernel(cl_kernel source_kernel, cl_int
     return (cl_kernel)k;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
+/*
+ * The errors clSetKernelArg owes for an argument declared as d, in the order
+ * PoCL checks them, so a remote call fails as the native one does:
+ *   __local: a value, then a zero size;
+ *   anything else: a NULL arg_value (a buffer may have one), then the size.
+ * PoCL 3.1 differs from the spec, and is followed, in that it answers
+ * CL_INVALID_ARG_VALUE (not CL_INVALID_SAMPLER) for a NULL sampler
+ * arg_value, and takes a value of 3/4 of its type's size (12 bytes for a
+ * float3 as the spec has it, but for a float4 or 3 for an int too).
+ */
+static cl_int arg_check(const struct vocl_karg *d, size_t size, const void *value)
+{
+    switch (d->decl) {
+    case VOCL_ARG_LOCAL:
+        if (value)
+            return CL_INVALID_ARG_VALUE;
+        return size ? CL_SUCCESS : CL_INVALID_ARG_SIZE;
+    case VOCL_ARG_BUFFER: return size == sizeof(cl_mem) ? CL_SUCCESS : CL_INVALID_ARG_SIZE;
+    case VOCL_ARG_IMAGE:
+    case VOCL_ARG_SAMPLER:
+        if (!value)
+            return CL_INVALID_ARG_VALUE;
+        return size == sizeof(cl_mem) ? CL_SUCCESS : CL_INVALID_ARG_SIZE;
+    case VOCL_ARG_VALUE:
+        if (!value)
+            return CL_INVALID_ARG_VALUE;
+        if (d->decl_size && size != d->decl_size &&
+            !(size % 3 == 0 && size / 3 * 4 == d->decl_size))
+            return CL_INVALID_ARG_SIZE;
+        return CL_SUCCESS;
+    default: return CL_SUCCESS;
+    }
+}
+
+cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
                                                size_t arg_size, const void *arg_value)
 {
     cl_int err = vocl_init();
@@ -408,15 +731,41 @@ CL_API_ENTRY cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint arg_ind
         return CL_INVALID_KERNEL;
     if (arg_index >= k->kargs->n)
         return CL_INVALID_ARG_INDEX;
+    struct vocl_karg *old = &k->kargs->a[arg_index];
+    err = arg_check(old, arg_size, arg_value);
+    if (err != CL_SUCCESS)
+        return err;
 
-    struct vocl_karg a = {.set = 1, .dirty = 1, .size = arg_size};
+    struct vocl_karg a = {
+        .set = 1, .dirty = 1, .size = arg_size, .decl = old->decl, .decl_size = old->decl_size};
+    /* The handle a pointer-sized value holds; NULL travels as the bytes it is. */
+    const void *hv = arg_value && arg_size == sizeof(void *) ? *(void *const *)arg_value : NULL;
     struct vocl_obj *h = NULL;
+    switch (a.decl) {
+    case VOCL_ARG_BUFFER:
+    case VOCL_ARG_IMAGE:
+        /* PoCL 3.1 takes any pointer here; an address that is no VOCL object
+         * means nothing to the proxy, so this follows the spec. */
+        if (hv && !(h = vocl_lookup(hv, VOCL_T_MEM)))
+            return CL_INVALID_MEM_OBJECT;
+        break;
+    case VOCL_ARG_SAMPLER:
+        if (hv && !(h = vocl_lookup(hv, VOCL_T_SAMPLER)))
+            return CL_INVALID_SAMPLER; /* as above: PoCL 3.1 does not check */
+        break;
+    case VOCL_ARG_LOCAL:
+    case VOCL_ARG_VALUE: break;
+    default:
+        /* Unknown: the value decides. */
+        if (hv && !(h = vocl_lookup(hv, VOCL_T_MEM)))
+            h = vocl_lookup(hv, VOCL_T_SAMPLER);
+        break;
+    }
+
     if (!arg_value) {
         /* __local memory, or a NULL buffer: the native call tells them apart. */
         a.kind = ARG_LOCAL;
-    } else if (arg_size == sizeof(void *) &&
-               ((h = vocl_lookup(*(void *const *)arg_value, VOCL_T_MEM)) ||
-                (h = vocl_lookup(*(void *const *)arg_value, VOCL_T_SAMPLER)))) {
+    } else if (h) {
         if (h->px != k->px)
             return CL_INVALID_ARG_VALUE; /* an object of another proxy's context */
         a.kind = h->type == VOCL_T_MEM ? ARG_MEM : ARG_SAMPLER;
@@ -434,7 +783,6 @@ CL_API_ENTRY cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint arg_ind
             memcpy(a.small, arg_value, arg_size);
         }
     }
-    struct vocl_karg *old = &k->kargs->a[arg_index];
     /* Same value as last time: nothing to resend. */
     if (old->set && !old->dirty && old->kind == a.kind && old->size == a.size &&
         old->id == a.id && !a.big && !old->big && !memcmp(old->small, a.small, sizeof(a.small)))
@@ -466,7 +814,7 @@ static void put_args(struct vocl_call *c, struct vocl_kargs *ka)
     }
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
+cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     cl_command_queue command_queue, cl_kernel kernel, cl_uint work_dim,
     const size_t *global_work_offset, const size_t *global_work_size,
     const size_t *local_work_size, cl_uint num_events_in_wait_list,
@@ -484,6 +832,9 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
     for (cl_uint i = 0; !c.err && i < k->kargs->n; i++)
         if (!k->kargs->a[i].set)
             vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
+    /* A launch does not wait: the client checked what it can, the rest of
+     * its errors (work-group sizes, resources) are deferred. */
+    c.async = true;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueNDRangeKernel) == 0) {
         vocl_wr_u64(c.w, q->id);
         vocl_wr_u64(c.w, k->id);
@@ -507,7 +858,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
     return c.err;
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueTask(cl_command_queue command_queue, cl_kernel kernel,
+cl_int CL_API_CALL vocl_hand_clEnqueueTask(cl_command_queue command_queue, cl_kernel kernel,
                                               cl_uint num_events_in_wait_list,
                                               const cl_event *event_wait_list, cl_event *event)
 {
@@ -516,7 +867,7 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueTask(cl_command_queue command_queue, cl
                                   num_events_in_wait_list, event_wait_list, event);
 }
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueNativeKernel(
+cl_int CL_API_CALL vocl_hand_clEnqueueNativeKernel(
     cl_command_queue command_queue, void (CL_CALLBACK *user_func)(void *), void *args,
     size_t cb_args, cl_uint num_mem_objects, const cl_mem *mem_list, const void **args_mem_loc,
     cl_uint num_events_in_wait_list, const cl_event *event_wait_list, cl_event *event)

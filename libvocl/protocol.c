@@ -48,6 +48,7 @@ const char *vocl_proto_op_name(unsigned op)
     case VOCL_OP_BYE: return "BYE";
     case VOCL_OP_RETAIN: return "RETAIN";
     case VOCL_OP_RELEASE: return "RELEASE";
+    case VOCL_OP_TRACE: return "TRACE";
     case VOCL_OP_PROGRAM_BINARIES: return "PROGRAM_BINARIES";
     default: return "unknown";
     }

@@ -5,15 +5,20 @@
  * Message payloads (all fields little-endian, see wire.h):
  *
  *   HELLO   req: u32 wire version, u32 features, u32 flags
- *           rep: i32 err, u32 version, u32 features, u32 ndev,
- *                ndev x (u64 cl_device_type)
+ *           rep: i32 err, u32 version, u32 features, u64 chunk size, u32 ndev,
+ *                ndev x (u64 cl_device_type, u64 max mem alloc size)
  *   BYE     req: (empty) - no reply; the proxy releases the session's objects
  *   RETAIN  req: u64 id                        rep: i32 err
  *   RELEASE req: u64 id, u8 last (client holds no more references to the id)
  *           rep: i32 err
+ *   TRACE   req: (empty)  rep: i32 err, u32 n, n x (u32 opcode, u32 thread
+ *           (0 requests, 1 stream), u64 start ns, u64 duration ns, u64 bytes):
+ *           the session's timeline, when HELLO asked for one (VOCL_HELLO_TRACE)
  *
  * API entries: see the annotations in cl_api.def; every reply starts with an
- * i32 OpenCL error code.
+ * i32 OpenCL error code.  A request without VOCL_F_REPLY gets no reply: the
+ * proxy keeps its first error and reports it in the reply of the next
+ * synchronising request (clFinish, clWaitForEvents, a blocking transfer).
  */
 #ifndef VOCL_PROTOCOL_H
 #define VOCL_PROTOCOL_H
@@ -40,6 +45,7 @@ enum vocl_proto_op {
     VOCL_OP_BYE = 11,
     VOCL_OP_RETAIN = 12,
     VOCL_OP_RELEASE = 13,
+    VOCL_OP_TRACE = 14,
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };
 
@@ -54,19 +60,37 @@ enum vocl_proto_op {
  * creates with host data):
  *   NONE     no data
  *   INLINE   in the message itself (small transfers)
- *   CHUNKED  u64 chunk size in the message, then ceil(size/chunk) messages on
- *            VOCL_TAG_DATA; a chunked read's reply is followed by the chunks
- *            and then a second reply carrying the final error code
+ *   CHUNKED  u64 chunk size in the message (the proxy's staging buffer size,
+ *            from HELLO), and ceil(size/chunk) messages on VOCL_TAG_DATA:
+ *            after a write's request, from the client; for a read, from the
+ *            proxy, each either the whole chunk or empty (the read failed),
+ *            then the reply if the request wants one
  *   HOSTPTR  u64 host address: only for the in-process executor (local
  *            passthrough); a proxy rejects it from the wire
  */
 enum vocl_data_mode { VOCL_DATA_NONE = 0, VOCL_DATA_INLINE, VOCL_DATA_CHUNKED, VOCL_DATA_HOSTPTR };
 
-/* Default chunk size of pipelined transfers. */
-#define VOCL_CHUNK_DEFAULT (1u << 20)
+/*
+ * What a kernel argument is declared as: one byte per argument, after the
+ * argument count, in the replies of clCreateKernel and
+ * clCreateKernelsInProgram.  The proxy reads it from the native argument
+ * info; UNKNOWN where the native library keeps none (PoCL without
+ * -cl-kernel-arg-info).  Buffers and images are told apart because only a
+ * buffer argument may be given a NULL arg_value.
+ */
+enum vocl_arg_kind {
+    VOCL_ARG_UNKNOWN = 0,
+    VOCL_ARG_BUFFER = 1,  /* __global or __constant pointer: a cl_mem, or NULL */
+    VOCL_ARG_IMAGE = 2,   /* image or pipe: a cl_mem */
+    VOCL_ARG_SAMPLER = 3, /* sampler_t: a cl_sampler */
+    VOCL_ARG_LOCAL = 4,   /* __local pointer: only a size */
+    VOCL_ARG_VALUE = 5,   /* anything else, by value */
+};
 
 /* Features negotiated in HELLO. */
 #define VOCL_FEAT_NONE 0u
+/* HELLO flags. */
+#define VOCL_HELLO_TRACE 0x1u /* record a timeline of the session (VOCL_TRACE) */
 
 /* Object-type helpers shared by both sides. */
 const char *vocl_type_name(enum vocl_type t);

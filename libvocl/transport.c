@@ -33,6 +33,8 @@ int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
     return 0;
 }
 
+static size_t reap(struct vocl_proxy *px);
+
 int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
 {
     struct vocl_msg_hdr h;
@@ -48,6 +50,10 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
             }
             if (flag)
                 break;
+            /* Chunks still moving: this process copies them as it polls,
+             * so keep polling while they complete. */
+            if (reap(px))
+                start = vocl_now_ns();
             vocl_backoff(start, 50000);
         }
         MPI_Get_count(&st, MPI_BYTE, &count);
@@ -71,56 +77,112 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
     return 0;
 }
 
-/* Bulk data: every chunk posted at once, so MPI streams them back to back. */
-static int xfer_chunks(struct vocl_proxy *px, void *buf, size_t n, size_t chunk, bool out)
+/*
+ * Bulk data.  Every chunk of a transfer is posted at once, so MPI streams
+ * them back to back, and the requests join the proxy's pending list:
+ * blocking transfers complete them before returning, non-blocking ones at
+ * the next synchronisation (vocl_xport_complete).  Receives of a read are
+ * posted before its request leaves, and MPI matches messages in order, so
+ * the proxy's chunks land in the right place however many transfers are
+ * in flight.
+ */
+static int post_chunks(struct vocl_proxy *px, void *buf, size_t n, bool out)
 {
+    size_t chunk = px->chunk;
     size_t nchunks = (n + chunk - 1) / chunk;
-    if (nchunks == 0)
-        return 0;
-    /* Real statuses: gcc 12 takes MPI_STATUSES_IGNORE for a 0-byte array. */
-    MPI_Request *reqs = malloc(nchunks * sizeof(*reqs));
-    MPI_Status *sts = malloc(nchunks * sizeof(*sts));
-    if (!reqs || !sts) {
-        free(reqs);
-        free(sts);
-        return -1;
+    struct vocl_pending *pd = &px->pending;
+    if (pd->n + nchunks > pd->cap) {
+        size_t cap = pd->cap ? pd->cap : 64;
+        while (cap < pd->n + nchunks)
+            cap *= 2;
+        MPI_Request *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
+        if (reqs)
+            pd->reqs = reqs;
+        int *expect = reqs ? realloc(pd->expect, cap * sizeof(*expect)) : NULL;
+        if (expect)
+            pd->expect = expect;
+        if (!reqs || !expect)
+            return -1;
+        pd->cap = cap;
     }
-    int rc = MPI_SUCCESS;
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * chunk;
         int len = (int)(n - off < chunk ? n - off : chunk);
-        if (out)
-            rc = MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA, vocl.comm,
-                           &reqs[i]);
-        else
-            rc = MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA, vocl.comm,
-                           &reqs[i]);
+        MPI_Request *r = &pd->reqs[pd->n];
+        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA,
+                                 vocl.comm, r)
+                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA,
+                                 vocl.comm, r);
         if (rc != MPI_SUCCESS) {
-            nchunks = i;
+            vocl_xport_fail(px, out ? "data send failed" : "data receive failed");
+            return -1;
+        }
+        pd->expect[pd->n++] = out ? -1 : len;
+    }
+    return 0;
+}
+
+int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n)
+{
+    return post_chunks(px, (void *)buf, n, true);
+}
+
+int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n)
+{
+    return post_chunks(px, buf, n, false);
+}
+
+/* Completes the pending requests at the front that are done; how many. */
+static size_t reap(struct vocl_proxy *px)
+{
+    struct vocl_pending *pd = &px->pending;
+    size_t done = 0;
+    while (done < pd->n) {
+        int flag = 0, count = 0;
+        MPI_Status st;
+        if (MPI_Test(&pd->reqs[done], &flag, &st) != MPI_SUCCESS) {
+            vocl_xport_fail(px, "data transfer failed");
+            pd->failed = CL_DEVICE_NOT_AVAILABLE;
+            done = pd->n; /* the requests are lost with the proxy */
             break;
         }
+        if (!flag)
+            break;
+        if (pd->expect[done] >= 0) {
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            if (count != pd->expect[done] && pd->failed == CL_SUCCESS)
+                pd->failed = CL_OUT_OF_RESOURCES;
+        }
+        done++;
     }
-    /* Test rather than wait, so a long transfer does not spin one core flat. */
+    /* They complete in the order posted: the done ones leave from the front. */
+    memmove(pd->reqs, pd->reqs + done, (pd->n - done) * sizeof(*pd->reqs));
+    memmove(pd->expect, pd->expect + done, (pd->n - done) * sizeof(*pd->expect));
+    pd->n -= done;
+    return done;
+}
+
+/*
+ * Completes the proxy's pending transfers (wait), or reaps those already
+ * done.  A read chunk shorter than posted is the proxy saying the read
+ * failed; waiting returns that as an error (once), reaping keeps it.
+ */
+cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
+{
+    struct vocl_pending *pd = &px->pending;
     uint64_t start = vocl_now_ns();
-    int done = 0;
-    while (rc == MPI_SUCCESS && !done) {
-        rc = MPI_Testall((int)nchunks, reqs, &done, sts);
-        if (!done)
-            vocl_backoff(start, 50000);
+    for (;;) {
+        if (reap(px))
+            start = vocl_now_ns(); /* data is flowing: keep polling */
+        if (!wait || pd->n == 0)
+            break;
+        vocl_backoff(start, 50000);
     }
-    free(reqs);
-    free(sts);
-    if (rc != MPI_SUCCESS)
-        vocl_xport_fail(px, out ? "data send failed" : "data receive failed");
-    return rc == MPI_SUCCESS ? 0 : -1;
-}
-
-int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n, size_t chunk)
-{
-    return xfer_chunks(px, (void *)buf, n, chunk, true);
-}
-
-int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n, size_t chunk)
-{
-    return xfer_chunks(px, buf, n, chunk, false);
+    if (!wait)
+        return CL_SUCCESS; /* a failure waits for the synchronisation */
+    cl_int err = pd->failed;
+    pd->failed = CL_SUCCESS;
+    if (err != CL_SUCCESS)
+        vocl_warn("proxy %d: a read failed on the device: its data did not arrive", px->index);
+    return err;
 }

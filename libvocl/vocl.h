@@ -23,6 +23,15 @@
 
 struct proxyd_session;
 struct proxyd_node;
+struct kp_program;
+
+/* Chunks of transfers posted to MPI and not yet completed (transport.c). */
+struct vocl_pending {
+    MPI_Request *reqs;
+    int *expect; /* bytes a receive must get; -1 for sends */
+    size_t n, cap;
+    cl_int failed; /* a read that failed, reported when all have completed */
+};
 
 /* A proxy: a voclproxyd rank, or the in-process executor for local devices. */
 struct vocl_proxy {
@@ -34,6 +43,8 @@ struct vocl_proxy {
     atomic_uint_fast64_t next_id;
     uint32_t seq;
     cl_uint ndev;
+    size_t chunk;                   /* chunk size of transfers (the proxy's staging buffers) */
+    struct vocl_pending pending;    /* under lock */
     struct proxyd_session *session; /* in-process only */
     struct vocl_wr reply;           /* in-process reply buffer, under lock */
 };
@@ -55,6 +66,7 @@ struct vocl_obj {
                                  sub-buffer->buffer, sub-device->device */
     /* Per type: */
     cl_device_type dev_type;  /* device */
+    cl_ulong max_alloc;       /* device: CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     cl_uint ndevs;            /* context, program: their devices (not held) */
     struct vocl_obj **devs;
     cl_context_properties *props; /* context: as the application gave them */
@@ -65,6 +77,10 @@ struct vocl_obj {
     size_t mem_size;
     void *host_ptr;
     struct vocl_kargs *kargs; /* kernel: argument cache */
+    struct kp_program *kp;    /* program from source: its kernel signatures, or NULL */
+    bool kp_cond;             /* program: its source has #if (types may be -D defined) */
+    cl_uint ninputs;          /* linked program: its input programs (held), where */
+    struct vocl_obj **inputs; /* its kernels' signatures are */
     struct vocl_mapping *maps; /* mem: live host shadows of remote maps */
     void (*ctx_notify)(const char *, const void *, size_t, void *);
     void *ctx_notify_data;
@@ -84,7 +100,6 @@ struct vocl_state {
     bool job_mode;
     int app_ranks;
     struct proxyd_node *local_node;
-    size_t chunk;     /* transfer chunk size (VOCL_CHUNK) */
     const char *init_error; /* why there are no devices, for the one line on stderr */
 };
 extern struct vocl_state vocl;
@@ -119,6 +134,8 @@ struct vocl_call {
     struct vocl_wr *w;
     struct vocl_rd r;
     bool locked;
+    bool async; /* set before vocl_call_start: no reply; errors are deferred */
+    bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
     const cl_event *wl;
 };
@@ -156,8 +173,12 @@ cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, siz
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n);
 int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r);
-int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n, size_t chunk);
-int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n, size_t chunk);
+/* Post the chunks of a transfer (px->chunk each) on the pending list. */
+int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n);
+int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n);
+cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait);
+/* The synchronisation of a client call: the proxy's transfers are done. */
+cl_int vocl_sync(struct vocl_proxy *px);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 int vocl_xport_open(void);
 void vocl_xport_close(void);
@@ -166,6 +187,7 @@ void vocl_xport_close(void);
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
 void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
+int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n);
 
 /* A host shadow of a mapped region (remote buffers; images everywhere). */
 struct vocl_mapping {

@@ -10,6 +10,8 @@
  */
 #include "proxyd.h"
 
+#include "backoff.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,10 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
 
     memset(node, 0, sizeof(*node));
     node->cl = cl;
+    node->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
+                                          .pool_size = PROXYD_POOL_SIZE,
+                                          .pipeline = true,
+                                          .direct = true};
     if (cl->clGetPlatformIDs(16, plats, &nplat) != CL_SUCCESS || nplat == 0)
         return 0; /* no native platform: a node with no devices */
     if (nplat > 16)
@@ -40,17 +46,26 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
             continue;
         cl_device_id *devs = realloc(node->devs, (node->ndev + n) * sizeof(*devs));
         cl_device_type *types = realloc(node->types, (node->ndev + n) * sizeof(*types));
+        cl_ulong *max_alloc = realloc(node->max_alloc, (node->ndev + n) * sizeof(*max_alloc));
         if (devs)
             node->devs = devs;
         if (types)
             node->types = types;
-        if (!devs || !types)
+        if (max_alloc)
+            node->max_alloc = max_alloc;
+        if (!devs || !types || !max_alloc)
             return -1;
         if (cl->clGetDeviceIDs(plats[p], type_filter, n, node->devs + node->ndev, NULL))
             continue;
-        for (cl_uint i = 0; i < n; i++)
-            cl->clGetDeviceInfo(node->devs[node->ndev + i], CL_DEVICE_TYPE,
-                                sizeof(cl_device_type), &node->types[node->ndev + i], NULL);
+        for (cl_uint i = 0; i < n; i++) {
+            cl_uint d = node->ndev + i;
+            node->types[d] = 0;
+            node->max_alloc[d] = 0;
+            cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_TYPE, sizeof(cl_device_type),
+                                &node->types[d], NULL);
+            cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(cl_ulong),
+                                &node->max_alloc[d], NULL);
+        }
         if (!node->platform)
             node->platform = plats[p];
         node->ndev += n;
@@ -58,10 +73,22 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
     return 0;
 }
 
+struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node)
+{
+    if (!node->pool)
+        node->pool = proxyd_pool_new(node->cl, node->xfer.pipeline ? node->xfer.pool_n : 1,
+                                     node->xfer.pool_size);
+    return node->pool;
+}
+
 void proxyd_node_close(struct proxyd_node *node)
 {
+    proxyd_reap(node, true);
+    free(node->kept);
+    proxyd_pool_free(node->pool);
     free(node->devs);
     free(node->types);
+    free(node->max_alloc);
     memset(node, 0, sizeof(*node));
 }
 
@@ -140,6 +167,8 @@ void proxyd_session_end(struct proxyd_session *s)
     const struct vocl_native_api *cl = s->node->cl;
     size_t leaked = 0;
 
+    proxyd_stream_flush(s->node); /* nothing may still be sending from its objects */
+
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
         size_t pos = 0;
         uint64_t id;
@@ -159,6 +188,8 @@ void proxyd_session_end(struct proxyd_session *s)
     while (vocl_map_next(&s->objs, &pos, &id, &v))
         free(v);
     vocl_map_free(&s->objs);
+    proxyd_trace_free(s->trace);
+    s->trace = NULL;
     if (leaked)
         vocl_info("session of rank %d: released %zu references the client left", s->peer, leaked);
 }
@@ -406,7 +437,7 @@ static void op_hello(struct proxyd_req *q)
 {
     uint32_t version = vocl_rd_u32(q->r);
     vocl_rd_u32(q->r); /* features: none defined yet */
-    vocl_rd_u32(q->r); /* flags */
+    uint32_t flags = vocl_rd_u32(q->r);
     if (!proxyd_req_begin(q))
         return;
     if (version != VOCL_WIRE_VERSION || q->s->hello) {
@@ -420,12 +451,17 @@ static void op_hello(struct proxyd_req *q)
             return;
         }
     q->s->hello = true;
+    if ((flags & VOCL_HELLO_TRACE) && !q->s->trace)
+        q->s->trace = proxyd_trace_new();
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_wr_u32(q->w, VOCL_WIRE_VERSION);
     vocl_wr_u32(q->w, VOCL_FEAT_NONE);
+    vocl_wr_u64(q->w, node->xfer.pool_size);
     vocl_wr_u32(q->w, node->ndev);
-    for (cl_uint i = 0; i < node->ndev; i++)
+    for (cl_uint i = 0; i < node->ndev; i++) {
         vocl_wr_u64(q->w, node->types[i]);
+        vocl_wr_u64(q->w, node->max_alloc[i]);
+    }
 }
 
 static void op_refcount(struct proxyd_req *q, bool retain)
@@ -435,6 +471,11 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     struct proxyd_obj *o = vocl_map_get(&q->s->objs, id);
     if (!proxyd_req_begin(q))
         return;
+    if (!o && last) {
+        /* Never made here (its create failed, and that error is deferred): done. */
+        vocl_wr_i32(q->w, CL_SUCCESS);
+        return;
+    }
     if (!o || o->type == VOCL_T_PLATFORM) {
         vocl_wr_i32(q->w, CL_INVALID_VALUE);
         return;
@@ -463,6 +504,65 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     vocl_wr_i32(q->w, rc);
 }
 
+/* --- deferred errors -------------------------------------------------------------------------- */
+
+/*
+ * Requests that synchronise with the client: a deferred error (the first
+ * failure of a request that wanted no reply) is reported in place of their
+ * own success.  The list is in libvocl(7), DEFERRED ERRORS.
+ */
+static bool is_sync_op(unsigned op)
+{
+    switch (op) {
+    case VOCL_OP_clFinish:
+    case VOCL_OP_clWaitForEvents:
+    case VOCL_OP_clEnqueueReadBuffer:
+    case VOCL_OP_clEnqueueWriteBuffer:
+    case VOCL_OP_clEnqueueReadBufferRect:
+    case VOCL_OP_clEnqueueWriteBufferRect:
+    case VOCL_OP_clEnqueueReadImage:
+    case VOCL_OP_clEnqueueWriteImage:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The status every reply starts with. */
+static cl_int reply_status(const struct vocl_wr *reply)
+{
+    struct vocl_rd r;
+    vocl_rd_init(&r, reply->buf + VOCL_HDR_SIZE, reply->len - VOCL_HDR_SIZE);
+    cl_int err = vocl_rd_i32(&r);
+    return r.fail ? CL_SUCCESS : err;
+}
+
+static void settle_deferred(struct proxyd_session *s, unsigned op, bool wants_reply,
+                            struct vocl_wr *reply)
+{
+    cl_int err = reply_status(reply);
+    if (op == VOCL_OP_clCreateUserEvent && err == CL_SUCCESS)
+        s->user_events++;
+    else if (op == VOCL_OP_clSetUserEventStatus && err == CL_SUCCESS && s->user_events)
+        s->user_events--;
+    if (!wants_reply) {
+        if (err != CL_SUCCESS && s->deferred == CL_SUCCESS) {
+            s->deferred = err;
+            s->deferred_op = op;
+        }
+        return;
+    }
+    if (err != CL_SUCCESS || s->deferred == CL_SUCCESS || !is_sync_op(op))
+        return;
+    vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->peer,
+              vocl_op_name(s->deferred_op), vocl_err_name(s->deferred), vocl_op_name(op));
+    uint8_t *p = reply->buf + VOCL_HDR_SIZE;
+    uint32_t v = (uint32_t)s->deferred;
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+    s->deferred = CL_SUCCESS;
+}
+
 /* --- entry point ---------------------------------------------------------------------------------- */
 
 int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply)
@@ -475,10 +575,16 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         return -1;
     }
     vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
-    struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode};
+    bool wants_reply = h.flags & VOCL_F_REPLY;
+    uint64_t start = s->trace ? vocl_now_ns() : 0;
+    struct proxyd_req q = {
+        .s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode, .async = !wants_reply};
 
     vocl_wr_begin(reply, h.opcode, 0, h.seq);
     if (h.opcode == VOCL_OP_BYE) {
+        if (s->deferred != CL_SUCCESS)
+            vocl_warn("client %d: %s failed with %s, and no later call reported it", s->peer,
+                      vocl_op_name(s->deferred_op), vocl_err_name(s->deferred));
         s->hello = false;
         return 0;
     }
@@ -491,6 +597,8 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         op_refcount(&q, h.opcode == VOCL_OP_RETAIN);
     } else if (h.opcode == VOCL_OP_PROGRAM_BINARIES) {
         proxyd_op_program_binaries(&q);
+    } else if (h.opcode == VOCL_OP_TRACE) {
+        proxyd_op_trace(&q);
     } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
@@ -504,5 +612,8 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_wr_i32(reply, CL_OUT_OF_HOST_MEMORY);
         vocl_wr_finish(reply);
     }
-    return (h.flags & VOCL_F_REPLY) ? 1 : 0;
+    settle_deferred(s, h.opcode, wants_reply, reply);
+    if (s->trace && h.opcode != VOCL_OP_TRACE)
+        proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
+    return wants_reply ? 1 : 0;
 }

@@ -11,6 +11,7 @@
  */
 #include <getopt.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct options {
     cl_device_type type;
     bool listen;
     const char *port_file;
+    struct proxyd_xfer_cfg xfer;
 };
 
 /* A session's channel: job mode shares one communicator (peer = the client's
@@ -46,13 +48,21 @@ static void usage(FILE *f)
             "  -l, --listen            connect mode: open an MPI port for clients\n"
             "                          (needs an MPI with dynamic processes)\n"
             "  -p, --port-file FILE    connect mode: write the port name to FILE\n"
+            "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
+            "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
+            "                          transfers; K and M suffixes (default %uM)\n"
+            "      --no-pipeline       one staging buffer, stages one after the other\n"
+            "      --no-direct         always stage, even where device memory is host memory\n"
             "  -v, --verbose           more messages on stderr (repeat for more)\n"
             "  -q, --quiet             errors only\n"
             "  -h, --help              this help\n"
             "  -V, --version           the version\n\n"
             "Environment: VOCL_APP_RANKS (set by vocl-run): ranks below it are clients;\n"
-            "VOCL_NATIVE_LIB: the native OpenCL library (default libOpenCL.so.1).\n"
-            "See voclproxyd(8).\n");
+            "VOCL_NATIVE_LIB: the native OpenCL library (default libOpenCL.so.1);\n"
+            "VOCL_PIPELINE=0 and VOCL_DIRECT=0: as --no-pipeline and --no-direct;\n"
+            "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
+            "See voclproxyd(8).\n",
+            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -71,16 +81,49 @@ static int parse_type(const char *s, cl_device_type *t)
     return -1;
 }
 
+/* A byte count with an optional K or M suffix; 0 when malformed. */
+static size_t parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s)
+        return 0;
+    if (*end == 'K' || *end == 'k')
+        v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20, end++;
+    return *end || v > SIZE_MAX ? 0 : (size_t)v;
+}
+
+static bool env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "0");
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
+    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT };
     static const struct option longopts[] = {
-        {"device-type", required_argument, NULL, 't'}, {"listen", no_argument, NULL, 'l'},
-        {"port-file", required_argument, NULL, 'p'},   {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},           {NULL, 0, NULL, 0}};
+        {"device-type", required_argument, NULL, 't'},
+        {"listen", no_argument, NULL, 'l'},
+        {"port-file", required_argument, NULL, 'p'},
+        {"pool-buffers", required_argument, NULL, 'b'},
+        {"pool-size", required_argument, NULL, 's'},
+        {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
+        {"no-direct", no_argument, NULL, OPT_NO_DIRECT},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
     int c;
     o->type = CL_DEVICE_TYPE_ALL;
-    while ((c = getopt_long(argc, argv, "t:lp:vqhV", longopts, NULL)) != -1) {
+    o->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
+                                       .pool_size = PROXYD_POOL_SIZE,
+                                       .pipeline = !env_off("VOCL_PIPELINE"),
+                                       .direct = !env_off("VOCL_DIRECT")};
+    while ((c = getopt_long(argc, argv, "t:lp:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->type)) {
@@ -90,6 +133,22 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'l': o->listen = true; break;
         case 'p': o->port_file = optarg; break;
+        case 'b':
+            o->xfer.pool_n = (unsigned)atoi(optarg);
+            if (o->xfer.pool_n < 1 || o->xfer.pool_n > 64) {
+                fprintf(stderr, "voclproxyd: --pool-buffers must be 1..64\n");
+                return 2;
+            }
+            break;
+        case 's':
+            o->xfer.pool_size = parse_size(optarg);
+            if (o->xfer.pool_size < PROXYD_CHUNK_MIN || o->xfer.pool_size > PROXYD_CHUNK_MAX) {
+                fprintf(stderr, "voclproxyd: --pool-size must be 4K..64M\n");
+                return 2;
+            }
+            break;
+        case OPT_NO_PIPELINE: o->xfer.pipeline = false; break;
+        case OPT_NO_DIRECT: o->xfer.direct = false; break;
         case 'v': vocl_log_level++; break;
         case 'q': vocl_log_level = VOCL_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -137,11 +196,28 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
     return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
 }
 
+/* A chunk of a read: sent once the client takes it, but not waited for forever. */
 static int mpi_send(struct proxyd_session *s, const void *buf, size_t n)
 {
-    return MPI_Send(buf, (int)n, MPI_BYTE, s->peer, VOCL_TAG_DATA, session_comm(s)) == MPI_SUCCESS
-               ? 0
-               : -1;
+    MPI_Request req;
+    int done = 0;
+    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, VOCL_TAG_DATA, session_comm(s), &req) !=
+        MPI_SUCCESS)
+        return -1;
+    uint64_t start = vocl_now_ns();
+    while (!done) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (!done && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
+            vocl_warn("rank %d: data chunk not taken in 30 s", s->peer);
+            MPI_Cancel(&req);
+            MPI_Request_free(&req);
+            return -1;
+        }
+        if (!done)
+            vocl_backoff(start, 100000);
+    }
+    return 0;
 }
 
 static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
@@ -152,7 +228,7 @@ static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
                : -1;
 }
 
-static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send, mpi_reply};
+static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send};
 
 /* --- serving sessions ------------------------------------------------------------------------ */
 
@@ -288,6 +364,8 @@ static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
     while (!sv->job_mode || sv->live > 0) {
+        if (sv->node->nkept)
+            proxyd_reap(sv->node, false);
         if (poll_once(sv)) {
             idle_since = vocl_now_ns();
             continue;
@@ -387,6 +465,22 @@ static int listen_mode(struct proxyd_node *node, const struct options *o)
     return 0;
 }
 
+/* VOCL_PROXY_RUSAGE=FILE: one line with this proxy's peak resident memory. */
+static void report_rusage(int rank)
+{
+    const char *path = getenv("VOCL_PROXY_RUSAGE");
+    struct rusage ru;
+    if (!path || !*path || getrusage(RUSAGE_SELF, &ru))
+        return;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        vocl_warn("cannot write %s", path);
+        return;
+    }
+    fprintf(f, "voclproxyd rank %d maxrss_kb %ld\n", rank, ru.ru_maxrss);
+    fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {0};
@@ -423,7 +517,13 @@ int main(int argc, char **argv)
     }
     if (node.ndev == 0)
         vocl_warn("no OpenCL device of the requested type on this node");
-    vocl_info("serving %u devices", node.ndev);
+    node.xfer = o.xfer;
+    if (o.xfer.pipeline && !(node.stream = proxyd_stream_start(cl)))
+        vocl_warn("no stream thread: reads will not overlap the network and the device");
+    vocl_info("serving %u devices; staging %u x %zu KiB%s%s", node.ndev,
+              o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,
+              o.xfer.pipeline ? ", pipelined" : ", not pipelined",
+              o.xfer.direct ? ", direct where possible" : "");
 
     if (o.listen) {
         rc = listen_mode(&node, &o);
@@ -439,7 +539,9 @@ int main(int argc, char **argv)
             rc = job_mode(&node, nclients);
         }
     }
+    proxyd_stream_stop(node.stream);
     proxyd_node_close(&node);
+    report_rusage(rank);
     MPI_Finalize();
     return rc;
 }

@@ -2,8 +2,23 @@
  * ops_memory.c - proxy handlers for memory objects and transfers.
  *
  * Bulk data comes in one of three modes (protocol.h): inline in the message,
- * in chunks on the data channel (staged through one chunk-sized buffer), or,
- * for the in-process executor only, as a host pointer used in place.
+ * in chunks on the data channel, or, for the in-process executor only, as a
+ * host pointer used in place.  Chunked buffer transfers take the fastest of
+ * three paths:
+ *
+ *   direct   the device keeps its buffers in host memory (a CPU device):
+ *            the region is mapped (no copy) and the chunks are received
+ *            straight into it, or sent straight from it;
+ *   staged   each chunk passes through the next buffer of the node's pinned
+ *            pool; the device copy of chunk k runs (on the driver's threads)
+ *            while chunk k+1 crosses the network (on this thread for writes,
+ *            on the stream thread for reads: stream.c);
+ *   serial   VOCL_PIPELINE=0: one staging buffer, each stage waited for.
+ *
+ * A request that wanted no reply must never leave this thread waiting on a
+ * queue that a user event not yet set may hold (the client would be waiting
+ * for us to read its clSetUserEventStatus): such transfers go through
+ * memory of their own instead (may_block).
  */
 #include "proxyd.h"
 
@@ -39,8 +54,12 @@ static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data
     }
     case VOCL_DATA_CHUNKED:
         x->chunk = (size_t)vocl_rd_u64(q->r);
-        if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > PROXYD_CHUNK_MAX)
+        if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
             proxyd_fail(q, "chunk size out of range");
+        /* A chunked read answers with one message per chunk, even when it
+         * fails: keep that count sane. */
+        if (size / PROXYD_CHUNK_MIN > (1u << 24))
+            proxyd_fail(q, "transfer too large");
         break;
     case VOCL_DATA_HOSTPTR:
         x->host = (void *)(uintptr_t)vocl_rd_u64(q->r);
@@ -52,48 +71,243 @@ static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data
     }
 }
 
+static size_t chunk_len(const struct xfer *x, size_t done)
+{
+    return x->size - done < x->chunk ? x->size - done : x->chunk;
+}
+
+/* Receives every chunk of x into dst. */
+static int recv_chunks(struct proxyd_req *q, const struct xfer *x, uint8_t *dst)
+{
+    for (size_t done = 0; done < x->size; done += x->chunk)
+        if (q->s->data->recv(q->s, dst + done, chunk_len(x, done))) {
+            q->s->broken = true; /* the data channel is out of step */
+            return -1;
+        }
+    return 0;
+}
+
 /*
- * A chunked transfer whose request was rejected: the client sent (or will
+ * A chunked write whose request was rejected: the client sent (or will
  * send) its chunks anyway, so they are drained to keep the channel in step.
  */
-static int drain_chunks(struct proxyd_req *q, const struct xfer *x)
+static void drain_chunks(struct proxyd_req *q, const struct xfer *x)
 {
     if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
-        return 0;
-    void *buf = malloc(x->chunk);
-    int rc = buf ? 0 : -1;
-    for (size_t done = 0; rc == 0 && done < x->size; done += x->chunk) {
-        size_t n = x->size - done < x->chunk ? x->size - done : x->chunk;
-        rc = q->s->data->recv(q->s, buf, n);
-    }
-    free(buf);
-    if (rc)
+        return;
+    uint8_t *buf = malloc(x->chunk);
+    for (size_t done = 0; buf && done < x->size; done += x->chunk)
+        if (q->s->data->recv(q->s, buf, chunk_len(x, done)))
+            break;
+    if (!buf)
         q->s->broken = true;
+    free(buf);
+}
+
+/* A failed chunked read: as many empty chunks as the client waits for. */
+static void fail_chunks(struct proxyd_req *q, const struct xfer *x)
+{
+    if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
+        return;
+    for (size_t done = 0; done < x->size; done += x->chunk)
+        proxyd_stream_send(q->s->node, &(struct proxyd_stream_chunk){.s = q->s});
+}
+
+/* Sends buf's x->size bytes as chunks once ready completes; buf is freed after. */
+static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf, bool ok)
+{
+    for (size_t done = 0; done < x->size; done += x->chunk) {
+        bool last = done + x->chunk >= x->size;
+        proxyd_stream_send(q->s->node,
+                           &(struct proxyd_stream_chunk){.s = q->s,
+                                                         .data = buf ? buf + done : NULL,
+                                                         .n = chunk_len(x, done),
+                                                         .ok = ok && buf,
+                                                         .free_after = last ? buf : NULL});
+    }
+    if (x->size == 0)
+        free(buf);
+}
+
+/* The proxy may wait on queues: the client waits too, or nothing waits for it. */
+static bool may_block(const struct proxyd_req *q)
+{
+    return !q->async || q->s->user_events == 0;
+}
+
+/* Whether queue's device keeps buffers in host memory, so a map costs no copy. */
+static bool direct_ok(struct proxyd_req *q, cl_command_queue queue)
+{
+    cl_device_id dev;
+    cl_bool unified = CL_FALSE;
+    return q->s->node->xfer.direct && q->s->node->xfer.pipeline &&
+           q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) ==
+               CL_SUCCESS &&
+           q->cl->clGetDeviceInfo(dev, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(unified), &unified,
+                                  NULL) == CL_SUCCESS &&
+           unified;
+}
+
+/* The end of a command made of several: waits if blocking, hands over its event. */
+static cl_int finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
+                         cl_event *ev)
+{
+    if (rc == CL_SUCCESS && e && blocking)
+        rc = q->cl->clWaitForEvents(1, &e);
+    if (rc == CL_SUCCESS && ev)
+        *ev = e;
+    else if (e)
+        q->cl->clReleaseEvent(e);
     return rc;
+}
+
+/* Host memory a non-blocking write reads from: freed when the write is done. */
+static void keep_until_done(struct proxyd_req *q, cl_int rc, cl_event e, void *mem)
+{
+    if (rc != CL_SUCCESS || !e) {
+        free(mem);
+    } else if (proxyd_keep(q->s->node, e, mem)) {
+        q->cl->clWaitForEvents(1, &e);
+        free(mem);
+    }
 }
 
 /* Writes x's bytes into [offset, offset+size) of buf through queue. */
 static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
-                           const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_event *ev)
+                           const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_bool blocking,
+                           cl_event *ev)
 {
-    void *stage = malloc(x->chunk);
-    cl_int rc = stage ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+    cl_event e = NULL;
+    cl_int rc;
+    if (!may_block(q)) {
+        uint8_t *mem = malloc(x->size);
+        if (!mem) {
+            drain_chunks(q, x);
+            return CL_OUT_OF_HOST_MEMORY;
+        }
+        if (recv_chunks(q, x, mem)) {
+            free(mem);
+            return CL_OUT_OF_RESOURCES;
+        }
+        rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_FALSE, offset, x->size, mem, nwl, wl, &e);
+        keep_until_done(q, rc, e, mem);
+        return finish_cmd(q, rc, e, CL_FALSE, ev);
+    }
+    if (direct_ok(q, queue)) {
+        uint8_t *p = q->cl->clEnqueueMapBuffer(queue, buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
+                                               offset, x->size, nwl, wl, NULL, &rc);
+        if (p) {
+            int got = recv_chunks(q, x, p);
+            rc = q->cl->clEnqueueUnmapMemObject(queue, buf, p, 0, NULL, &e);
+            return finish_cmd(q, got ? CL_OUT_OF_RESOURCES : rc, e, blocking, ev);
+        }
+        /* Not mappable (CL_MEM_HOST_NO_ACCESS, ...): the staged write says why. */
+    }
+    struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
+    if (!pool) {
+        drain_chunks(q, x);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    cl_bool serial = !q->s->node->xfer.pipeline;
+    rc = CL_SUCCESS;
     for (size_t done = 0; done < x->size; done += x->chunk) {
-        size_t n = x->size - done < x->chunk ? x->size - done : x->chunk;
-        bool last = done + n == x->size;
-        if (!stage || q->s->data->recv(q->s, stage, n)) {
-            q->s->broken = true; /* the data channel is out of step */
-            free(stage);
-            return stage ? CL_OUT_OF_RESOURCES : CL_OUT_OF_HOST_MEMORY;
+        size_t n = chunk_len(x, done);
+        unsigned slot;
+        uint8_t *stage = proxyd_pool_take(pool, &slot);
+        if (q->s->data->recv(q->s, stage, n)) {
+            q->s->broken = true;
+            rc = CL_OUT_OF_RESOURCES;
+            break;
         }
         if (rc != CL_SUCCESS)
             continue; /* an earlier chunk failed: drain the rest */
-        rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_TRUE, offset + done, n, stage,
-                                         done == 0 ? nwl : 0, done == 0 ? wl : NULL,
-                                         last ? ev : NULL);
+        cl_event prev = e;
+        e = NULL;
+        /* Each chunk after the one before: the command completes with the last. */
+        rc = q->cl->clEnqueueWriteBuffer(queue, buf, serial, offset + done, n, stage,
+                                         prev ? 1 : nwl, prev ? &prev : wl, &e);
+        if (prev)
+            q->cl->clReleaseEvent(prev);
+        if (rc == CL_SUCCESS)
+            proxyd_pool_busy(pool, slot, e);
     }
-    free(stage);
-    return rc;
+    return finish_cmd(q, rc, e, blocking, ev);
+}
+
+/* Reads [offset, offset+size) of buf through queue and sends it as x's chunks. */
+static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
+                          const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_bool blocking,
+                          cl_event *ev)
+{
+    cl_event e = NULL;
+    cl_int rc = CL_SUCCESS;
+    cl_context ctx;
+    cl_event gate = NULL, mapped = NULL;
+    if (direct_ok(q, queue) &&
+        q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) ==
+            CL_SUCCESS &&
+        (gate = q->cl->clCreateUserEvent(ctx, &rc))) {
+        /* The unmap waits for the stream to send the last chunk (gate), so
+         * the commands after the read cannot touch the region before. */
+        uint8_t *p = q->cl->clEnqueueMapBuffer(queue, buf, CL_FALSE, CL_MAP_READ, offset, x->size,
+                                               nwl, wl, &mapped, &rc);
+        if (p && q->cl->clEnqueueUnmapMemObject(queue, buf, p, 1, &gate, &e) == CL_SUCCESS) {
+            for (size_t done = 0; done < x->size; done += x->chunk) {
+                bool last = done + x->chunk >= x->size;
+                q->cl->clRetainEvent(mapped);
+                proxyd_stream_send(q->s->node,
+                                   &(struct proxyd_stream_chunk){.s = q->s,
+                                                                 .ready = mapped,
+                                                                 .data = p + done,
+                                                                 .n = chunk_len(x, done),
+                                                                 .ok = true,
+                                                                 .gate = last ? gate : NULL});
+            }
+            q->cl->clReleaseEvent(mapped);
+            return finish_cmd(q, CL_SUCCESS, e, blocking, ev);
+        }
+        if (mapped) { /* mapped but not unmapped: give it back */
+            q->cl->clWaitForEvents(1, &mapped);
+            q->cl->clEnqueueUnmapMemObject(queue, buf, p, 0, NULL, NULL);
+            q->cl->clReleaseEvent(mapped);
+        }
+        q->cl->clSetUserEventStatus(gate, CL_COMPLETE);
+        q->cl->clReleaseEvent(gate);
+        /* Not mappable: the staged read says why. */
+    }
+    struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
+    bool own = !may_block(q) || !pool; /* memory of its own, not the pool */
+    cl_bool serial = !q->s->node->xfer.pipeline;
+    rc = CL_SUCCESS;
+    for (size_t done = 0; done < x->size; done += x->chunk) {
+        size_t n = chunk_len(x, done);
+        struct proxyd_stream_chunk c = {.s = q->s, .n = n};
+        unsigned slot = 0;
+        if (rc == CL_SUCCESS) {
+            uint8_t *stage = own ? malloc(n) : proxyd_pool_take(pool, &slot);
+            cl_event prev = e;
+            e = NULL;
+            rc = stage ? q->cl->clEnqueueReadBuffer(queue, buf, serial, offset + done, n, stage,
+                                                    prev ? 1 : nwl, prev ? &prev : wl, &e)
+                       : CL_OUT_OF_HOST_MEMORY;
+            if (prev)
+                q->cl->clReleaseEvent(prev);
+            if (rc == CL_SUCCESS) {
+                c.ok = true;
+                c.data = stage;
+                c.ready = e;
+                q->cl->clRetainEvent(e);
+                if (own)
+                    c.free_after = stage;
+                else
+                    c.slot = proxyd_pool_hold(pool, slot);
+            } else if (own) {
+                free(stage);
+            }
+        }
+        proxyd_stream_send(q->s->node, &c);
+    }
+    return finish_cmd(q, rc, e, blocking, ev);
 }
 
 /* A temporary queue on the context's first device, to fill a new buffer. */
@@ -141,7 +355,7 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
         if (mem && !tq)
             err = CL_OUT_OF_RESOURCES;
         if (tq) {
-            err = write_chunks(q, tq, mem, 0, &x, 0, NULL, NULL);
+            err = write_chunks(q, tq, mem, 0, &x, 0, NULL, CL_TRUE, NULL);
             q->cl->clReleaseCommandQueue(tq);
         } else {
             drain_chunks(q, &x);
@@ -192,13 +406,16 @@ static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
     rd_xfer(q, &b->x, b->size, data_in);
     if (b->x.mode == VOCL_DATA_NONE)
         proxyd_fail(q, "transfer without data or destination");
+    /* A read that answers in its reply must have a reply to answer in. */
+    if (!data_in && b->x.mode == VOCL_DATA_INLINE && q->async)
+        proxyd_fail(q, "inline read without a reply");
 }
 
 void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
 {
     struct buf_xfer b;
     rd_buf_xfer(q, &b, true);
-    cl_event ev = NULL;
+    cl_event ev = NULL, *evp = b.ev_id ? &ev : NULL;
     cl_int rc;
 
     if (!proxyd_req_begin(q)) {
@@ -207,81 +424,60 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
     }
     switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
-        rc = write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.ev_id ? &ev : NULL);
+        rc = write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
         break;
     case VOCL_DATA_HOSTPTR:
         rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
-                                         b.nwl, b.wl, b.ev_id ? &ev : NULL);
+                                         b.nwl, b.wl, evp);
         break;
-    default: /* inline: the message is gone after this call, so block */
-        rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, b.x.inline_data,
-                                         b.nwl, b.wl, b.ev_id ? &ev : NULL);
+    default:
+        if (b.blocking) {
+            rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size,
+                                             b.x.inline_data, b.nwl, b.wl, evp);
+        } else {
+            /* The message is gone after this call: write from a copy. */
+            cl_event e = NULL;
+            void *copy = malloc(b.size);
+            if (copy)
+                memcpy(copy, b.x.inline_data, b.size);
+            rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size,
+                                                    copy, b.nwl, b.wl, &e)
+                      : CL_OUT_OF_HOST_MEMORY;
+            keep_until_done(q, rc, e, copy);
+            rc = finish_cmd(q, rc, e, CL_FALSE, evp);
+        }
     }
     proxyd_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
-}
-
-/* Sends the reply written so far, then starts the next one in q->w. */
-static int flush_reply(struct proxyd_req *q)
-{
-    vocl_wr_finish(q->w);
-    int rc = q->s->data->reply(q->s, q->w);
-    vocl_wr_begin(q->w, (uint16_t)q->op, 0, 0);
-    return rc;
 }
 
 void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
 {
     struct buf_xfer b;
     rd_buf_xfer(q, &b, false);
-    cl_event ev = NULL;
+    cl_event ev = NULL, *evp = b.ev_id ? &ev : NULL;
     cl_int rc;
 
     void *out = b.x.mode == VOCL_DATA_INLINE ? proxyd_tmp(q, b.size) : NULL;
-    if (!proxyd_req_begin(q))
+    if (!proxyd_req_begin(q)) {
+        fail_chunks(q, &b.x);
         return;
-    if (b.x.mode == VOCL_DATA_HOSTPTR) {
+    }
+    switch (b.x.mode) {
+    case VOCL_DATA_HOSTPTR:
         rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
-                                        b.nwl, b.wl, b.ev_id ? &ev : NULL);
-    } else if (b.x.mode == VOCL_DATA_INLINE) {
-        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, out, b.nwl, b.wl,
-                                        b.ev_id ? &ev : NULL);
+                                        b.nwl, b.wl, evp);
+        break;
+    case VOCL_DATA_INLINE:
+        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, out, b.nwl,
+                                        b.wl, evp);
         vocl_wr_i32(q->w, rc);
         if (rc == CL_SUCCESS)
             vocl_wr_bytes(q->w, out, b.size);
         proxyd_put_event(q, rc, b.ev_id, ev);
         return;
-    } else {
-        /* Chunked: the first chunk decides the reply; the rest stream after it. */
-        void *stage = malloc(b.x.chunk);
-        size_t n0 = b.size < b.x.chunk ? b.size : b.x.chunk;
-        rc = stage ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, n0, stage, b.nwl,
-                                                b.wl, n0 == b.size && b.ev_id ? &ev : NULL)
-                   : CL_OUT_OF_HOST_MEMORY;
-        vocl_wr_i32(q->w, rc);
-        if (rc != CL_SUCCESS) {
-            free(stage);
-            return;
-        }
-        if (flush_reply(q) || q->s->data->send(q->s, stage, n0)) {
-            q->s->broken = true;
-            free(stage);
-            return;
-        }
-        for (size_t done = n0; done < b.size; done += b.x.chunk) {
-            size_t n = b.size - done < b.x.chunk ? b.size - done : b.x.chunk;
-            if (rc == CL_SUCCESS)
-                rc =
-                    q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset + done, n, stage,
-                                               0, NULL, done + n == b.size && b.ev_id ? &ev : NULL);
-            if (rc != CL_SUCCESS)
-                memset(stage, 0, n);
-            if (q->s->data->send(q->s, stage, n)) {
-                q->s->broken = true;
-                break;
-            }
-        }
-        free(stage);
+    default:
+        rc = read_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
     }
     proxyd_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
@@ -351,40 +547,33 @@ static const void *span_in(struct proxyd_req *q, const struct xfer *x, bool *own
         drain_chunks(q, x);
         return NULL;
     }
-    for (size_t done = 0; done < x->size; done += x->chunk) {
-        size_t n = x->size - done < x->chunk ? x->size - done : x->chunk;
-        if (q->s->data->recv(q->s, buf + done, n)) {
-            q->s->broken = true;
-            free(buf);
-            return NULL;
-        }
+    if (recv_chunks(q, x, buf)) {
+        free(buf);
+        return NULL;
     }
     *owned = true;
     return buf;
 }
 
-/* Sends a span that was read into buf (remote) after the status rc. */
-static void span_out(struct proxyd_req *q, const struct xfer *x, cl_int rc, const void *buf)
+/* Where a span is read to: the client's memory in-process, else a buffer
+ * that span_out sends (chunked: freed once sent; inline: the reply). */
+static void *span_dst(struct proxyd_req *q, const struct xfer *x)
+{
+    if (x->mode == VOCL_DATA_HOSTPTR)
+        return x->host;
+    if (x->mode == VOCL_DATA_CHUNKED)
+        return malloc(x->size ? x->size : 1);
+    return proxyd_tmp(q, x->size);
+}
+
+/* The status rc of a span read into buf, and its bytes. */
+static void span_out(struct proxyd_req *q, const struct xfer *x, cl_int rc, void *buf)
 {
     vocl_wr_i32(q->w, rc);
-    if (rc != CL_SUCCESS || x->mode == VOCL_DATA_HOSTPTR)
-        return;
-    if (x->mode == VOCL_DATA_INLINE) {
+    if (x->mode == VOCL_DATA_CHUNKED)
+        send_owned(q, x, buf, rc == CL_SUCCESS);
+    else if (x->mode == VOCL_DATA_INLINE && rc == CL_SUCCESS)
         vocl_wr_bytes(q->w, buf, x->size);
-        return;
-    }
-    if (flush_reply(q)) {
-        q->s->broken = true;
-        return;
-    }
-    for (size_t done = 0; done < x->size; done += x->chunk) {
-        size_t n = x->size - done < x->chunk ? x->size - done : x->chunk;
-        if (q->s->data->send(q->s, (const uint8_t *)buf + done, n)) {
-            q->s->broken = true;
-            return;
-        }
-    }
-    vocl_wr_i32(q->w, CL_SUCCESS); /* the trailer */
 }
 
 /* The span must hold what the pitches and region address. */
@@ -424,9 +613,11 @@ static void buffer_rect(struct proxyd_req *q, bool write)
         check_span(q, span, horigin, region, hrow, hslice, 1);
     if (!borigin || !horigin || !region)
         proxyd_fail(q, "rect transfer without origins or region");
-    void *out = !write && x.mode != VOCL_DATA_HOSTPTR ? proxyd_tmp(q, span) : NULL;
     if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &x);
+        if (write)
+            drain_chunks(q, &x);
+        else
+            fail_chunks(q, &x);
         return;
     }
     cl_int rc;
@@ -442,11 +633,12 @@ static void buffer_rect(struct proxyd_req *q, bool write)
             free((void *)data);
         vocl_wr_i32(q->w, rc);
     } else {
-        void *dst = x.mode == VOCL_DATA_HOSTPTR ? x.host : out;
-        rc = q->cl->clEnqueueReadBufferRect(
-            queue, buf, x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE, borigin, horigin, region,
-            brow, bslice, hrow, hslice, dst, nwl, wl, ev_id ? &ev : NULL);
-        span_out(q, &x, rc, out);
+        void *dst = span_dst(q, &x);
+        rc = dst ? q->cl->clEnqueueReadBufferRect(
+                       queue, buf, x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE, borigin,
+                       horigin, region, brow, bslice, hrow, hslice, dst, nwl, wl, ev_id ? &ev : NULL)
+                 : CL_OUT_OF_HOST_MEMORY;
+        span_out(q, &x, rc, dst);
     }
     proxyd_put_event(q, rc, ev_id, ev);
 }
@@ -491,9 +683,11 @@ static void image_rw(struct proxyd_req *q, bool write)
         const size_t zero[3] = {0, 0, 0};
         check_span(q, span, zero, region, rp, sp, elem);
     }
-    void *out = !write && x.mode != VOCL_DATA_HOSTPTR ? proxyd_tmp(q, span) : NULL;
     if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &x);
+        if (write)
+            drain_chunks(q, &x);
+        else
+            fail_chunks(q, &x);
         return;
     }
     cl_int rc;
@@ -507,10 +701,11 @@ static void image_rw(struct proxyd_req *q, bool write)
             free((void *)data);
         vocl_wr_i32(q->w, rc);
     } else {
-        void *dst = x.mode == VOCL_DATA_HOSTPTR ? x.host : out;
-        rc = q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice, dst, nwl, wl,
-                                       ev_id ? &ev : NULL);
-        span_out(q, &x, rc, out);
+        void *dst = span_dst(q, &x);
+        rc = dst ? q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice, dst,
+                                             nwl, wl, ev_id ? &ev : NULL)
+                 : CL_OUT_OF_HOST_MEMORY;
+        span_out(q, &x, rc, dst);
     }
     proxyd_put_event(q, rc, ev_id, ev);
 }

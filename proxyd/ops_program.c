@@ -6,11 +6,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* More arguments than any device's parameter space holds: a broken library. */
+enum { KERNEL_ARGS_MAX = 65536 };
+
 static cl_uint kernel_nargs(struct proxyd_req *q, cl_kernel k)
 {
     cl_uint n = 0;
-    q->cl->clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(n), &n, NULL);
-    return n;
+    if (q->cl->clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(n), &n, NULL) != CL_SUCCESS)
+        return 0;
+    return n < KERNEL_ARGS_MAX ? n : KERNEL_ARGS_MAX;
+}
+
+/*
+ * The enum vocl_arg_kind of argument i, from the native argument info.
+ * Images count whatever their address qualifier (PoCL calls them global);
+ * pipes are named by their packet type, with CL_KERNEL_ARG_TYPE_PIPE set.
+ */
+static uint8_t arg_kind(struct proxyd_req *q, cl_kernel k, cl_uint i)
+{
+    cl_kernel_arg_address_qualifier addr;
+    cl_kernel_arg_type_qualifier tq;
+    size_t len = 0;
+    if (q->cl->clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(addr), &addr,
+                                  NULL) != CL_SUCCESS ||
+        q->cl->clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof(tq), &tq, NULL) !=
+            CL_SUCCESS ||
+        q->cl->clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, 0, NULL, &len) != CL_SUCCESS)
+        return VOCL_ARG_UNKNOWN;
+    char *type = malloc(len + 1);
+    if (!type)
+        return VOCL_ARG_UNKNOWN;
+    uint8_t kind = VOCL_ARG_UNKNOWN;
+    if (q->cl->clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, len, type, NULL) == CL_SUCCESS) {
+        type[len] = '\0';
+        bool pointer = strchr(type, '*') != NULL;
+        if ((tq & CL_KERNEL_ARG_TYPE_PIPE) || !strncmp(type, "pipe", 4) ||
+            (!pointer && !strncmp(type, "image", 5) && type[5] >= '1' && type[5] <= '3'))
+            kind = VOCL_ARG_IMAGE;
+        else if (addr == CL_KERNEL_ARG_ADDRESS_GLOBAL || addr == CL_KERNEL_ARG_ADDRESS_CONSTANT)
+            kind = VOCL_ARG_BUFFER;
+        else if (addr == CL_KERNEL_ARG_ADDRESS_LOCAL)
+            kind = VOCL_ARG_LOCAL;
+        else if (!strcmp(type, "sampler_t"))
+            kind = VOCL_ARG_SAMPLER;
+        else
+            kind = VOCL_ARG_VALUE;
+    }
+    free(type);
+    return kind;
+}
+
+/* A kernel's shape in a reply: u32 argument count, then one enum
+ * vocl_arg_kind byte per argument.  k may be NULL (no arguments). */
+static void put_kernel_args(struct proxyd_req *q, cl_kernel k)
+{
+    cl_uint n = k ? kernel_nargs(q, k) : 0;
+    vocl_wr_u32(q->w, n);
+    for (cl_uint i = 0; i < n; i++)
+        vocl_wr_u8(q->w, arg_kind(q, k, i));
 }
 
 void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
@@ -159,8 +212,26 @@ void proxyd_op_clCreateKernel(struct proxyd_req *q)
     if (!proxyd_req_begin(q))
         return;
     cl_kernel k = q->cl->clCreateKernel(prog, name, &err);
-    proxyd_reply_made(q, id, VOCL_T_KERNEL, k, err);
-    vocl_wr_u32(q->w, k ? kernel_nargs(q, k) : 0);
+    /* As proxyd_reply_made, but the arguments are read before the kernel is
+     * recorded: a refused id releases it. */
+    vocl_wr_i32(q->w, k ? CL_SUCCESS : err);
+    put_kernel_args(q, k);
+    if (k)
+        proxyd_put_new(q, id, VOCL_T_KERNEL, k);
+}
+
+/* CL_KERNEL_FUNCTION_NAME as a string; "" when the native call fails. */
+static void put_kernel_name(struct proxyd_req *q, cl_kernel k)
+{
+    size_t len = 0;
+    char *name = NULL;
+    if (q->cl->clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len) == CL_SUCCESS && len)
+        name = malloc(len);
+    if (name && q->cl->clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, len, name, NULL) == CL_SUCCESS)
+        vocl_wr_bytes(q->w, name, strnlen(name, len));
+    else
+        vocl_wr_str(q->w, "");
+    free(name);
 }
 
 void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
@@ -177,8 +248,11 @@ void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
     if (rc != CL_SUCCESS)
         return;
     vocl_wr_u32(q->w, nret);
+    /* Per kernel made: its name (the client has not asked for it by name),
+     * then its arguments as clCreateKernel sends them. */
     for (cl_uint i = 0; ks && i < nret && i < nids; i++) {
-        vocl_wr_u32(q->w, kernel_nargs(q, ks[i]));
+        put_kernel_name(q, ks[i]);
+        put_kernel_args(q, ks[i]);
         proxyd_put_new(q, ids[i], VOCL_T_KERNEL, ks[i]);
     }
 }

@@ -9,6 +9,7 @@
 
 #define VOCL_PROXYD_INTERNAL 1
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,9 +22,30 @@
 
 /* Largest info value a proxy allocates for one query. */
 #define PROXYD_INFO_MAX (VOCL_MSG_MAX / 2)
-/* Bounds on the chunk size a client may ask for. */
+/* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
 #define PROXYD_CHUNK_MIN (4u << 10)
 #define PROXYD_CHUNK_MAX (64u << 20)
+/* Default staging pool: 4 buffers of 4 MiB (vocl-bench: larger buffers gain
+ * nothing on loopback, fewer lose the overlap). */
+#define PROXYD_POOL_N    4u
+#define PROXYD_POOL_SIZE (4u << 20)
+
+/* Staging buffers for chunked transfers (pool.c). */
+struct proxyd_pool;
+
+/* Host memory a device command still reads: freed when its event completes. */
+struct proxyd_kept {
+    cl_event ev;
+    void *mem;
+};
+
+/* How this proxy moves bulk data (voclproxyd options; defaults in exec.c). */
+struct proxyd_xfer_cfg {
+    unsigned pool_n;    /* staging buffers */
+    size_t pool_size;   /* bytes each: also the chunk size clients use */
+    bool pipeline;      /* overlap the network and device stages */
+    bool direct;        /* receive into mapped device memory where it is host memory */
+};
 
 /* The native devices this proxy serves. */
 struct proxyd_node {
@@ -32,6 +54,12 @@ struct proxyd_node {
     cl_uint ndev;
     cl_device_id *devs;
     cl_device_type *types;
+    cl_ulong *max_alloc;
+    struct proxyd_xfer_cfg xfer;
+    struct proxyd_pool *pool;     /* made on first use */
+    struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
+    struct proxyd_kept *kept;
+    size_t nkept, capkept;
 };
 
 /* One object a session created (or a root device), by client id. */
@@ -47,10 +75,9 @@ struct proxyd_session;
 struct proxyd_data_ops {
     /* Receive exactly n bytes of the next chunk; 0 or -1. */
     int (*recv)(struct proxyd_session *s, void *buf, size_t n);
-    /* Send n bytes as the next chunk; 0 or -1. */
+    /* Send n bytes as the next chunk; 0 or -1.  Called from the stream
+     * thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, const void *buf, size_t n);
-    /* Send a finished reply now (before the chunks of a read); 0 or -1. */
-    int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
 };
 
 struct proxyd_session {
@@ -61,7 +88,15 @@ struct proxyd_session {
     void *transport; /* the transport's own state (an MPI communicator) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;
-    bool broken; /* a protocol violation ended the session */
+    atomic_bool broken; /* a protocol violation ended the session */
+    /* The first error of a request that wanted no reply, reported by the
+     * next synchronising request (exec.c: is_sync_op). */
+    cl_int deferred;
+    unsigned deferred_op;
+    /* User events not yet set: a command may wait on the client, so the
+     * proxy must never block on a queue for a non-blocking request. */
+    unsigned user_events;
+    struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
 };
 
 /* One request being decoded and executed. */
@@ -71,6 +106,7 @@ struct proxyd_req {
     struct vocl_rd *r;
     struct vocl_wr *w;
     unsigned op;
+    bool async;       /* the client waits for no reply (a non-blocking command) */
     cl_int err;       /* first OpenCL error met while decoding (a bad handle) */
     const char *fail; /* a protocol violation: the request is rejected */
     void *tmp[8];     /* scratch blocks, freed when the request ends */
@@ -120,8 +156,53 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t);
 cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native);
 
+/* The network stage of reads (stream.c): one chunk to send. */
+struct proxyd_stream;
+struct proxyd_stream_chunk {
+    struct proxyd_session *s;
+    cl_event ready;   /* sent once this completes (then released); NULL: now */
+    const void *data;
+    size_t n;
+    bool ok;          /* false, or ready failed: sent empty (the read failed) */
+    atomic_int *slot; /* a pool buffer, given back once sent */
+    cl_event gate;    /* a user event completed once sent (then released) */
+    void *free_after;
+};
+struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
+void proxyd_stream_stop(struct proxyd_stream *st);
+/* Queues a chunk behind the ones already queued (node without a stream: sends it now). */
+void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chunk *c);
+/* Waits until every queued chunk is sent. */
+void proxyd_stream_flush(struct proxyd_node *node);
+
+/* Staging pool (pool.c). */
+struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);
+void proxyd_pool_free(struct proxyd_pool *p);
+/* The node's pool, made on first use; NULL when out of memory. */
+struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node);
+size_t proxyd_pool_size(const struct proxyd_pool *p);
+unsigned proxyd_pool_count(const struct proxyd_pool *p);
+/* The next buffer in turn, once the device command using it is done. */
+uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot);
+/* Marks the buffer in use until ev completes. */
+void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev);
+/* Marks the buffer in use until the stream clears the flag returned. */
+atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot);
+/* Frees mem once ev completes; -1 when it cannot be tracked (mem is not taken). */
+int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem);
+/* Frees what completed (wait: everything, waiting for it). */
+void proxyd_reap(struct proxyd_node *node, bool wait);
+
+/* A session's timeline (trace.c); thread 0: requests, 1: the stream. */
+struct proxyd_trace;
+struct proxyd_trace *proxyd_trace_new(void);
+void proxyd_trace_free(struct proxyd_trace *t);
+void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint64_t start,
+                      uint64_t bytes);
+
 /* Protocol-only handlers. */
 void proxyd_op_program_binaries(struct proxyd_req *q);
+void proxyd_op_trace(struct proxyd_req *q);
 
 /* Generated: API opcodes. */
 int proxyd_dispatch_api(struct proxyd_req *q, unsigned op);

@@ -1,0 +1,200 @@
+/*
+ * profile.c - per-call counts and times (VOCL_PROFILE), and a timeline of
+ * the client's calls and its proxies' work (VOCL_TRACE).  See profile.h.
+ */
+#include "profile.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "vocl.h"
+
+bool vocl_prof_on;
+bool vocl_trace_on;
+
+static struct {
+    atomic_uint_fast64_t count, ns, bytes;
+} stats[VOCL_FN_COUNT];
+
+static _Thread_local int depth;
+static _Thread_local uint64_t call_bytes;
+
+/* Client trace events, kept in memory until exit. */
+struct tev {
+    uint16_t fn;
+    uint32_t tid;
+    uint64_t start, dur, bytes;
+};
+#define TRACE_MAX (1u << 20)
+static struct tev *tevs;
+static size_t ntev, captev, dropped;
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *trace_path;
+
+__attribute__((constructor)) static void prof_setup(void)
+{
+    const char *p = getenv("VOCL_PROFILE");
+    trace_path = getenv("VOCL_TRACE");
+    vocl_trace_on = trace_path && *trace_path;
+    vocl_prof_on = (p && *p && strcmp(p, "0")) || vocl_trace_on;
+}
+
+uint64_t vocl_prof_enter(void)
+{
+    if (depth++ == 0)
+        call_bytes = 0;
+    return vocl_now_ns();
+}
+
+static void trace_add(enum vocl_fn fn, uint64_t start, uint64_t dur, uint64_t bytes)
+{
+    pthread_mutex_lock(&trace_lock);
+    if (ntev == captev && captev < TRACE_MAX) {
+        size_t cap = captev ? 2 * captev : 4096;
+        struct tev *t = realloc(tevs, cap * sizeof(*t));
+        if (t) {
+            tevs = t;
+            captev = cap;
+        }
+    }
+    if (ntev < captev)
+        tevs[ntev++] = (struct tev){(uint16_t)fn, (uint32_t)syscall(SYS_gettid), start, dur, bytes};
+    else
+        dropped++;
+    pthread_mutex_unlock(&trace_lock);
+}
+
+void vocl_prof_leave(enum vocl_fn fn, uint64_t start_ns)
+{
+    if (--depth > 0)
+        return;
+    uint64_t dur = vocl_now_ns() - start_ns;
+    atomic_fetch_add_explicit(&stats[fn].count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats[fn].ns, dur, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats[fn].bytes, call_bytes, memory_order_relaxed);
+    if (vocl_trace_on)
+        trace_add(fn, start_ns, dur, call_bytes);
+}
+
+void vocl_prof_bytes(size_t n)
+{
+    call_bytes += n;
+}
+
+/* --- the table ------------------------------------------------------------------------------------ */
+
+static int by_time(const void *a, const void *b)
+{
+    uint64_t x = stats[*(const int *)a].ns, y = stats[*(const int *)b].ns;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_table(void)
+{
+    int order[VOCL_FN_COUNT], n = 0;
+    uint64_t total = 0;
+    for (int i = 0; i < VOCL_FN_COUNT; i++)
+        if (stats[i].count) {
+            order[n++] = i;
+            total += stats[i].ns;
+        }
+    qsort(order, (size_t)n, sizeof(order[0]), by_time);
+    fprintf(stderr, "\nVOCL profile (pid %d): %d entry points called, %.3f s in OpenCL calls\n",
+            (int)getpid(), n, total * 1e-9);
+    fprintf(stderr, "%-36s %10s %12s %12s %6s %14s\n", "call", "count", "total ms", "mean us",
+            "%time", "bytes");
+    for (int k = 0; k < n; k++) {
+        int i = order[k];
+        uint64_t c = stats[i].count, ns = stats[i].ns;
+        fprintf(stderr, "%-36s %10llu %12.3f %12.2f %6.1f %14llu\n", vocl_fn_names[i],
+                (unsigned long long)c, ns * 1e-6, ns * 1e-3 / (double)c,
+                total ? 100.0 * (double)ns / (double)total : 0.0,
+                (unsigned long long)stats[i].bytes);
+    }
+}
+
+/* --- the trace ------------------------------------------------------------------------------------ */
+
+/* A proxy's events (protocol.h, TRACE). */
+static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = px;
+    if (vocl_call_start(&c, VOCL_OP_TRACE) == 0 && vocl_call_send(&c) == 0) {
+        uint32_t n = vocl_rd_u32(&c.r);
+        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                   "\"args\":{\"name\":\"voclproxyd rank %d\"}}",
+                *first ? "" : ",\n", px->rank, px->rank);
+        *first = false;
+        for (uint32_t i = 0; i < n && !c.r.fail; i++) {
+            unsigned op = vocl_rd_u32(&c.r);
+            unsigned thread = vocl_rd_u32(&c.r);
+            uint64_t start = vocl_rd_u64(&c.r), dur = vocl_rd_u64(&c.r);
+            uint64_t bytes = vocl_rd_u64(&c.r);
+            if (c.r.fail)
+                break;
+            fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,"
+                       "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
+                    thread ? "send chunk" : vocl_op_name(op), px->rank, thread, start * 1e-3,
+                    dur * 1e-3, (unsigned long long)bytes);
+        }
+    }
+    vocl_call_end(&c);
+}
+
+static void write_trace(void)
+{
+    FILE *f = fopen(trace_path, "w");
+    if (!f) {
+        vocl_warn("VOCL_TRACE: cannot write %s", trace_path);
+        return;
+    }
+    int me = 0;
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    if (vocl.mpi_used && inited && !fin)
+        MPI_Comm_rank(vocl.comm, &me);
+    bool first = true;
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
+    for (int i = 0; i < vocl.nproxies; i++)
+        if (!vocl.proxies[i]->local && !vocl.proxies[i]->dead)
+            write_proxy_events(f, vocl.proxies[i], &first);
+    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+               "\"args\":{\"name\":\"application rank %d\"}}",
+            first ? "" : ",\n", me, me);
+    pthread_mutex_lock(&trace_lock);
+    for (size_t i = 0; i < ntev; i++)
+        fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,"
+                   "\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
+                vocl_fn_names[tevs[i].fn], me, tevs[i].tid, tevs[i].start * 1e-3,
+                tevs[i].dur * 1e-3, (unsigned long long)tevs[i].bytes);
+    if (dropped)
+        vocl_warn("VOCL_TRACE: %zu calls after the first %u not traced", dropped, TRACE_MAX);
+    free(tevs);
+    tevs = NULL;
+    ntev = captev = 0;
+    pthread_mutex_unlock(&trace_lock);
+    fputs("\n]}\n", f);
+    if (fclose(f))
+        vocl_warn("VOCL_TRACE: error writing %s", trace_path);
+}
+
+void vocl_prof_report(void)
+{
+    if (!vocl_prof_on)
+        return;
+    vocl_prof_on = false; /* what runs from here is not the application's */
+    if (vocl_trace_on)
+        write_trace();
+    const char *p = getenv("VOCL_PROFILE");
+    if (p && *p && strcmp(p, "0"))
+        print_table();
+}

@@ -1,0 +1,86 @@
+/*
+ * trace.c - a session's timeline, recorded when its client asks for one
+ * (VOCL_TRACE in the application) and handed over by the TRACE request.
+ */
+#include "proxyd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "backoff.h"
+
+#define TRACE_MAX (1u << 18) /* events a session keeps: 10 MB of reply at most */
+
+struct tev {
+    uint32_t op, thread;
+    uint64_t start, dur, bytes;
+};
+
+struct proxyd_trace {
+    pthread_mutex_t lock; /* the stream thread records too */
+    struct tev *ev;
+    size_t n, cap, dropped;
+};
+
+struct proxyd_trace *proxyd_trace_new(void)
+{
+    struct proxyd_trace *t = calloc(1, sizeof(*t));
+    if (t)
+        pthread_mutex_init(&t->lock, NULL);
+    return t;
+}
+
+void proxyd_trace_free(struct proxyd_trace *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_destroy(&t->lock);
+    free(t->ev);
+    free(t);
+}
+
+void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint64_t start,
+                      uint64_t bytes)
+{
+    uint64_t dur = vocl_now_ns() - start;
+    pthread_mutex_lock(&t->lock);
+    if (t->n == t->cap && t->cap < TRACE_MAX) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        struct tev *ev = realloc(t->ev, cap * sizeof(*ev));
+        if (ev) {
+            t->ev = ev;
+            t->cap = cap;
+        }
+    }
+    if (t->n < t->cap)
+        t->ev[t->n++] = (struct tev){op, thread, start, dur, bytes};
+    else
+        t->dropped++;
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* TRACE: the events so far (protocol.h), which are then forgotten. */
+void proxyd_op_trace(struct proxyd_req *q)
+{
+    struct proxyd_trace *t = q->s->trace;
+    if (!proxyd_req_begin(q))
+        return;
+    vocl_wr_i32(q->w, CL_SUCCESS);
+    if (!t) {
+        vocl_wr_u32(q->w, 0);
+        return;
+    }
+    pthread_mutex_lock(&t->lock);
+    vocl_wr_u32(q->w, (uint32_t)t->n);
+    for (size_t i = 0; i < t->n; i++) {
+        vocl_wr_u32(q->w, t->ev[i].op);
+        vocl_wr_u32(q->w, t->ev[i].thread);
+        vocl_wr_u64(q->w, t->ev[i].start);
+        vocl_wr_u64(q->w, t->ev[i].dur);
+        vocl_wr_u64(q->w, t->ev[i].bytes);
+    }
+    if (t->dropped)
+        vocl_warn("client %d: trace full: %zu events not recorded", q->s->peer, t->dropped);
+    t->n = 0;
+    pthread_mutex_unlock(&t->lock);
+}
