@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+"""vocl-bench - one OpenCL device, natively and through VOCL, side by side.
+
+Runs vocl-bench-worker (an ordinary OpenCL program) three times on the same
+device: natively, under `vocl-run -n 1`, and under vocl-run with
+VOCL_PIPELINE=0; prints one table (native | VOCL | ratio | VOCL no-pipeline |
+target and verdict), writes it as CSV and, with --plot, draws bandwidth
+against transfer size.  Python 3 standard library only; matplotlib or
+gnuplot for --plot.
+"""
+import argparse
+import csv
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+VERSION = "@VERSION@"
+# The build tree's files first (empty in the installed copy), then the
+# installed ones.
+WORKER_CANDIDATES = ["@BUILD_WORKER@", "@WORKER@"]
+VOCL_RUN_CANDIDATES = ["@BUILD_VOCL_RUN@", "@VOCL_RUN@"]
+
+PROG = "vocl-bench"
+SECTIONS = {"a": "call", "b": "bw", "c": "lat", "d": "launch"}
+SECTION_TITLES = {
+    "call": "(a) per-call overhead: mean time per call (Table 3 of the VOCL paper)",
+    "bw": "(b) bandwidth: window of non-blocking transfers, then clFinish",
+    "lat": "(c) blocking round trip: median",
+    "launch": "(d) launch throughput: small kernels, 7 arguments set before each",
+    "rss": "(e) peak resident memory",
+}
+# The worker's line sections; `info` and `end` carry no measurement.
+LINE_SECTIONS = ("info", "call", "bw", "lat", "launch", "rss", "end")
+
+# The targets of the issue.
+BW_TARGET = 0.95  # of native, for transfers of at least BW_TARGET_MIN bytes
+BW_TARGET_MIN = 16 << 20
+LAT_TARGET_EXTRA = 15e-6  # seconds over native, 4-byte blocking read
+LAUNCH_TARGET = 1.3  # times native
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+
+RUSAGE_LINE = re.compile(r"^voclproxyd rank (\d+) maxrss_kb (\d+)\s*$")
+
+
+def die(msg, code=EXIT_USAGE):
+    print("%s: %s" % (PROG, msg), file=sys.stderr)
+    sys.exit(code)
+
+
+def note(msg):
+    print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
+
+
+def find_first(candidates):
+    for c in candidates:
+        if c and not c.startswith("@") and os.path.exists(c):
+            return c
+    return None
+
+
+# ---- running the worker ----
+
+
+class Run:
+    """One run of the worker and what it printed."""
+
+    def __init__(self, label, cmd, env, rusage_file=None):
+        self.label = label
+        self.cmd = cmd
+        self.env = env
+        self.rusage_file = rusage_file
+        self.rc = None
+        self.seconds = 0.0
+        self.stderr = ""
+        self.values = {}  # (section, name, param) -> (value, unit), in order
+        self.info = {}
+        self.complete = False
+        self.error = None
+        self.proxy_rss_kib = None
+
+    @property
+    def ok(self):
+        return self.error is None
+
+
+def run_worker(run, timeout):
+    note("%s run: %s" % (run.label, " ".join(run.cmd)))
+    t0 = time.monotonic()
+    # A session of its own, so that a timeout can end mpiexec and every rank.
+    proc = subprocess.Popen(run.cmd, env=run.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        run.error = "timed out after %d s" % timeout
+    run.seconds = time.monotonic() - t0
+    run.rc = proc.returncode
+    run.stderr = err
+    parse_output(run, out)
+    if run.error is None:
+        if "verification failed" in err:
+            run.error = "verification failed"
+        elif run.rc != 0:
+            run.error = "exit status %d" % run.rc
+        elif not run.complete:
+            run.error = "the worker stopped before its end line"
+    if run.rusage_file:
+        run.proxy_rss_kib = read_proxy_rusage(run.rusage_file)
+    if run.ok:
+        note("%s run: done in %.1f s" % (run.label, run.seconds))
+    else:
+        note("%s run FAILED (%s) after %.1f s; its stderr ends with:" %
+             (run.label, run.error, run.seconds))
+        for line in err.splitlines()[-20:]:
+            print("    " + line, file=sys.stderr)
+
+
+def parse_output(run, out):
+    """Takes the worker's lines section,name,param,value,unit; anything else
+    (a proxy's or MPI's messages) is not a measurement and is skipped."""
+    for line in out.splitlines():
+        parts = line.strip().split(",")
+        if len(parts) != 5 or parts[0] not in LINE_SECTIONS:
+            continue
+        section, name, param, value, unit = parts
+        if section == "info":
+            run.info[name] = value
+            continue
+        if section == "end":
+            run.complete = name == "ok"
+            continue
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        if math.isfinite(v):
+            run.values[(section, name, param)] = (v, unit)
+
+
+def read_proxy_rusage(path):
+    """The proxies' peak RSS in KiB (summed over ranks), or None if they
+    wrote nothing."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    per_rank = {}
+    for line in lines:
+        m = RUSAGE_LINE.match(line)
+        if m:
+            per_rank[int(m.group(1))] = int(m.group(2))
+    return sum(per_rank.values()) if per_rank else None
+
+
+# ---- the table ----
+
+
+def fmt_time(s):
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(s) >= scale:
+            return "%.3g %s" % (s / scale, unit)
+    return "%.3g ns" % (s / 1e-9)
+
+
+def fmt_value(v, unit):
+    if v is None:
+        return "-"
+    if unit == "s":
+        return fmt_time(v)
+    if unit == "B/s":
+        return "%.3g GB/s" % (v / 1e9)
+    if unit == "KiB":
+        return "%.1f MiB" % (v / 1024.0)
+    return "%.4g %s" % (v, unit)
+
+
+def fmt_size(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return "%d %s" % (n // scale, unit)
+    return "%d B" % n
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+class Row:
+    def __init__(self, section, metric, param, unit, native, vocl, nopipe,
+                 target="", verdict=""):
+        self.section = section
+        self.metric = metric
+        self.param = param
+        self.unit = unit
+        self.native = native
+        self.vocl = vocl
+        self.nopipe = nopipe
+        self.target = target
+        self.verdict = verdict
+
+    @property
+    def ratio(self):
+        return ratio(self.vocl, self.native)
+
+
+def value_of(run, key):
+    if run is None or key not in run.values:
+        return None
+    return run.values[key][0]
+
+
+def ordered_keys(runs, section):
+    keys = []
+    for run in runs:
+        if run is None:
+            continue
+        for key in run.values:
+            if key[0] == section and key not in keys:
+                keys.append(key)
+    return keys
+
+
+def verdict(ok):
+    return "PASS" if ok else "MISS"
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def build_rows(native, vocl, nopipe):
+    runs = (native, vocl, nopipe)
+    rows = []
+
+    def triple(key):
+        return [value_of(r, key) for r in runs]
+
+    for key in ordered_keys(runs, "call"):
+        name = key[1] + (" (%s)" % key[2] if key[2] else "")
+        rows.append(Row("call", name, key[2], "s", *triple(key)))
+
+    bw_keys = ordered_keys(runs, "bw")
+    for direction in ("write", "read"):
+        keys = sorted((k for k in bw_keys if k[1] == direction), key=lambda k: int(k[2]))
+        gains = []
+        for key in keys:
+            size = int(key[2])
+            row = Row("bw", "%s %s" % (direction, fmt_size(size)), key[2], "B/s", *triple(key))
+            if size >= BW_TARGET_MIN:
+                row.target = ">= %d%% native" % round(BW_TARGET * 100)
+                if row.native is not None and row.vocl is not None:
+                    row.verdict = verdict(row.vocl >= BW_TARGET * row.native)
+                else:
+                    row.verdict = "n/a"
+                if row.vocl and row.nopipe:
+                    gains.append(row.vocl / row.nopipe)
+            rows.append(row)
+        if keys:
+            gain = Row("bw", "pipelining gain, %s >= %s" % (direction, fmt_size(BW_TARGET_MIN)),
+                       "gain", "x", None, None, None, target="report (VOCL / no-pipeline)")
+            if gains:
+                gain.vocl = geomean(gains)
+                gain.verdict = "gain %.2fx" % gain.vocl
+            elif nopipe is None:
+                gain.verdict = "n/a (no no-pipeline run)"
+            else:
+                gain.verdict = "n/a (no size >= %s)" % fmt_size(BW_TARGET_MIN)
+            rows.append(gain)
+
+    for key in ordered_keys(runs, "lat"):
+        labels = {"read4": "read 4 B, blocking", "write4": "write 4 B, blocking",
+                  "kernel_finish": "1-item kernel + clFinish"}
+        row = Row("lat", labels.get(key[1], key[1]), key[2], "s", *triple(key))
+        if key[1] == "read4":
+            row.target = "<= native + %d us" % round(LAT_TARGET_EXTRA * 1e6)
+            if row.native is not None and row.vocl is not None:
+                row.verdict = verdict(row.vocl <= row.native + LAT_TARGET_EXTRA)
+            else:
+                row.verdict = "n/a"
+        rows.append(row)
+
+    for key in ordered_keys(runs, "launch"):
+        n, _, nargs = key[1].partition("x")
+        row = Row("launch", "%s launches, %s args, total" % (n, nargs), key[2], "s", *triple(key))
+        row.target = "<= %.1fx native" % LAUNCH_TARGET
+        if row.native is not None and row.vocl is not None:
+            row.verdict = verdict(row.vocl <= LAUNCH_TARGET * row.native)
+        else:
+            row.verdict = "n/a"
+        rows.append(row)
+
+    client = ("rss", "client", "")
+    if any(value_of(r, client) is not None for r in runs):
+        rows.append(Row("rss", "client process", "client", "KiB", *triple(client)))
+        proxy = Row("rss", "proxy (native: the native process)", "proxy", "KiB",
+                    value_of(native, client),
+                    vocl.proxy_rss_kib if vocl else None,
+                    nopipe.proxy_rss_kib if nopipe else None)
+        if proxy.vocl is None:
+            proxy.verdict = "n/a: the proxy wrote no VOCL_PROXY_RUSAGE"
+        rows.append(proxy)
+    return rows
+
+
+COLUMNS = ("metric", "native", "VOCL", "ratio", "VOCL no-pipeline", "target / verdict")
+
+
+def row_cells(row):
+    tv = row.target
+    if row.verdict:
+        tv = "%s: %s" % (tv, row.verdict) if tv else row.verdict
+    if row.unit == "x":  # a derived row: its value is in the verdict
+        return [row.metric, "", "", "", "", tv]
+    r = row.ratio
+    return [row.metric, fmt_value(row.native, row.unit), fmt_value(row.vocl, row.unit),
+            "%.2fx" % r if r is not None else "-", fmt_value(row.nopipe, row.unit), tv]
+
+
+def print_table(rows, header, out=sys.stdout):
+    table = [list(COLUMNS)] + [row_cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+
+    def line(cells):
+        text = " | ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 5 else c
+                          for i, (c, w) in enumerate(zip(cells, widths)))
+        return text.rstrip()
+
+    print(header, file=out)
+    print(line(table[0]), file=out)
+    print("-+-".join("-" * w for w in widths), file=out)
+    section = None
+    for row, cells in zip(rows, table[1:]):
+        if row.section != section:
+            section = row.section
+            print(SECTION_TITLES[section], file=out)
+        print(line(cells), file=out)
+
+
+def write_csv(path, rows):
+    def num(v):
+        return "" if v is None else "%.6g" % v
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["section", "metric", "param", "unit", "native", "vocl", "ratio",
+                    "vocl_nopipe", "target", "verdict"])
+        for r in rows:
+            w.writerow([r.section, r.metric, r.param, r.unit, num(r.native), num(r.vocl),
+                        num(r.ratio), num(r.nopipe), r.target, r.verdict])
+
+
+# ---- the plot ----
+
+
+def plot_backend():
+    try:
+        import matplotlib  # noqa: F401
+        return "matplotlib"
+    except ImportError:
+        pass
+    if shutil.which("gnuplot"):
+        return "gnuplot"
+    return None
+
+
+def bw_series(native, vocl, nopipe):
+    """[(title, run index, [(bytes, B/s), ...]), ...] for every run and
+    direction: one colour per run, solid lines for writes, dashed for reads."""
+    series = []
+    runs = (("native", native), ("VOCL", vocl), ("VOCL no-pipeline", nopipe))
+    for index, (label, run) in enumerate(runs):
+        if run is None:
+            continue
+        for direction in ("write", "read"):
+            pts = sorted((int(k[2]), v[0]) for k, v in run.values.items()
+                         if k[0] == "bw" and k[1] == direction)
+            if pts:
+                series.append(("%s %s" % (label, direction), index, pts))
+    return series
+
+
+def plot_matplotlib(path, series, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for name, index, pts in series:
+        style = "-" if name.endswith("write") else "--"
+        ax.plot([p[0] / 2**20 for p in pts], [p[1] / 1e9 for p in pts], style, marker="o",
+                color="C%d" % index, label=name)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("transfer size (MiB)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def gnuplot_quote(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def plot_gnuplot(path, series, title):
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        data = os.path.join(tmp, "bw.dat")
+        with open(data, "w") as f:
+            for _, _, pts in series:
+                for size, bw in pts:
+                    f.write("%.6g %.6g\n" % (size / 2**20, bw / 1e9))
+                f.write("\n\n")  # gnuplot: the next `index`
+        plots = ", ".join(
+            "%s index %d with linespoints linecolor %d dashtype %d title %s"
+            % (gnuplot_quote(data), i, index + 1, 1 if name.endswith("write") else 2,
+               gnuplot_quote(name))
+            for i, (name, index, _) in enumerate(series))
+        body = ("set output %s\nset logscale x 2\nset xlabel 'transfer size (MiB)'\n"
+                "set ylabel 'bandwidth (GB/s)'\nset yrange [0:*]\nset title %s noenhanced\nset key noenhanced\n"
+                "set grid\nplot %s\n" % (gnuplot_quote(path), gnuplot_quote(title), plots))
+        # pngcairo looks better; plain png is what a build without cairo has.
+        for terminal in ("pngcairo size 900,550", "png size 900,550"):
+            script = "set terminal %s\n%s" % (terminal, body)
+            p = subprocess.run(["gnuplot"], input=script, universal_newlines=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if p.returncode == 0:
+                return
+        raise RuntimeError("gnuplot failed: " + p.stderr.strip())
+
+
+def plot(path, backend, series, title):
+    if not series:
+        raise RuntimeError("no bandwidth measurements to plot (section b did not run)")
+    if backend == "matplotlib":
+        plot_matplotlib(path, series, title)
+    else:
+        plot_gnuplot(path, series, title)
+
+
+# ---- main ----
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run one OpenCL device natively and through VOCL (vocl-run) in one go "
+                    "and compare: per-call overhead, bandwidth, latency, launch throughput, "
+                    "peak memory.",
+        epilog="Exit status: 0 when every run succeeded (missed targets are reported, not "
+               "errors), 1 when a run failed or its results did not verify, 2 on a usage "
+               "error.")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes and iteration counts: a smoke test, not a measurement")
+    p.add_argument("--sections", metavar="LIST",
+                   help="any of a,b,c,d (or call,bw,lat,launch); default all")
+    p.add_argument("--sizes", metavar="LIST",
+                   help="transfer sizes, e.g. 512K,16M,64M (default 512K..64M, doubling)")
+    p.add_argument("--window", metavar="N", type=int,
+                   help="non-blocking transfers per window (default 32)")
+    p.add_argument("--reps", metavar="N", type=int,
+                   help="timed repetitions after one warm-up (default 5)")
+    p.add_argument("--launches", metavar="N", type=int,
+                   help="kernels per launch-throughput repetition (default 10000)")
+    p.add_argument("--device", metavar="N", type=int,
+                   help="device index, natively and on the VOCL platform (default 0)")
+    p.add_argument("--csv", metavar="FILE", default="vocl-bench.csv",
+                   help="where the table goes as CSV (default vocl-bench.csv)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw bandwidth against size (matplotlib, else gnuplot)")
+    p.add_argument("--vocl-run", metavar="PATH", help="the vocl-run to use")
+    p.add_argument("--worker", metavar="PATH", help="the vocl-bench-worker to use")
+    p.add_argument("--no-pipeline-run", action="store_true",
+                   help="skip the third run (VOCL with VOCL_PIPELINE=0)")
+    p.add_argument("--timeout", metavar="S", type=int, default=3600,
+                   help="seconds each run may take (default 3600)")
+    p.add_argument("-V", "--version", action="version", version="%s %s" % (PROG, VERSION))
+    a = p.parse_args(argv)
+    if a.sections is not None:
+        names = a.sections.split(",")
+        valid = set(SECTIONS) | set(SECTIONS.values())
+        if not names or any(n not in valid for n in names):
+            p.error("--sections takes a,b,c,d or call,bw,lat,launch, not '%s'" % a.sections)
+    if a.sizes is not None and not re.fullmatch(r"\d+[KkMmGg]?(,\d+[KkMmGg]?)*", a.sizes):
+        p.error("--sizes takes numbers with an optional K, M or G, separated by commas")
+    for name in ("window", "reps", "launches", "timeout"):
+        v = getattr(a, name)
+        if v is not None and v < 1:
+            p.error("--%s must be at least 1" % name)
+    if a.device is not None and a.device < 0:
+        p.error("--device must be 0 or more")
+    return a
+
+
+def worker_args(a):
+    args = []
+    if a.quick:
+        args.append("--quick")
+    for opt in ("sections", "sizes", "window", "reps", "launches", "device"):
+        v = getattr(a, opt)
+        if v is not None:
+            args += ["--" + opt, str(v)]
+    return args
+
+
+def main(argv):
+    a = parse_args(argv)
+    worker = a.worker or find_first(WORKER_CANDIDATES)
+    if not worker or not os.access(worker, os.X_OK):
+        die("cannot find vocl-bench-worker%s (use --worker)" %
+            (" at " + worker if worker else ""))
+    vocl_run = a.vocl_run or find_first(VOCL_RUN_CANDIDATES) or shutil.which("vocl-run")
+    if not vocl_run or not os.access(vocl_run, os.X_OK):
+        die("cannot find vocl-run%s (use --vocl-run)" % (" at " + vocl_run if vocl_run else ""))
+    backend = None
+    if a.plot:
+        backend = plot_backend()
+        if backend is None:
+            die("--plot needs python3-matplotlib or gnuplot (Debian: apt-get install "
+                "python3-matplotlib, or gnuplot-nox); neither is installed")
+
+    wargs = worker_args(a)
+    base_env = dict(os.environ)
+    base_env.pop("VOCL_PIPELINE", None)  # the VOCL run gets the default: pipelined
+    user_devices = "POCL_DEVICES" in base_env
+    # Natively PoCL serves POCL_DEVICES (pthread unless set); under vocl-run the
+    # proxy serves the same: -d 1 sets pthread, or it inherits the user's.
+    native_env = dict(base_env)
+    native_env.setdefault("POCL_DEVICES", "pthread")
+    vocl_cmd = [vocl_run, "-n", "1"] + ([] if user_devices else ["-d", "1"])
+
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        native = Run("native", [worker] + wargs, native_env)
+        runs = [native]
+        vocl_env = dict(base_env, VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage-vocl"))
+        vocl = Run("VOCL", vocl_cmd + ["--", worker] + wargs, vocl_env,
+                   vocl_env["VOCL_PROXY_RUSAGE"])
+        runs.append(vocl)
+        nopipe = None
+        if not a.no_pipeline_run:
+            nopipe_env = dict(base_env, VOCL_PIPELINE="0",
+                              VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage-nopipe"))
+            nopipe = Run("VOCL no-pipeline", vocl_cmd + ["--", worker] + wargs, nopipe_env,
+                         nopipe_env["VOCL_PROXY_RUSAGE"])
+            runs.append(nopipe)
+        for run in runs:
+            run_worker(run, a.timeout)
+
+    device = native.info.get("device") or vocl.info.get("device") or "?"
+    header = "%s %s: device '%s', natively (platform '%s') and through VOCL (platform " \
+        "'%s', %s)" % (PROG, VERSION, device, native.info.get("platform", "?"),
+                       vocl.info.get("platform", "?"),
+                       " ".join([os.path.basename(vocl_cmd[0])] + vocl_cmd[1:]))
+    if a.quick:
+        header += "\n--quick: tiny sizes and counts, the numbers mean little"
+    rows = build_rows(native, vocl, nopipe)
+    print()
+    print_table(rows, header)
+
+    notes = []
+    verdicts = [r.verdict for r in rows if r.verdict in ("PASS", "MISS")]
+    if verdicts:
+        notes.append("targets: %d PASS, %d MISS (ratio = VOCL / native)" %
+                     (verdicts.count("PASS"), verdicts.count("MISS")))
+    if any(r.vocl is None for r in rows if r.section == "rss" and r.param == "proxy"):
+        notes.append("proxy peak RSS: n/a, voclproxyd wrote no VOCL_PROXY_RUSAGE file "
+                     "(this proxy does not report it yet)")
+    if nopipe is None:
+        notes.append("no VOCL no-pipeline run (--no-pipeline-run)")
+    ok = all(r.ok for r in runs)
+    for r in runs:
+        if r.ok:
+            continue
+        notes.append("the %s run FAILED: %s" % (r.label, r.error))
+    for n in notes:
+        print(n)
+
+    try:
+        write_csv(a.csv, rows)
+        print("CSV written to %s" % a.csv)
+    except OSError as e:
+        note("cannot write %s: %s" % (a.csv, e))
+        ok = False
+    if a.plot:
+        try:
+            plot(a.plot, backend, bw_series(native, vocl, nopipe),
+                 "%s: bandwidth, %s" % (PROG, device))
+            print("plot (%s) written to %s" % (backend, a.plot))
+        except (RuntimeError, OSError) as e:
+            note("cannot plot: %s" % e)
+            ok = False
+    return EXIT_OK if ok else EXIT_RUN_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
