@@ -85,6 +85,18 @@ int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n)
 
 /* --- buffers ------------------------------------------------------------------------------------ */
 
+/* The access flags: known bits, at most one device access, one host access. */
+static bool mem_flags_ok(cl_mem_flags f)
+{
+    const cl_mem_flags known = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY |
+                               CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR |
+                               CL_MEM_COPY_HOST_PTR | CL_MEM_HOST_WRITE_ONLY |
+                               CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS;
+    cl_mem_flags dev = f & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY);
+    cl_mem_flags host = f & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS);
+    return !(f & ~known) && !(dev & (dev - 1)) && !(host & (host - 1));
+}
+
 static cl_mem create_buffer(cl_context context, const cl_mem_properties *properties,
                             cl_mem_flags flags, size_t size, void *host_ptr, cl_int *errcode_ret)
 {
@@ -100,6 +112,15 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     if (!c.err && (flags & CL_MEM_USE_HOST_PTR) && (flags & (CL_MEM_COPY_HOST_PTR |
                                                              CL_MEM_ALLOC_HOST_PTR)))
         vocl_call_error(&c, CL_INVALID_VALUE);
+    if (!c.err && !mem_flags_ok(flags))
+        vocl_call_error(&c, CL_INVALID_VALUE);
+    for (cl_uint i = 0; !c.err && i < ctx->ndevs; i++)
+        if (ctx->devs[i]->max_alloc && size > ctx->devs[i]->max_alloc)
+            vocl_call_error(&c, CL_INVALID_BUFFER_SIZE);
+    /* Checked all the spec asks that the client can know: without host data
+     * to copy, what is left to fail is the allocation, which drivers may
+     * report late anyway.  So the creation does not wait. */
+    c.async = !host_ptr && !properties;
     if (vocl_call_start(&c, VOCL_OP_clCreateBuffer) == 0) {
         vocl_wr_u64(c.w, ctx->id);
         vocl_call_put_props(&c, properties);

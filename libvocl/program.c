@@ -416,6 +416,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         vocl_call_put_ha(&c, num_devices, (const void *const *)device_list);
         vocl_wr_str(c.w, options);
         vocl_call_send(&c);
+        p->built = c.err == CL_SUCCESS;
     }
     vocl_call_end(&c);
     if (pfn_notify && p)
@@ -483,6 +484,7 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
     }
     vocl_call_end(&c);
     if (p) {
+        p->built = c.err == CL_SUCCESS && !(options && strstr(options, "-create-library"));
         program_devices(p, num_devices, device_list);
         /* Its kernels' signatures are in the inputs' sources. */
         p->inputs = malloc(num_input_programs * sizeof(*p->inputs));
@@ -567,6 +569,15 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
     struct vocl_obj *p = vocl_call_h(&c, program, VOCL_T_PROGRAM, 0);
     if (!c.err && !kernel_name)
         vocl_call_error(&c, CL_INVALID_VALUE);
+    /* A kernel the source shows, of a built program: nothing the proxy
+     * could say is unknown here, so the creation does not wait. */
+    struct vocl_kargs *known = NULL;
+    const struct kp_kernel *kk = NULL;
+    bool cond = false;
+    if (!c.err && p->built && (kk = program_kernel(p, kernel_name, &cond)) && !cond &&
+        (known = kargs_new(kk->nargs)))
+        kargs_declare(known, p, kernel_name);
+    c.async = known != NULL;
     if (vocl_call_start(&c, VOCL_OP_clCreateKernel) == 0) {
         vocl_wr_u64(c.w, p->id);
         vocl_wr_str(c.w, kernel_name);
@@ -574,7 +585,8 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
         vocl_wr_u64(c.w, id);
         struct vocl_kargs *ka = NULL;
         if (vocl_call_send(&c) == 0)
-            ka = kargs_read(&c);
+            ka = known ? known : kargs_read(&c);
+        known = ka == known ? NULL : known;
         if (ka)
             k = vocl_call_new_obj(&c, VOCL_T_KERNEL, id, p->context, p);
         if (k) {
@@ -585,6 +597,7 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
         }
     }
     vocl_call_end(&c);
+    vocl_kargs_free(known); /* not used: the call failed before it was sent */
     if (errcode_ret)
         *errcode_ret = c.err;
     return (cl_kernel)k;

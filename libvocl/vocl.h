@@ -79,6 +79,7 @@ struct vocl_obj {
     struct vocl_kargs *kargs; /* kernel: argument cache */
     struct kp_program *kp;    /* program from source: its kernel signatures, or NULL */
     bool kp_cond;             /* program: its source has #if (types may be -D defined) */
+    bool built;               /* program: its last build or link made an executable */
     cl_uint ninputs;          /* linked program: its input programs (held), where */
     struct vocl_obj **inputs; /* its kernels' signatures are */
     struct vocl_mapping *maps; /* mem: live host shadows of remote maps */

@@ -60,6 +60,7 @@ static void usage(FILE *f)
             "Environment: VOCL_APP_RANKS (set by vocl-run): ranks below it are clients;\n"
             "VOCL_NATIVE_LIB: the native OpenCL library (default libOpenCL.so.1);\n"
             "VOCL_PIPELINE=0 and VOCL_DIRECT=0: as --no-pipeline and --no-direct;\n"
+            "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
             PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20);
@@ -95,6 +96,29 @@ static size_t parse_size(const char *s)
     return *end || v > SIZE_MAX ? 0 : (size_t)v;
 }
 
+static int set_pool_n(struct options *o, const char *arg)
+{
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || n < 1 || n > 64) {
+        fprintf(stderr, "voclproxyd: pool buffers must be 1..64, not '%s'\n", arg);
+        return -1;
+    }
+    o->xfer.pool_n = (unsigned)n;
+    return 0;
+}
+
+static int set_pool_size(struct options *o, const char *arg)
+{
+    size_t sz = parse_size(arg);
+    if (sz < PROXYD_CHUNK_MIN || sz > PROXYD_CHUNK_MAX) {
+        fprintf(stderr, "voclproxyd: pool buffer size must be 4K..64M, not '%s'\n", arg);
+        return -1;
+    }
+    o->xfer.pool_size = sz;
+    return 0;
+}
+
 static bool env_off(const char *name)
 {
     const char *v = getenv(name);
@@ -123,6 +147,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                                        .pool_size = PROXYD_POOL_SIZE,
                                        .pipeline = !env_off("VOCL_PIPELINE"),
                                        .direct = !env_off("VOCL_DIRECT")};
+    /* The environment gives defaults (vocl-run passes it to every rank). */
+    const char *n = getenv("VOCL_POOL_BUFFERS"), *sz = getenv("VOCL_POOL_SIZE");
+    if (n && *n && set_pool_n(o, n))
+        return 2;
+    if (sz && *sz && set_pool_size(o, sz))
+        return 2;
     while ((c = getopt_long(argc, argv, "t:lp:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
@@ -134,18 +164,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'l': o->listen = true; break;
         case 'p': o->port_file = optarg; break;
         case 'b':
-            o->xfer.pool_n = (unsigned)atoi(optarg);
-            if (o->xfer.pool_n < 1 || o->xfer.pool_n > 64) {
-                fprintf(stderr, "voclproxyd: --pool-buffers must be 1..64\n");
+            if (set_pool_n(o, optarg))
                 return 2;
-            }
             break;
         case 's':
-            o->xfer.pool_size = parse_size(optarg);
-            if (o->xfer.pool_size < PROXYD_CHUNK_MIN || o->xfer.pool_size > PROXYD_CHUNK_MAX) {
-                fprintf(stderr, "voclproxyd: --pool-size must be 4K..64M\n");
+            if (set_pool_size(o, optarg))
                 return 2;
-            }
             break;
         case OPT_NO_PIPELINE: o->xfer.pipeline = false; break;
         case OPT_NO_DIRECT: o->xfer.direct = false; break;
