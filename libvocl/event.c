@@ -25,6 +25,12 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         else if (e->context != first->context)
             return CL_INVALID_CONTEXT;
     }
+    /* The data of non-blocking reads lands first. */
+    for (cl_uint i = 0; i < num_events; i++) {
+        err = vocl_event_data_wait(vocl_lookup(event_list[i], VOCL_T_EVENT));
+        if (err != CL_SUCCESS)
+            return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+    }
     /* Events of one context live in one proxy: one request. */
     struct vocl_call c;
     vocl_call_init(&c);
@@ -104,6 +110,13 @@ int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t pa
         return answer_handle(e->parent, param_value_size, param_value, param_value_size_ret, ret);
     if (param_name == CL_EVENT_CONTEXT)
         return answer_handle(e->context, param_value_size, param_value, param_value_size_ret, ret);
+    if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS && vocl_event_data_pending(e)) {
+        /* A read is not complete until its data is in the application's memory. */
+        cl_int running = CL_RUNNING;
+        *ret = vocl_info_answer(&running, sizeof(running), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
     return 0;
 }
 

@@ -155,26 +155,30 @@ static size_t reap(struct vocl_proxy *px)
         }
         done++;
     }
+    if (done == 0)
+        return 0;
     /* They complete in the order posted: the done ones leave from the front. */
     memmove(pd->reqs, pd->reqs + done, (pd->n - done) * sizeof(*pd->reqs));
     memmove(pd->expect, pd->expect + done, (pd->n - done) * sizeof(*pd->expect));
     pd->n -= done;
+    pd->done += done;
     return done;
 }
 
 /*
- * Completes the proxy's pending transfers (wait), or reaps those already
- * done.  A read chunk shorter than posted is the proxy saying the read
- * failed; waiting returns that as an error (once), reaping keeps it.
+ * Completes the proxy's pending transfers up to ticket (all of them: the
+ * last ticket; none: 0, which only reaps what is done).  A read chunk
+ * shorter than posted is the proxy saying the read failed; a wait reports
+ * that as an error, once.
  */
-cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
+static cl_int complete(struct vocl_proxy *px, uint64_t ticket, bool wait)
 {
     struct vocl_pending *pd = &px->pending;
     uint64_t start = vocl_now_ns();
     for (;;) {
         if (reap(px))
             start = vocl_now_ns(); /* data is flowing: keep polling */
-        if (!wait || pd->n == 0)
+        if (!wait || pd->done >= ticket || pd->n == 0)
             break;
         vocl_backoff(start, 50000);
     }
@@ -184,5 +188,54 @@ cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
     pd->failed = CL_SUCCESS;
     if (err != CL_SUCCESS)
         vocl_warn("proxy %d: a read failed on the device: its data did not arrive", px->index);
+    return err;
+}
+
+cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
+{
+    return complete(px, vocl_xport_ticket(px), wait);
+}
+
+uint64_t vocl_xport_ticket(struct vocl_proxy *px)
+{
+    return px->pending.done + px->pending.n;
+}
+
+cl_int vocl_xport_complete_until(struct vocl_proxy *px, uint64_t ticket)
+{
+    return complete(px, ticket, true);
+}
+
+bool vocl_event_data_pending(struct vocl_obj *e)
+{
+    if (!e->data_ticket)
+        return false;
+    pthread_mutex_lock(&e->px->lock);
+    complete(e->px, 0, false);
+    bool pending = e->px->pending.done < e->data_ticket;
+    pthread_mutex_unlock(&e->px->lock);
+    return pending;
+}
+
+/* Polls without holding the proxy between polls, so that other threads can
+ * go on calling it (one may set the user event the read waits for). */
+cl_int vocl_event_data_wait(struct vocl_obj *e)
+{
+    struct vocl_proxy *px = e->px;
+    uint64_t start = vocl_now_ns();
+    cl_int err = CL_SUCCESS;
+    for (bool landed = !e->data_ticket; !landed;) {
+        pthread_mutex_lock(&px->lock);
+        if (reap(px))
+            start = vocl_now_ns();
+        landed = px->pending.done >= e->data_ticket || px->dead;
+        if (landed) {
+            err = px->dead ? CL_DEVICE_NOT_AVAILABLE : px->pending.failed;
+            px->pending.failed = CL_SUCCESS;
+        }
+        pthread_mutex_unlock(&px->lock);
+        if (!landed)
+            vocl_backoff(start, 50000);
+    }
     return err;
 }

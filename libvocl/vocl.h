@@ -30,6 +30,7 @@ struct vocl_pending {
     MPI_Request *reqs;
     int *expect; /* bytes a receive must get; -1 for sends */
     size_t n, cap;
+    uint64_t done; /* requests completed so far: reqs[i] is ticket done + i + 1 */
     cl_int failed; /* a read that failed, reported when all have completed */
 };
 
@@ -67,6 +68,7 @@ struct vocl_obj {
     /* Per type: */
     cl_device_type dev_type;  /* device */
     cl_ulong max_alloc;       /* device: CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    uint64_t data_ticket;     /* event of a non-blocking read: its last chunk's ticket */
     cl_uint ndevs;            /* context, program: their devices (not held) */
     struct vocl_obj **devs;
     cl_context_properties *props; /* context: as the application gave them */
@@ -178,6 +180,13 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r);
 int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n);
 int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n);
 cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait);
+/* The ticket of the last chunk posted; waits until that ticket is done. */
+uint64_t vocl_xport_ticket(struct vocl_proxy *px);
+cl_int vocl_xport_complete_until(struct vocl_proxy *px, uint64_t ticket);
+/* A non-blocking read's event: whether its data is still on the way (reaps). */
+bool vocl_event_data_pending(struct vocl_obj *e);
+/* Waits for a non-blocking read's data to land. */
+cl_int vocl_event_data_wait(struct vocl_obj *e);
 /* The synchronisation of a client call: the proxy's transfers are done. */
 cl_int vocl_sync(struct vocl_proxy *px);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);

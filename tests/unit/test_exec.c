@@ -307,6 +307,58 @@ static void hello_first_and_no_host_pointers(void **state)
     proxyd_session_end(&s);
 }
 
+
+/*
+ * A request without VOCL_F_REPLY gets no reply; its error is kept and
+ * reported once, by the next synchronising request (clFinish here), and a
+ * request that does not synchronise (an info query) does not take it.
+ */
+static void deferred_errors(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1;
+    (void)state;
+    session_open(&s, 0);
+    create_context(&s, ctx);
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateCommandQueue);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    /* A flush of a queue that does not exist, not waited for: no reply. */
+    vocl_wr_begin(&w, VOCL_OP_clFlush, 0, 2);
+    vocl_wr_u64(&w, q + 100);
+    vocl_wr_finish(&w);
+    vocl_wr_init(&rep.w);
+    assert_int_equal(proxyd_execute(&s, w.buf, w.len, &rep.w), 0);
+    vocl_wr_free(&rep.w);
+    /* A second failure is not the one reported. */
+    vocl_wr_begin(&w, VOCL_OP_clFlush, 0, 3);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_finish(&w);
+    vocl_wr_init(&rep.w);
+    assert_int_equal(proxyd_execute(&s, w.buf, w.len, &rep.w), 0);
+    vocl_wr_free(&rep.w);
+
+    assert_alive(&s); /* an info query: not a synchronisation */
+    begin(&w, VOCL_OP_clFinish);
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(&s, &w, &rep), CL_INVALID_COMMAND_QUEUE);
+    vocl_wr_free(&rep.w);
+    begin(&w, VOCL_OP_clFinish); /* reported once */
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+    proxyd_session_end(&s);
+}
+
 /* A real sequence, as libvocl would send it: c = a + b on the device. */
 static void compute_through_requests(void **state)
 {
@@ -461,6 +513,7 @@ int main(void)
         cmocka_unit_test(unknown_opcode_and_bad_header),
         cmocka_unit_test(foreign_and_released_ids),
         cmocka_unit_test(hello_first_and_no_host_pointers),
+        cmocka_unit_test(deferred_errors),
         cmocka_unit_test(compute_through_requests),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
