@@ -211,6 +211,22 @@ static uint64_t create_context(struct proxyd_session *s, uint64_t id)
     return id;
 }
 
+/* A queue on the first device of context ctx. */
+static void create_queue(struct proxyd_session *s, uint64_t ctx, uint64_t q)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateCommandQueue);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u64(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+}
+
 static cl_int context_refcount(struct proxyd_session *s, uint64_t id)
 {
     struct vocl_wr w;
@@ -323,13 +339,7 @@ static void deferred_errors(void **state)
     session_open(&s, 0);
     create_context(&s, ctx);
     vocl_wr_init(&w);
-    begin(&w, VOCL_OP_clCreateCommandQueue);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u64(&w, q);
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&rep.w);
+    create_queue(&s, ctx, q);
 
     /* A flush of a queue that does not exist, not waited for: no reply. */
     vocl_wr_begin(&w, VOCL_OP_clFlush, 0, 2);
@@ -380,13 +390,7 @@ static void compute_through_requests(void **state)
     create_context(&s, ctx);
     vocl_wr_init(&w);
 
-    begin(&w, VOCL_OP_clCreateCommandQueue);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u64(&w, q);
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&rep.w);
+    create_queue(&s, ctx, q);
 
     for (int i = 0; i < 3; i++) {
         begin(&w, VOCL_OP_clCreateBuffer);
