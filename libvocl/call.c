@@ -303,7 +303,11 @@ struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64
 
 struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue)
 {
-    return vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
+    struct vocl_obj *e = vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
+    /* Waiting for it covers the data of the queue's earlier reads. */
+    if (e)
+        e->data_ticket = queue->data_ticket;
+    return e;
 }
 
 void vocl_call_end(struct vocl_call *c)

@@ -273,12 +273,13 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue,
         uint64_t ev_id = put_xfer_head(&c, q, m, blocking_read, offset, size,
                                        num_events_in_wait_list, event_wait_list, event);
         vocl_xfer_put_in(&c, ptr, size);
-        if (vocl_xfer_recv(&c, ptr, size) == 0 && event) {
-            struct vocl_obj *e = vocl_call_new_event(&c, ev_id, q);
-            /* Complete once its data is here, too. */
-            if (e && c.async && !c.px->local)
-                e->data_ticket = vocl_xport_ticket(c.px);
-            *event = (cl_event)e;
+        if (vocl_xfer_recv(&c, ptr, size) == 0) {
+            /* Its events (and those of later commands of the queue) complete
+             * once its data is here, too. */
+            if (c.async && !c.px->local)
+                q->data_ticket = vocl_xport_ticket(c.px);
+            if (event)
+                *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }
     }
     vocl_call_end(&c);

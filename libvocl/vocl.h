@@ -68,7 +68,8 @@ struct vocl_obj {
     /* Per type: */
     cl_device_type dev_type;  /* device */
     cl_ulong max_alloc;       /* device: CL_DEVICE_MAX_MEM_ALLOC_SIZE */
-    uint64_t data_ticket;     /* event of a non-blocking read: its last chunk's ticket */
+    uint64_t data_ticket;     /* queue: the last chunk of its latest non-blocking read;
+                                 event: the queue's, when the event was made */
     cl_uint ndevs;            /* context, program: their devices (not held) */
     struct vocl_obj **devs;
     cl_context_properties *props; /* context: as the application gave them */

@@ -542,7 +542,9 @@ int main(int argc, char **argv)
     if (node.ndev == 0)
         vocl_warn("no OpenCL device of the requested type on this node");
     node.xfer = o.xfer;
-    if (o.xfer.pipeline && !(node.stream = proxyd_stream_start(cl)))
+    /* Even serial (one staging buffer) reads are sent by the stream thread,
+     * which may wait for a device: this thread never must. */
+    if (!(node.stream = proxyd_stream_start(cl)))
         vocl_warn("no stream thread: reads will not overlap the network and the device");
     vocl_info("serving %u devices; staging %u x %zu KiB%s%s", node.ndev,
               o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,

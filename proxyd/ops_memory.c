@@ -277,7 +277,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
     }
     struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
     bool own = !may_block(q) || !pool; /* memory of its own, not the pool */
-    cl_bool serial = !q->s->node->xfer.pipeline;
+    cl_bool serial = !q->s->node->xfer.pipeline && may_block(q);
     rc = CL_SUCCESS;
     for (size_t done = 0; done < x->size; done += x->chunk) {
         size_t n = chunk_len(x, done);
