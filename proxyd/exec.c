@@ -613,7 +613,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_wr_finish(reply);
     }
     settle_deferred(s, h.opcode, wants_reply, reply);
-    if (s->trace && h.opcode != VOCL_OP_TRACE)
+    if (s->trace && start && h.opcode != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
         proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
     return wants_reply ? 1 : 0;
 }
