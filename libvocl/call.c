@@ -254,16 +254,6 @@ int vocl_call_send(struct vocl_call *c)
     return vocl_call_wait(c);
 }
 
-cl_int vocl_sync(struct vocl_proxy *px)
-{
-    if (px->local)
-        return CL_SUCCESS;
-    pthread_mutex_lock(&px->lock);
-    cl_int err = vocl_xport_complete(px, true);
-    pthread_mutex_unlock(&px->lock);
-    return err;
-}
-
 cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret)
 {
     if (value && size < n)

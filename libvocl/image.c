@@ -215,13 +215,10 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         vocl_wr_u32(c.w, desc->num_samples);
         vocl_wr_u64(c.w, buf ? buf->id : 0);
         vocl_wr_u64(c.w, span);
-        if (host_ptr)
-            vocl_xfer_put_out(&c, host_ptr, span);
-        else
-            vocl_wr_u8(c.w, VOCL_DATA_NONE);
+        vocl_xfer_put_out(&c, host_ptr, span);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if ((host_ptr ? vocl_xfer_send(&c, host_ptr, span) : vocl_call_send(&c)) == 0)
+        if (vocl_xfer_send(&c, host_ptr, span) == 0)
             img = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, buf);
     }
     vocl_call_end(&c);

@@ -15,9 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes the data of a transfer of n bytes from p (host to device). */
+/* Writes the data of a transfer of n bytes from p (host to device); none when p is NULL. */
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
 {
+    if (!p) {
+        vocl_wr_u8(c->w, VOCL_DATA_NONE);
+        return;
+    }
     vocl_prof_bytes(n);
     if (c->px->local) {
         vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
@@ -37,7 +41,7 @@ int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
 {
     if (vocl_call_post(c))
         return -1;
-    if (!c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n)) {
+    if (p && !c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
@@ -130,13 +134,10 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
          * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
          * is on another node.  Maps and reads show the data, as the spec asks.
          */
-        if (host_ptr)
-            vocl_xfer_put_out(&c, host_ptr, size);
-        else
-            vocl_wr_u8(c.w, VOCL_DATA_NONE);
+        vocl_xfer_put_out(&c, host_ptr, size);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if ((host_ptr ? vocl_xfer_send(&c, host_ptr, size) : vocl_call_send(&c)) == 0)
+        if (vocl_xfer_send(&c, host_ptr, size) == 0)
             mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, NULL);
     }
     vocl_call_end(&c);
@@ -210,20 +211,36 @@ static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const stru
         vocl_call_error(c, CL_INVALID_VALUE);
 }
 
-/* The fields a buffer read and a buffer write share; returns the event id. */
-static uint64_t put_xfer_head(struct vocl_call *c, const struct vocl_obj *q,
-                              const struct vocl_obj *m, cl_bool blocking, size_t offset,
-                              size_t size, cl_uint nwl, const cl_event *wl, const cl_event *event)
+/*
+ * The part a buffer read and a buffer write share: the checks, the request
+ * and its first fields.  Returns the queue, or NULL with c->err set; *ev_id
+ * is the id of the event the command returns (0: none).  A non-blocking one
+ * wants no reply: ptr is the application's again after the next
+ * synchronisation.
+ */
+static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
+                                          cl_command_queue command_queue, cl_mem buffer,
+                                          cl_bool blocking, size_t offset, size_t size,
+                                          const void *ptr, cl_uint nwl, const cl_event *wl,
+                                          const cl_event *event, uint64_t *ev_id)
 {
+    struct vocl_obj *q = vocl_call_h(c, command_queue, VOCL_T_QUEUE, 0);
+    struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
+    vocl_call_wl(c, nwl, wl);
+    check_xfer(c, q, m, offset, size, ptr);
+    c->async = !blocking;
+    c->sync = blocking;
+    if (vocl_call_start(c, op))
+        return NULL;
     vocl_wr_u64(c->w, q->id);
     vocl_wr_u64(c->w, m->id);
     vocl_wr_u8(c->w, blocking ? 1 : 0);
     vocl_wr_u64(c->w, offset);
     vocl_wr_u64(c->w, size);
     vocl_call_put_wl(c, nwl, wl);
-    uint64_t ev_id = event ? vocl_call_new_id(c) : 0;
-    vocl_wr_u64(c->w, ev_id);
-    return ev_id;
+    *ev_id = event ? vocl_call_new_id(c) : 0;
+    vocl_wr_u64(c->w, *ev_id);
+    return q;
 }
 
 cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
@@ -234,17 +251,12 @@ cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue
                                                      cl_event *event)
 {
     struct vocl_call c;
+    uint64_t ev_id;
     vocl_call_init(&c);
-    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
-    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
-    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
-    check_xfer(&c, q, m, offset, size, ptr);
-    /* Non-blocking: no reply; ptr is read until the command completes. */
-    c.async = !blocking_write;
-    c.sync = blocking_write;
-    if (vocl_call_start(&c, VOCL_OP_clEnqueueWriteBuffer) == 0) {
-        uint64_t ev_id = put_xfer_head(&c, q, m, blocking_write, offset, size,
-                                       num_events_in_wait_list, event_wait_list, event);
+    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, command_queue, buffer,
+                                           blocking_write, offset, size, ptr,
+                                           num_events_in_wait_list, event_wait_list, event, &ev_id);
+    if (q) {
         vocl_xfer_put_out(&c, ptr, size);
         if (vocl_xfer_send(&c, ptr, size) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
@@ -261,17 +273,12 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue,
                                                     cl_event *event)
 {
     struct vocl_call c;
+    uint64_t ev_id;
     vocl_call_init(&c);
-    struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
-    struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
-    vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
-    check_xfer(&c, q, m, offset, size, ptr);
-    /* Non-blocking: no reply; ptr is filled by the next synchronisation. */
-    c.async = !blocking_read;
-    c.sync = blocking_read;
-    if (vocl_call_start(&c, VOCL_OP_clEnqueueReadBuffer) == 0) {
-        uint64_t ev_id = put_xfer_head(&c, q, m, blocking_read, offset, size,
-                                       num_events_in_wait_list, event_wait_list, event);
+    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, command_queue, buffer,
+                                           blocking_read, offset, size, ptr,
+                                           num_events_in_wait_list, event_wait_list, event, &ev_id);
+    if (q) {
         vocl_xfer_put_in(&c, ptr, size);
         if (vocl_xfer_recv(&c, ptr, size) == 0) {
             /* Its events (and those of later commands of the queue) complete

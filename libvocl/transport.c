@@ -165,35 +165,32 @@ static size_t reap(struct vocl_proxy *px)
     return done;
 }
 
-/*
- * Completes the proxy's pending transfers up to ticket (all of them: the
- * last ticket; none: 0, which only reaps what is done).  A read chunk
- * shorter than posted is the proxy saying the read failed; a wait reports
- * that as an error, once.
- */
-static cl_int complete(struct vocl_proxy *px, uint64_t ticket, bool wait)
+/* A read whose device command failed, reported once by a synchronisation. */
+static cl_int take_failure(struct vocl_proxy *px)
 {
-    struct vocl_pending *pd = &px->pending;
-    uint64_t start = vocl_now_ns();
-    for (;;) {
-        if (reap(px))
-            start = vocl_now_ns(); /* data is flowing: keep polling */
-        if (!wait || pd->done >= ticket || pd->n == 0)
-            break;
-        vocl_backoff(start, 50000);
-    }
-    if (!wait)
-        return CL_SUCCESS; /* a failure waits for the synchronisation */
-    cl_int err = pd->failed;
-    pd->failed = CL_SUCCESS;
+    cl_int err = px->pending.failed;
+    px->pending.failed = CL_SUCCESS;
     if (err != CL_SUCCESS)
         vocl_warn("proxy %d: a read failed on the device: its data did not arrive", px->index);
     return err;
 }
 
+/*
+ * Completes the proxy's pending transfers (wait), or reaps those already
+ * done.  A read chunk shorter than posted is the proxy saying the read
+ * failed: a wait reports that, reaping keeps it for the synchronisation.
+ */
 cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
 {
-    return complete(px, vocl_xport_ticket(px), wait);
+    uint64_t start = vocl_now_ns();
+    for (;;) {
+        if (reap(px))
+            start = vocl_now_ns(); /* data is flowing: keep polling */
+        if (!wait || px->pending.n == 0)
+            break;
+        vocl_backoff(start, 50000);
+    }
+    return wait ? take_failure(px) : CL_SUCCESS;
 }
 
 uint64_t vocl_xport_ticket(struct vocl_proxy *px)
@@ -201,17 +198,12 @@ uint64_t vocl_xport_ticket(struct vocl_proxy *px)
     return px->pending.done + px->pending.n;
 }
 
-cl_int vocl_xport_complete_until(struct vocl_proxy *px, uint64_t ticket)
-{
-    return complete(px, ticket, true);
-}
-
 bool vocl_event_data_pending(struct vocl_obj *e)
 {
     if (!e->data_ticket)
         return false;
     pthread_mutex_lock(&e->px->lock);
-    complete(e->px, 0, false);
+    reap(e->px);
     bool pending = e->px->pending.done < e->data_ticket;
     pthread_mutex_unlock(&e->px->lock);
     return pending;
@@ -229,10 +221,8 @@ cl_int vocl_event_data_wait(struct vocl_obj *e)
         if (reap(px))
             start = vocl_now_ns();
         landed = px->pending.done >= e->data_ticket || px->dead;
-        if (landed) {
-            err = px->dead ? CL_DEVICE_NOT_AVAILABLE : px->pending.failed;
-            px->pending.failed = CL_SUCCESS;
-        }
+        if (landed)
+            err = px->dead ? CL_DEVICE_NOT_AVAILABLE : take_failure(px);
         pthread_mutex_unlock(&px->lock);
         if (!landed)
             vocl_backoff(start, 50000);

@@ -181,18 +181,13 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r);
 int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n);
 int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n);
 cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait);
-/* The ticket of the last chunk posted; waits until that ticket is done. */
+/* The ticket of the last chunk posted. */
 uint64_t vocl_xport_ticket(struct vocl_proxy *px);
-cl_int vocl_xport_complete_until(struct vocl_proxy *px, uint64_t ticket);
 /* A non-blocking read's event: whether its data is still on the way (reaps). */
 bool vocl_event_data_pending(struct vocl_obj *e);
 /* Waits for a non-blocking read's data to land. */
 cl_int vocl_event_data_wait(struct vocl_obj *e);
-/* The synchronisation of a client call: the proxy's transfers are done. */
-cl_int vocl_sync(struct vocl_proxy *px);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
-int vocl_xport_open(void);
-void vocl_xport_close(void);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);

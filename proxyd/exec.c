@@ -537,14 +537,11 @@ static cl_int reply_status(const struct vocl_wr *reply)
     return r.fail ? CL_SUCCESS : err;
 }
 
+/* A request without a reply keeps its first error (err) for the session; a
+ * synchronising reply that would say success reports it instead, once. */
 static void settle_deferred(struct proxyd_session *s, unsigned op, bool wants_reply,
-                            struct vocl_wr *reply)
+                            struct vocl_wr *reply, cl_int err)
 {
-    cl_int err = reply_status(reply);
-    if (op == VOCL_OP_clCreateUserEvent && err == CL_SUCCESS)
-        s->user_events++;
-    else if (op == VOCL_OP_clSetUserEventStatus && err == CL_SUCCESS && s->user_events)
-        s->user_events--;
     if (!wants_reply) {
         if (err != CL_SUCCESS && s->deferred == CL_SUCCESS) {
             s->deferred = err;
@@ -612,7 +609,13 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_wr_i32(reply, CL_OUT_OF_HOST_MEMORY);
         vocl_wr_finish(reply);
     }
-    settle_deferred(s, h.opcode, wants_reply, reply);
+    cl_int status = reply_status(reply);
+    /* User events not set yet: see may_block in ops_memory.c. */
+    if (h.opcode == VOCL_OP_clCreateUserEvent && status == CL_SUCCESS)
+        s->user_events++;
+    else if (h.opcode == VOCL_OP_clSetUserEventStatus && status == CL_SUCCESS && s->user_events)
+        s->user_events--;
+    settle_deferred(s, h.opcode, wants_reply, reply, status);
     if (s->trace && start && h.opcode != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
         proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
     return wants_reply ? 1 : 0;

@@ -113,6 +113,29 @@ static void fail_chunks(struct proxyd_req *q, const struct xfer *x)
         proxyd_stream_send(q->s->node, &(struct proxyd_stream_chunk){.s = q->s});
 }
 
+/* A rejected request's data: drained (a write's) or answered empty (a read's). */
+static void reject_data(struct proxyd_req *q, const struct xfer *x, bool write)
+{
+    if (write)
+        drain_chunks(q, x);
+    else
+        fail_chunks(q, x);
+}
+
+/* All the chunks of x in memory of its own (to free); NULL when out of
+ * memory (drained) or when the data channel broke. */
+static uint8_t *recv_whole(struct proxyd_req *q, const struct xfer *x)
+{
+    uint8_t *buf = malloc(x->size ? x->size : 1);
+    if (!buf)
+        drain_chunks(q, x);
+    else if (recv_chunks(q, x, buf)) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
 /* Sends buf's x->size bytes as chunks once ready completes; buf is freed after. */
 static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf, bool ok)
 {
@@ -180,15 +203,9 @@ static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem 
     cl_event e = NULL;
     cl_int rc;
     if (!may_block(q)) {
-        uint8_t *mem = malloc(x->size);
-        if (!mem) {
-            drain_chunks(q, x);
-            return CL_OUT_OF_HOST_MEMORY;
-        }
-        if (recv_chunks(q, x, mem)) {
-            free(mem);
-            return CL_OUT_OF_RESOURCES;
-        }
+        uint8_t *mem = recv_whole(q, x);
+        if (!mem)
+            return q->s->broken ? CL_OUT_OF_RESOURCES : CL_OUT_OF_HOST_MEMORY;
         rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_FALSE, offset, x->size, mem, nwl, wl, &e);
         keep_until_done(q, rc, e, mem);
         return finish_cmd(q, rc, e, CL_FALSE, ev);
@@ -532,48 +549,35 @@ void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
 
 /* --- spans: the host rows of rectangular transfers and images ------------------------------- */
 
-/* The bytes of an incoming span; *owned says whether to free them. */
-static const void *span_in(struct proxyd_req *q, const struct xfer *x, bool *owned)
+/*
+ * Where the bytes of a rectangular or image transfer are for the native
+ * call: a write's data (received whole when chunked: *owned), or where a
+ * read lands (the client's memory in-process; else sent by span_end).
+ */
+static void *span_begin(struct proxyd_req *q, const struct xfer *x, bool write, bool *owned)
 {
-    *owned = false;
-    if (x->mode == VOCL_DATA_INLINE)
-        return x->inline_data;
-    if (x->mode == VOCL_DATA_HOSTPTR)
-        return x->host;
-    if (x->mode != VOCL_DATA_CHUNKED)
-        return NULL;
-    uint8_t *buf = malloc(x->size ? x->size : 1);
-    if (!buf) {
-        drain_chunks(q, x);
-        return NULL;
+    *owned = x->mode == VOCL_DATA_CHUNKED;
+    switch (x->mode) {
+    case VOCL_DATA_INLINE: return write ? (void *)x->inline_data : proxyd_tmp(q, x->size);
+    case VOCL_DATA_HOSTPTR: return x->host;
+    case VOCL_DATA_CHUNKED: return write ? recv_whole(q, x) : malloc(x->size ? x->size : 1);
+    default: return NULL;
     }
-    if (recv_chunks(q, x, buf)) {
-        free(buf);
-        return NULL;
-    }
-    *owned = true;
-    return buf;
 }
 
-/* Where a span is read to: the client's memory in-process, else a buffer
- * that span_out sends (chunked: freed once sent; inline: the reply). */
-static void *span_dst(struct proxyd_req *q, const struct xfer *x)
-{
-    if (x->mode == VOCL_DATA_HOSTPTR)
-        return x->host;
-    if (x->mode == VOCL_DATA_CHUNKED)
-        return malloc(x->size ? x->size : 1);
-    return proxyd_tmp(q, x->size);
-}
-
-/* The status rc of a span read into buf, and its bytes. */
-static void span_out(struct proxyd_req *q, const struct xfer *x, cl_int rc, void *buf)
+/* After the native call (status rc): a read's bytes go out, and the status. */
+static void span_end(struct proxyd_req *q, const struct xfer *x, bool write, cl_int rc, void *buf,
+                     bool owned)
 {
     vocl_wr_i32(q->w, rc);
-    if (x->mode == VOCL_DATA_CHUNKED)
+    if (write) {
+        if (owned)
+            free(buf);
+    } else if (x->mode == VOCL_DATA_CHUNKED) {
         send_owned(q, x, buf, rc == CL_SUCCESS);
-    else if (x->mode == VOCL_DATA_INLINE && rc == CL_SUCCESS)
+    } else if (x->mode == VOCL_DATA_INLINE && rc == CL_SUCCESS) {
         vocl_wr_bytes(q->w, buf, x->size);
+    }
 }
 
 /* The span must hold what the pitches and region address. */
@@ -607,39 +611,27 @@ static void buffer_rect(struct proxyd_req *q, bool write)
     struct xfer x;
     rd_xfer(q, &x, span, write);
     cl_event ev = NULL;
-    bool owned = false;
 
     if (x.mode != VOCL_DATA_HOSTPTR)
         check_span(q, span, horigin, region, hrow, hslice, 1);
     if (!borigin || !horigin || !region)
         proxyd_fail(q, "rect transfer without origins or region");
     if (!proxyd_req_begin(q)) {
-        if (write)
-            drain_chunks(q, &x);
-        else
-            fail_chunks(q, &x);
+        reject_data(q, &x, write);
         return;
     }
-    cl_int rc;
-    if (write) {
-        const void *data = span_in(q, &x, &owned);
-        rc = data
-                 ? q->cl->clEnqueueWriteBufferRect(queue, buf,
-                                                   x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE,
-                                                   borigin, horigin, region, brow, bslice, hrow,
-                                                   hslice, data, nwl, wl, ev_id ? &ev : NULL)
-                 : CL_OUT_OF_HOST_MEMORY;
-        if (owned)
-            free((void *)data);
-        vocl_wr_i32(q->w, rc);
-    } else {
-        void *dst = span_dst(q, &x);
-        rc = dst ? q->cl->clEnqueueReadBufferRect(
-                       queue, buf, x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE, borigin,
-                       horigin, region, brow, bslice, hrow, hslice, dst, nwl, wl, ev_id ? &ev : NULL)
-                 : CL_OUT_OF_HOST_MEMORY;
-        span_out(q, &x, rc, dst);
-    }
+    bool owned;
+    void *data = span_begin(q, &x, write, &owned);
+    cl_bool block = x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE;
+    cl_event *evp = ev_id ? &ev : NULL;
+    cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
+                : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, block, borigin, horigin,
+                                                          region, brow, bslice, hrow, hslice, data,
+                                                          nwl, wl, evp)
+                        : q->cl->clEnqueueReadBufferRect(queue, buf, block, borigin, horigin,
+                                                         region, brow, bslice, hrow, hslice, data,
+                                                         nwl, wl, evp);
+    span_end(q, &x, write, rc, data, owned);
     proxyd_put_event(q, rc, ev_id, ev);
 }
 
@@ -668,7 +660,6 @@ static void image_rw(struct proxyd_req *q, bool write)
     struct xfer x;
     rd_xfer(q, &x, span, write);
     cl_event ev = NULL;
-    bool owned = false;
 
     if (!origin || !region)
         proxyd_fail(q, "image transfer without origin or region");
@@ -684,29 +675,19 @@ static void image_rw(struct proxyd_req *q, bool write)
         check_span(q, span, zero, region, rp, sp, elem);
     }
     if (!proxyd_req_begin(q)) {
-        if (write)
-            drain_chunks(q, &x);
-        else
-            fail_chunks(q, &x);
+        reject_data(q, &x, write);
         return;
     }
-    cl_int rc;
+    bool owned;
+    void *data = span_begin(q, &x, write, &owned);
     cl_bool block = x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE;
-    if (write) {
-        const void *data = span_in(q, &x, &owned);
-        rc = data ? q->cl->clEnqueueWriteImage(queue, img, block, origin, region, row, slice, data,
-                                               nwl, wl, ev_id ? &ev : NULL)
-                  : CL_OUT_OF_HOST_MEMORY;
-        if (owned)
-            free((void *)data);
-        vocl_wr_i32(q->w, rc);
-    } else {
-        void *dst = span_dst(q, &x);
-        rc = dst ? q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice, dst,
-                                             nwl, wl, ev_id ? &ev : NULL)
-                 : CL_OUT_OF_HOST_MEMORY;
-        span_out(q, &x, rc, dst);
-    }
+    cl_event *evp = ev_id ? &ev : NULL;
+    cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
+                : write ? q->cl->clEnqueueWriteImage(queue, img, block, origin, region, row, slice,
+                                                     data, nwl, wl, evp)
+                        : q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice,
+                                                    data, nwl, wl, evp);
+    span_end(q, &x, write, rc, data, owned);
     proxyd_put_event(q, rc, ev_id, ev);
 }
 
@@ -755,7 +736,7 @@ void proxyd_op_clCreateImage(struct proxyd_req *q)
     }
     void *host = NULL;
     if (x.mode != VOCL_DATA_NONE) {
-        host = (void *)span_in(q, &x, &owned);
+        host = span_begin(q, &x, true, &owned);
         if (!host) {
             vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
             return;

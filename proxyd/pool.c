@@ -83,16 +83,6 @@ void proxyd_pool_free(struct proxyd_pool *p)
     free(p);
 }
 
-size_t proxyd_pool_size(const struct proxyd_pool *p)
-{
-    return p->size;
-}
-
-unsigned proxyd_pool_count(const struct proxyd_pool *p)
-{
-    return p->n;
-}
-
 uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot)
 {
     struct pool_buf *b = &p->buf[p->next];

@@ -180,8 +180,6 @@ struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n
 void proxyd_pool_free(struct proxyd_pool *p);
 /* The node's pool, made on first use; NULL when out of memory. */
 struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node);
-size_t proxyd_pool_size(const struct proxyd_pool *p);
-unsigned proxyd_pool_count(const struct proxyd_pool *p);
 /* The next buffer in turn, once the device command using it is done. */
 uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot);
 /* Marks the buffer in use until ev completes. */

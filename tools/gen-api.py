@@ -207,17 +207,16 @@ def gen_client(entries):
     for e in entries:
         impl = ('vocl_hand_' if e.mode in ('hand', 'client') else 'impl_') + e.name
         call = '%s(%s)' % (impl, ', '.join(p.name for p in e.params))
-        void = e.ret == 'void'
-        o += ['CL_API_ENTRY %s' % e.proto(), '{',
-              '    if (!vocl_prof_on) {',
-              '        %s%s;' % ('' if void else 'return ', call),
-              '        return;' if void else None,
+        if e.ret == 'void':
+            off, timed, ret = ['        %s;' % call, '        return;'], call, []
+        else:
+            off, timed, ret = ['        return %s;' % call], '%s r = %s' % (e.ret, call), \
+                ['    return r;']
+        o += ['CL_API_ENTRY %s' % e.proto(), '{', '    if (!vocl_prof_on) {'] + off + [
               '    }',
               '    uint64_t t0 = vocl_prof_enter();',
-              '    %s%s;' % ('' if void else '%s r = ' % e.ret, call),
-              '    vocl_prof_leave(VOCL_FN_%s, t0);' % e.name,
-              None if void else '    return r;', '}', '']
-        o = [l for l in o if l is not None]
+              '    %s;' % timed,
+              '    vocl_prof_leave(VOCL_FN_%s, t0);' % e.name] + ret + ['}', '']
     o += ['const char *const vocl_fn_names[VOCL_FN_COUNT] = {']
     for e in entries:
         o.append('    "%s",' % e.name)

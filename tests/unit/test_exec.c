@@ -15,86 +15,7 @@
 
 #include <cmocka.h>
 
-#include "proxyd.h"
-
-static struct proxyd_node node;
-static const struct vocl_native_api *cl;
-
-static int no_recv(struct proxyd_session *s, void *b, size_t n)
-{
-    (void)s, (void)b, (void)n;
-    return -1;
-}
-static int no_send(struct proxyd_session *s, const void *b, size_t n)
-{
-    (void)s, (void)b, (void)n;
-    return -1;
-}
-static const struct proxyd_data_ops no_data = {no_recv, no_send};
-
-static int setup(void **state)
-{
-    (void)state;
-    vocl_log_level = VOCL_LOG_ERROR; /* the rejections below are expected */
-    cl = vocl_native_get();
-    if (!cl || proxyd_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
-        fprintf(stderr, "no native OpenCL device: install pocl-opencl-icd\n");
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    proxyd_node_close(&node);
-    return 0;
-}
-
-/* Runs one request; returns the reply's error code (the reply in *r). */
-struct reply {
-    struct vocl_wr w;
-    struct vocl_rd r;
-    int rc;
-};
-
-static cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
-{
-    vocl_wr_finish(req);
-    vocl_wr_init(&rep->w);
-    rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
-    if (rep->rc <= 0)
-        return 1; /* no reply: treated as "not success" by callers */
-    struct vocl_msg_hdr h;
-    assert_true(vocl_hdr_get(rep->w.buf, rep->w.len, &h));
-    vocl_rd_init(&rep->r, rep->w.buf + VOCL_HDR_SIZE, h.length);
-    return vocl_rd_i32(&rep->r);
-}
-
-static void begin(struct vocl_wr *w, unsigned op)
-{
-    vocl_wr_begin(w, (uint16_t)op, VOCL_F_REPLY, 1);
-}
-
-static void session_open(struct proxyd_session *s, int peer)
-{
-    struct vocl_wr w;
-    struct reply rep;
-    proxyd_session_init(s, &node, peer);
-    s->data = &no_data;
-    vocl_wr_init(&w);
-    begin(&w, VOCL_OP_HELLO);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 0);
-    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
-    vocl_rd_u32(&rep.r);
-    vocl_rd_u32(&rep.r);
-    assert_int_equal(vocl_rd_u64(&rep.r), node.xfer.pool_size);
-    assert_int_equal(vocl_rd_u32(&rep.r), node.ndev);
-    vocl_wr_free(&w);
-    vocl_wr_free(&rep.w);
-}
+#include "harness.h"
 
 /* A request that must work on any healthy session: the first device's name. */
 static void assert_alive(struct proxyd_session *s)
@@ -193,22 +114,6 @@ static void unknown_opcode_and_bad_header(void **state)
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
     proxyd_session_end(&s);
-}
-
-static uint64_t create_context(struct proxyd_session *s, uint64_t id)
-{
-    struct vocl_wr w;
-    struct reply rep;
-    vocl_wr_init(&w);
-    begin(&w, VOCL_OP_clCreateContext);
-    vocl_wr_u32(&w, 0); /* no properties */
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u64(&w, 1); /* device 1 */
-    vocl_wr_u64(&w, id);
-    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&w);
-    vocl_wr_free(&rep.w);
-    return id;
 }
 
 /* A queue on the first device of context ctx. */
@@ -520,5 +425,5 @@ int main(void)
         cmocka_unit_test(deferred_errors),
         cmocka_unit_test(compute_through_requests),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

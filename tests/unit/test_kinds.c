@@ -15,9 +15,7 @@
 
 #include <cmocka.h>
 
-#include "proxyd.h"
-
-static struct proxyd_node node;
+#include "harness.h"
 
 static const char *src =
     "#define GBUF global float *\n"
@@ -31,53 +29,25 @@ static const uint8_t sig_kinds[] = {VOCL_ARG_BUFFER,  VOCL_ARG_BUFFER, VOCL_ARG_
                                     VOCL_ARG_VALUE};
 static const uint8_t two_kinds[] = {VOCL_ARG_BUFFER, VOCL_ARG_VALUE};
 
-static int setup(void **state)
+/* Runs the request in *w (then freed), which must get a reply; its error code. */
+static cl_int run_req(struct proxyd_session *s, struct vocl_wr *w, struct reply *rep)
 {
-    (void)state;
-    vocl_log_level = VOCL_LOG_ERROR;
-    const struct vocl_native_api *cl = vocl_native_get();
-    if (!cl || proxyd_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
-        fprintf(stderr, "no native OpenCL device: install pocl-opencl-icd\n");
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    proxyd_node_close(&node);
-    return 0;
-}
-
-struct reply {
-    struct vocl_wr w;
-    struct vocl_rd r;
-};
-
-/* Runs the request in *w (then freed); returns the reply's error code. */
-static cl_int run(struct proxyd_session *s, struct vocl_wr *w, struct reply *rep)
-{
-    vocl_wr_finish(w);
-    vocl_wr_init(&rep->w);
-    assert_int_equal(proxyd_execute(s, w->buf, w->len, &rep->w), 1);
+    cl_int err = run(s, w, rep);
+    assert_int_equal(rep->rc, 1);
     vocl_wr_free(w);
-    struct vocl_msg_hdr h;
-    assert_true(vocl_hdr_get(rep->w.buf, rep->w.len, &h));
-    vocl_rd_init(&rep->r, rep->w.buf + VOCL_HDR_SIZE, h.length);
-    return vocl_rd_i32(&rep->r);
+    return err;
 }
 
-static void begin(struct vocl_wr *w, unsigned op)
+static void begin_new(struct vocl_wr *w, unsigned op)
 {
     vocl_wr_init(w);
-    vocl_wr_begin(w, (uint16_t)op, VOCL_F_REPLY, 1);
+    begin(w, op);
 }
 
 static void expect_ok(struct proxyd_session *s, struct vocl_wr *w)
 {
     struct reply rep;
-    assert_int_equal(run(s, w, &rep), CL_SUCCESS);
+    assert_int_equal(run_req(s, w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
 }
 
@@ -86,28 +56,17 @@ static void expect_ok(struct proxyd_session *s, struct vocl_wr *w)
 static void open_with_program(struct proxyd_session *s, uint64_t ctx, const char *options)
 {
     struct vocl_wr w;
-    proxyd_session_init(s, &node, 0);
-    begin(&w, VOCL_OP_HELLO);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 0);
-    expect_ok(s, &w);
+    session_open(s, 0);
+    create_context(s, ctx);
 
-    begin(&w, VOCL_OP_clCreateContext);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, ctx);
-    expect_ok(s, &w);
-
-    begin(&w, VOCL_OP_clCreateProgramWithSource);
+    begin_new(&w, VOCL_OP_clCreateProgramWithSource);
     vocl_wr_u64(&w, ctx);
     vocl_wr_u32(&w, 1);
     vocl_wr_bytes(&w, src, strlen(src));
     vocl_wr_u64(&w, ctx + 1);
     expect_ok(s, &w);
 
-    begin(&w, VOCL_OP_clBuildProgram);
+    begin_new(&w, VOCL_OP_clBuildProgram);
     vocl_wr_u64(&w, ctx + 1);
     vocl_wr_u32(&w, 0);
     vocl_wr_str(&w, options);
@@ -131,11 +90,11 @@ static void create_kernel(struct proxyd_session *s, uint64_t prog, const char *n
                           struct reply *rep)
 {
     struct vocl_wr w;
-    begin(&w, VOCL_OP_clCreateKernel);
+    begin_new(&w, VOCL_OP_clCreateKernel);
     vocl_wr_u64(&w, prog);
     vocl_wr_str(&w, name);
     vocl_wr_u64(&w, id);
-    assert_int_equal(run(s, &w, rep), CL_SUCCESS);
+    assert_int_equal(run_req(s, &w, rep), CL_SUCCESS);
 }
 
 /* With -cl-kernel-arg-info every argument has its kind. */
@@ -177,11 +136,11 @@ static void no_kinds_for_a_failed_kernel(void **state)
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
     (void)state;
     open_with_program(&s, ctx, "-cl-kernel-arg-info");
-    begin(&w, VOCL_OP_clCreateKernel);
+    begin_new(&w, VOCL_OP_clCreateKernel);
     vocl_wr_u64(&w, ctx + 1);
     vocl_wr_str(&w, "nope");
     vocl_wr_u64(&w, ctx + 2);
-    assert_int_equal(run(&s, &w, &rep), CL_INVALID_KERNEL_NAME);
+    assert_int_equal(run_req(&s, &w, &rep), CL_INVALID_KERNEL_NAME);
     assert_int_equal(vocl_rd_u32(&rep.r), 0);
     assert_true(vocl_rd_done(&rep.r));
     vocl_wr_free(&rep.w);
@@ -197,12 +156,12 @@ static void kinds_of_all_kernels(void **state)
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
     (void)state;
     open_with_program(&s, ctx, "-cl-kernel-arg-info");
-    begin(&w, VOCL_OP_clCreateKernelsInProgram);
+    begin_new(&w, VOCL_OP_clCreateKernelsInProgram);
     vocl_wr_u64(&w, ctx + 1);
     vocl_wr_u32(&w, 2);
     vocl_wr_u64(&w, ctx + 2);
     vocl_wr_u64(&w, ctx + 3);
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    assert_int_equal(run_req(&s, &w, &rep), CL_SUCCESS);
     assert_int_equal(vocl_rd_u32(&rep.r), 2);
     bool seen_sig = false, seen_two = false;
     for (int i = 0; i < 2; i++) {
@@ -233,5 +192,5 @@ int main(void)
         cmocka_unit_test(no_kinds_for_a_failed_kernel),
         cmocka_unit_test(kinds_of_all_kernels),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }

@@ -1,0 +1,100 @@
+/*
+ * harness.c - see harness.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+struct proxyd_node node;
+const struct vocl_native_api *cl;
+
+static int no_recv(struct proxyd_session *s, void *b, size_t n)
+{
+    (void)s, (void)b, (void)n;
+    return -1;
+}
+static int no_send(struct proxyd_session *s, const void *b, size_t n)
+{
+    (void)s, (void)b, (void)n;
+    return -1;
+}
+const struct proxyd_data_ops no_data = {no_recv, no_send};
+
+int harness_setup(void **state)
+{
+    (void)state;
+    vocl_log_level = VOCL_LOG_ERROR; /* the rejections the tests provoke are expected */
+    cl = vocl_native_get();
+    if (!cl || proxyd_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
+        fprintf(stderr, "no native OpenCL device: install pocl-opencl-icd\n");
+        return -1;
+    }
+    return 0;
+}
+
+int harness_teardown(void **state)
+{
+    (void)state;
+    proxyd_node_close(&node);
+    return 0;
+}
+
+cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
+{
+    vocl_wr_finish(req);
+    vocl_wr_init(&rep->w);
+    rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
+    if (rep->rc <= 0)
+        return 1; /* no reply: treated as "not success" by callers */
+    struct vocl_msg_hdr h;
+    assert_true(vocl_hdr_get(rep->w.buf, rep->w.len, &h));
+    vocl_rd_init(&rep->r, rep->w.buf + VOCL_HDR_SIZE, h.length);
+    return vocl_rd_i32(&rep->r);
+}
+
+void begin(struct vocl_wr *w, unsigned op)
+{
+    vocl_wr_begin(w, (uint16_t)op, VOCL_F_REPLY, 1);
+}
+
+void session_open(struct proxyd_session *s, int peer)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    proxyd_session_init(s, &node, peer);
+    s->data = &no_data;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_HELLO);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, 0);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    vocl_rd_u32(&rep.r);
+    vocl_rd_u32(&rep.r);
+    assert_int_equal(vocl_rd_u64(&rep.r), node.xfer.pool_size);
+    assert_int_equal(vocl_rd_u32(&rep.r), node.ndev);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+}
+
+uint64_t create_context(struct proxyd_session *s, uint64_t id)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateContext);
+    vocl_wr_u32(&w, 0); /* no properties */
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u64(&w, 1); /* device 1 */
+    vocl_wr_u64(&w, id);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&w);
+    vocl_wr_free(&rep.w);
+    return id;
+}
