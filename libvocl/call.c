@@ -64,14 +64,48 @@ struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type 
         vocl_call_error(c, vocl_type_invalid_err(t));
         return NULL;
     }
+    if (o->reps && !c->px && c->nspread < sizeof(c->spread) / sizeof(c->spread[0])) {
+        /* It lives in several proxies: another handle may pick which. */
+        c->spread[c->nspread++] = o;
+        return o;
+    }
     if (!c->px)
         c->px = o->px;
-    else if (o->px != c->px) {
+    else if (!vocl_on(o, c->px)) {
         /* Objects of different proxies never share a context. */
         vocl_call_error(c, t == VOCL_T_DEVICE ? CL_INVALID_DEVICE : CL_INVALID_CONTEXT);
         return NULL;
     }
     return o;
+}
+
+void vocl_call_devs(struct vocl_call *c, const struct vocl_obj *ctx, cl_uint n,
+                    const cl_device_id *list)
+{
+    if (c->err)
+        return;
+    if ((n == 0) != (list == NULL)) {
+        vocl_call_error(c, CL_INVALID_VALUE);
+        return;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        struct vocl_obj *d = vocl_lookup(list[i], VOCL_T_DEVICE);
+        cl_uint j = 0;
+        while (d && ctx && j < ctx->ndevs && ctx->devs[j] != d)
+            j++;
+        if (!d || (ctx && j == ctx->ndevs)) {
+            vocl_call_error(c, CL_INVALID_DEVICE);
+            return;
+        }
+    }
+}
+
+cl_uint vocl_count_on(const struct vocl_proxy *px, cl_uint n, const void *const *list)
+{
+    cl_uint k = 0;
+    for (cl_uint i = 0; list && i < n; i++)
+        k += vocl_on(list[i], px);
+    return k;
 }
 
 void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t)
@@ -109,14 +143,24 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         return -1;
     if (!c->px && c->wl_n)
         c->px = vocl_lookup(c->wl[0], VOCL_T_EVENT)->px;
+    if (!c->px && c->nspread)
+        c->px = c->spread[0]->px;
     if (!c->px) {
         vocl_call_error(c, CL_INVALID_VALUE);
         return -1;
     }
+    for (cl_uint i = 0; i < c->nspread; i++)
+        if (!vocl_on(c->spread[i], c->px)) {
+            enum vocl_type t = c->spread[i]->type;
+            vocl_call_error(c, t == VOCL_T_KERNEL    ? CL_INVALID_PROGRAM_EXECUTABLE
+                               : t == VOCL_T_PROGRAM ? CL_INVALID_PROGRAM_EXECUTABLE
+                                                     : CL_INVALID_CONTEXT);
+            return -1;
+        }
     /* Events of other proxies: wait for them first (before taking our proxy). */
     for (cl_uint i = 0; i < c->wl_n; i++) {
         struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
-        if (e && e->px != c->px) {
+        if (e && !vocl_on(e, c->px)) {
             cl_int rc = clWaitForEvents(1, &c->wl[i]);
             if (rc != CL_SUCCESS) {
                 vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
@@ -143,20 +187,26 @@ void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list)
 {
     vocl_wr_u32(c->w, n);
     for (cl_uint i = 0; i < n; i++)
-        vocl_wr_u64(c->w, ((const struct vocl_obj *)list[i])->id); /* checked by call_ha */
+        vocl_wr_u64(c->w, vocl_id_on(list[i], c->px)); /* checked by call_ha */
+}
+
+void vocl_call_put_on(struct vocl_call *c, cl_uint n, const void *const *list)
+{
+    vocl_wr_u32(c->w, vocl_count_on(c->px, n, list));
+    for (cl_uint i = 0; i < n; i++)
+        if (vocl_on(list[i], c->px))
+            vocl_wr_u64(c->w, vocl_id_on(list[i], c->px));
 }
 
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
 {
-    cl_uint mine = 0;
+    /* Events of other proxies were waited for by vocl_call_start. */
+    vocl_wr_u32(c->w, vocl_count_on(c->px, n, (const void *const *)list) + c->nxw);
     for (cl_uint i = 0; i < n; i++)
-        mine += ((const struct vocl_obj *)list[i])->px == c->px;
-    vocl_wr_u32(c->w, mine);
-    for (cl_uint i = 0; i < n; i++) {
-        const struct vocl_obj *e = (const struct vocl_obj *)list[i];
-        if (e->px == c->px)
-            vocl_wr_u64(c->w, e->id);
-    }
+        if (vocl_on((const void *)list[i], c->px))
+            vocl_wr_u64(c->w, vocl_id_on((const void *)list[i], c->px));
+    for (cl_uint i = 0; i < c->nxw; i++)
+        vocl_wr_u64(c->w, c->xw[i]);
 }
 
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n)
@@ -305,4 +355,7 @@ void vocl_call_end(struct vocl_call *c)
     if (c->locked)
         pthread_mutex_unlock(&c->px->lock);
     c->locked = false;
+    free(c->xw);
+    c->xw = NULL;
+    c->nxw = c->capxw = 0;
 }

@@ -36,6 +36,28 @@ static cl_int check_props(const cl_context_properties *p, size_t *n)
     return CL_SUCCESS;
 }
 
+/* The proxies of a device list, in order of first appearance; 0 when a
+ * local device would share the context with a remote one. */
+static cl_uint list_proxies(cl_uint n, const cl_device_id *devices, struct vocl_proxy **out)
+{
+    cl_uint k = 0;
+    bool local = false;
+    for (cl_uint i = 0; i < n; i++) {
+        struct vocl_proxy *px = ((struct vocl_obj *)devices[i])->px;
+        cl_uint j = 0;
+        while (j < k && out[j] != px)
+            j++;
+        if (j == k)
+            out[k++] = px;
+        local |= px->local;
+    }
+    return local && k > 1 ? 0 : k;
+}
+
+/*
+ * One native context in each proxy of the devices (replica.c), with the
+ * devices that proxy has.
+ */
 static struct vocl_obj *create_context(const cl_context_properties *properties,
                                        cl_uint num_devices, const cl_device_id *devices,
                                        void (CL_CALLBACK *pfn_notify)(const char *, const void *,
@@ -45,29 +67,47 @@ static struct vocl_obj *create_context(const cl_context_properties *properties,
     struct vocl_call c;
     struct vocl_obj *ctx = NULL;
     size_t nprops = 0;
+    struct vocl_proxy **pxs = NULL;
+    cl_uint npx = 0;
     vocl_call_init(&c);
     if (!c.err && (!devices || num_devices == 0 || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (!c.err)
         vocl_call_error(&c, check_props(properties, &nprops));
-    for (cl_uint i = 0; !c.err && i < num_devices; i++) {
-        vocl_call_h(&c, devices[i], VOCL_T_DEVICE, 0);
-        if (c.err == CL_INVALID_DEVICE && vocl_lookup(devices[i], VOCL_T_DEVICE))
-            vocl_error("clCreateContext: the devices live in different proxies; "
-                       "one context per proxy is supported for now");
+    vocl_call_devs(&c, NULL, num_devices, devices);
+    if (!c.err && !(pxs = malloc(num_devices * sizeof(*pxs))))
+        vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+    if (!c.err) {
+        npx = list_proxies(num_devices, devices, pxs);
+        if (npx == 0 || npx > 64) {
+            vocl_error("clCreateContext: %s", npx ? "a context spans at most 64 proxies"
+                                                  : "this node's devices (--local) cannot share "
+                                                    "a context with remote ones");
+            vocl_call_error(&c, CL_INVALID_DEVICE);
+        }
     }
-    if (vocl_call_start(&c, VOCL_OP_clCreateContext) == 0) {
+    for (cl_uint rep = 0; !c.err && rep < npx; rep++) {
+        vocl_call_end(&c);
+        c.px = pxs[rep];
+        if (vocl_call_start(&c, VOCL_OP_clCreateContext))
+            break;
         vocl_wr_u32(c.w, (uint32_t)nprops);
         for (size_t i = 0; i < nprops; i++) {
             /* The proxy puts its own platform where ours was. */
             bool platform_value = i % 2 == 1 && properties[i - 1] == CL_CONTEXT_PLATFORM;
             vocl_wr_u64(c.w, platform_value ? 0 : (uint64_t)properties[i]);
         }
-        vocl_call_put_ha(&c, num_devices, (const void *const *)devices);
+        vocl_call_put_on(&c, num_devices, (const void *const *)devices);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         if (vocl_call_send(&c) == 0)
-            ctx = vocl_call_new_obj(&c, VOCL_T_CONTEXT, id, NULL, NULL);
+            vocl_call_made(&c, &ctx, rep, npx, VOCL_T_CONTEXT, id, NULL, NULL);
+    }
+    free(pxs);
+    if (c.err && ctx) {
+        vocl_call_end(&c);
+        clReleaseContext((cl_context)ctx);
+        ctx = NULL;
     }
     vocl_call_end(&c);
     if (ctx) {
@@ -126,15 +166,7 @@ cl_context CL_API_CALL vocl_hand_clCreateContextFromType(const cl_context_proper
             *errcode_ret = err;
         return NULL;
     }
-    /* A context lives in one proxy for now: take the first proxy's devices. */
-    cl_uint same = 1;
-    while (same < n && ((struct vocl_obj *)devs[same])->px == ((struct vocl_obj *)devs[0])->px)
-        same++;
-    if (same < n)
-        vocl_warn("clCreateContextFromType: using the %u matching devices of the first proxy "
-                  "only (of %u)", same, n);
-    struct vocl_obj *ctx =
-        create_context(properties, same, devs, pfn_notify, user_data, errcode_ret);
+    struct vocl_obj *ctx = create_context(properties, n, devs, pfn_notify, user_data, errcode_ret);
     free(devs);
     return (cl_context)ctx;
 }

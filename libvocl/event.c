@@ -31,16 +31,33 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         if (err != CL_SUCCESS)
             return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
     }
-    /* Events of one context live in one proxy: one request. */
-    struct vocl_call c;
-    vocl_call_init(&c);
-    c.px = first->px;
-    if (vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
-        vocl_call_put_wl(&c, num_events, event_list);
-        vocl_call_send(&c);
+    /* One request per proxy the events live in (a user event of a context
+     * spanning proxies: its first replica, which is set with the others). */
+    err = CL_SUCCESS;
+    for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++) {
+        struct vocl_proxy *px = ((struct vocl_obj *)event_list[i])->px;
+        bool seen = false;
+        for (cl_uint j = 0; j < i && !seen; j++)
+            seen = ((struct vocl_obj *)event_list[j])->px == px;
+        if (seen)
+            continue;
+        struct vocl_call c;
+        vocl_call_init(&c);
+        c.px = px;
+        if (vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
+            cl_uint n = 0;
+            for (cl_uint j = i; j < num_events; j++)
+                n += ((struct vocl_obj *)event_list[j])->px == px;
+            vocl_wr_u32(c.w, n);
+            for (cl_uint j = i; j < num_events; j++)
+                if (((struct vocl_obj *)event_list[j])->px == px)
+                    vocl_wr_u64(c.w, ((struct vocl_obj *)event_list[j])->id);
+            vocl_call_send(&c);
+        }
+        vocl_call_end(&c);
+        err = c.err;
     }
-    vocl_call_end(&c);
-    return c.err;
+    return err;
 }
 
 struct event_cb {

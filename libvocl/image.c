@@ -110,10 +110,11 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
               host_slice_pitch);
     const size_t zero[3] = {0, 0, 0};
     char *host = (char *)ptr + r.offset;
+    vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
                                   : VOCL_OP_clEnqueueReadBufferRect) == 0) {
         vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
         vocl_wr_u8(c.w, blocking ? 1 : 0);
         vocl_call_put_va(&c, buffer_origin, sizeof(size_t), 3);
         /* Remote, the span starts at the first byte: the host origin is 0. */
@@ -198,10 +199,15 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         elem = vocl_image_pixel_size(format->image_channel_order, format->image_channel_data_type);
         span = host_ptr ? vocl_image_host_size(format, desc) : 0;
     }
-    if (vocl_call_start(&c, VOCL_OP_clCreateImage) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
+    for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
+        /* Host data goes to the first proxy, as for buffers. */
+        void *data = rep == 0 ? host_ptr : NULL;
+        if (vocl_call_start(&c, VOCL_OP_clCreateImage))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_call_put_props(&c, properties);
-        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, data ? flags : flags & ~(cl_mem_flags)(CL_MEM_USE_HOST_PTR |
+                                                               CL_MEM_COPY_HOST_PTR));
         vocl_wr_u32(c.w, format->image_channel_order);
         vocl_wr_u32(c.w, format->image_channel_data_type);
         vocl_wr_u64(c.w, desc->image_type);
@@ -213,15 +219,21 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         vocl_wr_u64(c.w, desc->image_slice_pitch);
         vocl_wr_u32(c.w, desc->num_mip_levels);
         vocl_wr_u32(c.w, desc->num_samples);
-        vocl_wr_u64(c.w, buf ? buf->id : 0);
-        vocl_wr_u64(c.w, span);
-        vocl_xfer_put_out(&c, host_ptr, span);
+        vocl_wr_u64(c.w, vocl_id_on(buf, c.px));
+        vocl_wr_u64(c.w, data ? span : 0);
+        vocl_xfer_put_out(&c, data, span);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if (vocl_xfer_send(&c, host_ptr, span) == 0)
-            img = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, buf);
+        if (vocl_xfer_send(&c, data, span) == 0 &&
+            vocl_call_made(&c, &img, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, buf) &&
+            host_ptr && img->reps)
+            img->valid = 1;
     }
     vocl_call_end(&c);
+    if (c.err && img) {
+        clReleaseMemObject((cl_mem)img);
+        img = NULL;
+    }
     if (img) {
         img->mem_type = desc->image_type;
         img->elem_size = elem;
@@ -300,10 +312,11 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
     size_t rp = row_pitch ? row_pitch : region[0] * m->elem_size;
     rect_init(&r, zero, region[0] * m->elem_size, rows, slices, rp,
               rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
+    vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
         vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
+        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
         vocl_wr_u8(c.w, blocking ? 1 : 0);
         vocl_call_put_va(&c, origin, sizeof(size_t), 3);
         vocl_call_put_va(&c, region, sizeof(size_t), 3);

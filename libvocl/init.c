@@ -126,7 +126,7 @@ static int no_data_out(struct proxyd_session *s, const void *buf, size_t n)
 }
 
 /* In-process transfers use host pointers: the data channel is never used. */
-static const struct proxyd_data_ops in_process_data = {no_data, no_data_out};
+static const struct proxyd_data_ops in_process_data = {.recv = no_data, .send = no_data_out};
 
 /* Local passthrough: the node's own devices, served by the in-process executor. */
 static void open_local(void)

@@ -124,23 +124,34 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     /* Checked all the spec asks that the client can know: without host data
      * to copy, what is left to fail is the allocation, which drivers may
      * report late anyway.  So the creation does not wait. */
-    c.async = !host_ptr && !properties;
-    if (vocl_call_start(&c, VOCL_OP_clCreateBuffer) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
+    for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
+        /* Host data goes to the context's first proxy; others get it when
+         * they need it (replica.c). */
+        void *data = rep == 0 ? host_ptr : NULL;
+        c.async = !data && !properties;
+        if (vocl_call_start(&c, VOCL_OP_clCreateBuffer))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_call_put_props(&c, properties);
-        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, data ? flags : flags & ~host_flags);
         vocl_wr_u64(c.w, size);
         /*
          * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
          * is on another node.  Maps and reads show the data, as the spec asks.
          */
-        vocl_xfer_put_out(&c, host_ptr, size);
+        vocl_xfer_put_out(&c, data, size);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
-        if (vocl_xfer_send(&c, host_ptr, size) == 0)
-            mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, ctx, NULL);
+        if (vocl_xfer_send(&c, data, size) == 0 &&
+            vocl_call_made(&c, &mem, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, NULL) &&
+            host_ptr && mem->reps)
+            mem->valid = 1;
     }
     vocl_call_end(&c);
+    if (c.err && mem) {
+        clReleaseMemObject((cl_mem)mem);
+        mem = NULL;
+    }
     if (mem) {
         mem->mem_flags = flags;
         mem->mem_size = size;
@@ -177,8 +188,10 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
     struct vocl_obj *parent = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
     if (!c.err && (!region || buffer_create_type != CL_BUFFER_CREATE_TYPE_REGION))
         vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer) == 0) {
-        vocl_wr_u64(c.w, parent->id);
+    for (cl_uint rep = 0; vocl_call_each(&c, parent, rep); rep++) {
+        if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(parent, c.px));
         vocl_wr_u64(c.w, flags);
         vocl_wr_u64(c.w, buffer_create_type);
         vocl_wr_u64(c.w, region->origin);
@@ -186,9 +199,14 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         if (vocl_call_send(&c) == 0)
-            mem = vocl_call_new_obj(&c, VOCL_T_MEM, id, parent->context, parent);
+            vocl_call_made(&c, &mem, rep, vocl_nreps(parent), VOCL_T_MEM, id, parent->context,
+                           parent);
     }
     vocl_call_end(&c);
+    if (c.err && mem) {
+        clReleaseMemObject((cl_mem)mem);
+        mem = NULL;
+    }
     if (mem) {
         mem->mem_flags = flags ? flags : parent->mem_flags;
         mem->mem_size = region->size;
@@ -228,12 +246,17 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
     struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(c, nwl, wl);
     check_xfer(c, q, m, offset, size, ptr);
+    if (op == VOCL_OP_clEnqueueReadBuffer)
+        vocl_mem_use(c, m, VOCL_USE_R);
+    else
+        vocl_mem_use(c, m, !m->parent && offset == 0 && size == m->mem_size ? VOCL_USE_W
+                                                                             : VOCL_USE_RW);
     c->async = !blocking;
     c->sync = blocking;
     if (vocl_call_start(c, op))
         return NULL;
     vocl_wr_u64(c->w, q->id);
-    vocl_wr_u64(c->w, m->id);
+    vocl_wr_u64(c->w, vocl_id_on(m, c->px));
     vocl_wr_u8(c->w, blocking ? 1 : 0);
     vocl_wr_u64(c->w, offset);
     vocl_wr_u64(c->w, size);
@@ -494,7 +517,7 @@ cl_int CL_API_CALL vocl_hand_clGetSupportedImageFormats(cl_context context, cl_m
     if (!c.err && num_entries == 0 && image_formats)
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (vocl_call_start(&c, VOCL_OP_clGetSupportedImageFormats) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_wr_u64(c.w, flags);
         vocl_wr_u64(c.w, image_type);
         vocl_wr_u32(c.w, image_formats ? num_entries : 0);

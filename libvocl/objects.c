@@ -83,6 +83,7 @@ static void obj_free(struct vocl_obj *o)
         vocl_obj_drop(o->inputs[i]);
     free(o->inputs);
     vocl_mappings_free(o);
+    vocl_reps_free(o);
     o->magic = 0;
     free(o);
 }
@@ -116,10 +117,11 @@ cl_int vocl_retain(const void *h, enum vocl_type t)
         return CL_SUCCESS;
     struct vocl_call c;
     vocl_call_init(&c);
-    c.px = o->px;
     c.async = true; /* a failure (the object is gone there) is deferred */
-    if (vocl_call_start(&c, VOCL_OP_RETAIN) == 0) {
-        vocl_wr_u64(c.w, o->id);
+    for (cl_uint i = 0; vocl_call_each(&c, o, i); i++) {
+        if (!vocl_id_on(o, c.px) || vocl_call_start(&c, VOCL_OP_RETAIN))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(o, c.px));
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
@@ -144,18 +146,31 @@ cl_int vocl_release(const void *h, enum vocl_type t)
         vocl_map_del(&handles, (uint64_t)(uintptr_t)o);
         pthread_rwlock_unlock(&handles_lock);
     }
-    struct vocl_call c;
-    vocl_call_init(&c);
-    c.px = o->px;
-    c.async = true;
-    if (vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
-        vocl_wr_u64(c.w, o->id);
-        vocl_wr_u8(c.w, last);
-        vocl_call_send(&c);
+    /* Every replica, even when one proxy fails. */
+    cl_int err = CL_SUCCESS;
+    for (cl_uint i = 0; i < vocl_nreps(o); i++) {
+        struct vocl_call c;
+        vocl_call_init(&c);
+        c.async = true;
+        c.px = vocl_rep_px(o, i);
+        uint64_t id = vocl_id_on(o, c.px), arrive = o->reps && last ? o->reps[i].arrive : 0;
+        if (id && vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
+            vocl_wr_u64(c.w, id);
+            vocl_wr_u8(c.w, last);
+            vocl_call_send(&c);
+        }
+        vocl_call_end(&c);
+        if (arrive && vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
+            /* The last migration's event into it, which nothing else holds. */
+            vocl_wr_u64(c.w, arrive);
+            vocl_wr_u8(c.w, 1);
+            vocl_call_send(&c);
+        }
+        vocl_call_end(&c);
+        if (err == CL_SUCCESS && !c.px->dead)
+            err = c.err;
     }
-    vocl_call_end(&c);
     /* A dead proxy cannot release: the object is gone with it all the same. */
-    struct vocl_proxy *px = o->px;
     vocl_obj_drop(o);
-    return px->dead ? CL_SUCCESS : c.err;
+    return err;
 }

@@ -30,11 +30,13 @@
 enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
 
 struct vocl_karg {
-    uint8_t set, dirty, kind;
+    uint8_t set, kind;
     uint8_t decl;       /* enum vocl_arg_kind */
+    uint8_t ro;         /* a buffer or image the kernel cannot write (const, read_only) */
     uint16_t decl_size; /* decl VALUE of a built-in type: its size; else 0 */
+    uint64_t sent;      /* the kernel's replicas that have this value (bit per replica) */
     size_t size;
-    uint64_t id;       /* ARG_MEM, ARG_SAMPLER (0: NULL) */
+    struct vocl_obj *obj; /* ARG_MEM, ARG_SAMPLER (held; NULL: NULL) */
     uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
     uint8_t *big;      /* ARG_BYTES above */
 };
@@ -46,8 +48,11 @@ struct vocl_kargs {
 
 void vocl_kargs_free(struct vocl_kargs *k)
 {
-    for (cl_uint i = 0; k && i < k->n; i++)
+    for (cl_uint i = 0; k && i < k->n; i++) {
         free(k->a[i].big);
+        if (k->a[i].obj)
+            vocl_obj_drop(k->a[i].obj);
+    }
     free(k);
 }
 
@@ -201,6 +206,9 @@ static void kargs_declare(struct vocl_kargs *ka, const struct vocl_obj *p, const
         }
         a->decl = kind;
         a->decl_size = cond ? 0 : (uint16_t)size;
+        a->ro = kk->args[i].kind == KP_ARG_CONSTANT_PTR ||
+                (kk->args[i].kind == KP_ARG_GLOBAL_PTR && kk->args[i].is_const) ||
+                (kk->args[i].kind == KP_ARG_IMAGE && kk->args[i].access == KP_ACCESS_READ_ONLY);
     }
 }
 
@@ -333,8 +341,10 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, c
     for (cl_uint i = 0; !c.err && i < count; i++)
         if (!strings[i])
             vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clCreateProgramWithSource) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
+    for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
+        if (vocl_call_start(&c, VOCL_OP_clCreateProgramWithSource))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_wr_u32(c.w, count);
         for (cl_uint i = 0; i < count; i++) {
             size_t len = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
@@ -343,9 +353,13 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, c
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         if (vocl_call_send(&c) == 0)
-            p = vocl_call_new_obj(&c, VOCL_T_PROGRAM, id, ctx, NULL);
+            vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
     }
     vocl_call_end(&c);
+    if (c.err && p) {
+        clReleaseProgram((cl_program)p);
+        p = NULL;
+    }
     if (p) {
         program_devices(p, 0, NULL);
         program_parse(p, count, strings, lengths);
@@ -364,31 +378,43 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithBinary(
     struct vocl_obj *p = NULL;
     vocl_call_init(&c);
     struct vocl_obj *ctx = vocl_call_h(&c, context, VOCL_T_CONTEXT, 0);
-    vocl_call_ha(&c, num_devices, (const void *const *)device_list, VOCL_T_DEVICE);
+    vocl_call_devs(&c, ctx, num_devices, device_list);
     if (!c.err && (!num_devices || !lengths || !binaries))
         vocl_call_error(&c, CL_INVALID_VALUE);
     for (cl_uint i = 0; !c.err && i < num_devices; i++)
         if (!lengths[i] || !binaries[i])
             vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clCreateProgramWithBinary) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
-        vocl_call_put_ha(&c, num_devices, (const void *const *)device_list);
-        vocl_wr_u32(c.w, num_devices);
+    /* Each proxy gets the binaries of its devices. */
+    for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
+        cl_uint mine = vocl_count_on(c.px, num_devices, (const void *const *)device_list);
+        if (!mine || vocl_call_start(&c, VOCL_OP_clCreateProgramWithBinary))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
+        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
+        vocl_wr_u32(c.w, mine);
         for (cl_uint i = 0; i < num_devices; i++)
-            vocl_wr_bytes(c.w, binaries[i], lengths[i]);
+            if (vocl_on((const void *)device_list[i], c.px))
+                vocl_wr_bytes(c.w, binaries[i], lengths[i]);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         int rc = vocl_call_send(&c);
         if (c.r.p) {
             /* The statuses come back whether or not the creation succeeded. */
             cl_uint n = vocl_rd_u32(&c.r);
-            for (cl_uint i = 0; i < n && i < num_devices && binary_status; i++)
-                binary_status[i] = vocl_rd_i32(&c.r);
+            for (cl_uint i = 0; i < num_devices && n && binary_status; i++)
+                if (vocl_on((const void *)device_list[i], c.px)) {
+                    binary_status[i] = vocl_rd_i32(&c.r);
+                    n--;
+                }
         }
         if (rc == 0)
-            p = vocl_call_new_obj(&c, VOCL_T_PROGRAM, id, ctx, NULL);
+            vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
     }
     vocl_call_end(&c);
+    if (c.err && p) {
+        clReleaseProgram((cl_program)p);
+        p = NULL;
+    }
     if (p)
         program_devices(p, num_devices, device_list);
     if (errcode_ret)
@@ -408,17 +434,24 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
     struct vocl_call c;
     vocl_call_init(&c);
     struct vocl_obj *p = vocl_call_h(&c, program, VOCL_T_PROGRAM, 0);
-    vocl_call_ha(&c, num_devices, (const void *const *)device_list, VOCL_T_DEVICE);
+    vocl_call_devs(&c, p ? p->context : NULL, num_devices, device_list);
     if (!c.err && !pfn_notify && user_data)
         vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clBuildProgram) == 0) {
-        vocl_wr_u64(c.w, p->id);
-        vocl_call_put_ha(&c, num_devices, (const void *const *)device_list);
+    /* Each proxy builds for its devices of the list (all of its own if none). */
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
+        if (!vocl_id_on(p, c.px) ||
+            (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list)))
+            continue;
+        if (vocl_call_start(&c, VOCL_OP_clBuildProgram))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
+        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
         vocl_wr_str(c.w, options);
         vocl_call_send(&c);
-        p->built = c.err == CL_SUCCESS;
     }
     vocl_call_end(&c);
+    if (p)
+        p->built = c.err == CL_SUCCESS;
     if (pfn_notify && p)
         pfn_notify(program, user_data);
     return c.err;
@@ -432,13 +465,18 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
     struct vocl_call c;
     vocl_call_init(&c);
     struct vocl_obj *p = vocl_call_h(&c, program, VOCL_T_PROGRAM, 0);
-    vocl_call_ha(&c, num_devices, (const void *const *)device_list, VOCL_T_DEVICE);
+    vocl_call_devs(&c, p ? p->context : NULL, num_devices, device_list);
     vocl_call_ha(&c, num_input_headers, (const void *const *)input_headers, VOCL_T_PROGRAM);
     if (!c.err && ((num_input_headers && !header_include_names) || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clCompileProgram) == 0) {
-        vocl_wr_u64(c.w, p->id);
-        vocl_call_put_ha(&c, num_devices, (const void *const *)device_list);
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
+        if (!vocl_id_on(p, c.px) ||
+            (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list)))
+            continue;
+        if (vocl_call_start(&c, VOCL_OP_clCompileProgram))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
+        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
         vocl_wr_str(c.w, options);
         vocl_call_put_ha(&c, num_input_headers, (const void *const *)input_headers);
         for (cl_uint i = 0; i < num_input_headers; i++)
@@ -461,13 +499,17 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
     struct vocl_obj *p = NULL;
     vocl_call_init(&c);
     struct vocl_obj *ctx = vocl_call_h(&c, context, VOCL_T_CONTEXT, 0);
-    vocl_call_ha(&c, num_devices, (const void *const *)device_list, VOCL_T_DEVICE);
+    vocl_call_devs(&c, ctx, num_devices, device_list);
     vocl_call_ha(&c, num_input_programs, (const void *const *)input_programs, VOCL_T_PROGRAM);
     if (!c.err && (!num_input_programs || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
-    if (vocl_call_start(&c, VOCL_OP_clLinkProgram) == 0) {
-        vocl_wr_u64(c.w, ctx->id);
-        vocl_call_put_ha(&c, num_devices, (const void *const *)device_list);
+    for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
+        if (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list))
+            continue;
+        if (vocl_call_start(&c, VOCL_OP_clLinkProgram))
+            break;
+        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
+        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
         vocl_wr_str(c.w, options);
         vocl_call_put_ha(&c, num_input_programs, (const void *const *)input_programs);
         uint64_t id = vocl_call_new_id(&c);
@@ -478,7 +520,7 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
         bool made = (err == CL_SUCCESS || err == CL_LINK_PROGRAM_FAILURE) && vocl_rd_u8(&c.r);
         if (made) {
             c.err = CL_SUCCESS;
-            p = vocl_call_new_obj(&c, VOCL_T_PROGRAM, id, ctx, NULL);
+            vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
             c.err = err;
         }
     }
@@ -505,6 +547,8 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
  * brings every binary, copied into place here. */
 static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, size_t *size_ret)
 {
+    if (!p->devs) /* made by a generated create: the context's devices */
+        program_devices(p, 0, NULL);
     size_t need = p->ndevs * sizeof(unsigned char *);
     if (size_ret)
         *size_ret = need;
@@ -515,18 +559,58 @@ static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, siz
     unsigned char **out = value;
     struct vocl_call c;
     vocl_call_init(&c);
-    c.px = p->px;
-    if (vocl_call_start(&c, VOCL_OP_PROGRAM_BINARIES) == 0) {
-        vocl_wr_u64(c.w, p->id);
+    /* Each proxy has the binaries of its devices, in the program's order. */
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
+        if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_PROGRAM_BINARIES))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
         if (vocl_call_send(&c) == 0) {
             cl_uint n = vocl_rd_u32(&c.r);
-            for (cl_uint i = 0; i < n && i < p->ndevs; i++) {
+            for (cl_uint i = 0; n && i < p->ndevs; i++) {
+                if (p->devs[i]->px != c.px)
+                    continue;
                 size_t len;
                 const void *bin = vocl_rd_bytes(&c.r, &len);
                 if (out[i] && bin)
                     memcpy(out[i], bin, len);
+                n--;
             }
         }
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+/* Spanning proxies: each proxy has the sizes of its devices' binaries. */
+static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
+                                   size_t *size_ret)
+{
+    if (!p->devs)
+        program_devices(p, 0, NULL);
+    size_t need = p->ndevs * sizeof(size_t);
+    if (size_ret)
+        *size_ret = need;
+    if (!value)
+        return CL_SUCCESS;
+    if (size < need)
+        return CL_INVALID_VALUE;
+    size_t *out = value, got[64];
+    struct vocl_call c;
+    vocl_call_init(&c);
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
+        if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clGetProgramInfo))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
+        vocl_wr_u64(c.w, CL_PROGRAM_BINARY_SIZES);
+        vocl_wr_u64(c.w, sizeof(got));
+        vocl_wr_u8(c.w, 1);
+        size_t n = 0;
+        if (vocl_call_send(&c) == 0)
+            vocl_call_get_info(&c, sizeof(got), got, &n);
+        n /= sizeof(size_t);
+        for (cl_uint i = 0, j = 0; !c.err && i < p->ndevs && j < n; i++)
+            if (p->devs[i]->px == c.px)
+                out[i] = got[j++];
     }
     vocl_call_end(&c);
     return c.err;
@@ -553,6 +637,11 @@ int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,
     case CL_PROGRAM_BINARIES:
         *ret = program_binaries(p, param_value_size, param_value, param_value_size_ret);
         return 1;
+    case CL_PROGRAM_BINARY_SIZES:
+        if (!p->reps)
+            return 0;
+        *ret = program_binary_sizes(p, param_value_size, param_value, param_value_size_ret);
+        return 1;
     default:
         return 0;
     }
@@ -577,26 +666,45 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
     if (!c.err && p->built && (kk = program_kernel(p, kernel_name, &cond)) && !cond &&
         (known = kargs_new(kk->nargs)))
         kargs_declare(known, p, kernel_name);
-    c.async = known != NULL;
-    if (vocl_call_start(&c, VOCL_OP_clCreateKernel) == 0) {
-        vocl_wr_u64(c.w, p->id);
+    /* In a context spanning proxies, a proxy whose devices the program was
+     * not built for has no such kernel: only the others make one. */
+    cl_uint nrep = vocl_nreps(p);
+    cl_int missing = CL_SUCCESS;
+    c.async = known != NULL && nrep == 1;
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
+        if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clCreateKernel))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
         vocl_wr_str(c.w, kernel_name);
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         struct vocl_kargs *ka = NULL;
-        if (vocl_call_send(&c) == 0)
-            ka = known ? known : kargs_read(&c);
-        known = ka == known ? NULL : known;
-        if (ka)
-            k = vocl_call_new_obj(&c, VOCL_T_KERNEL, id, p->context, p);
-        if (k) {
-            kargs_declare(ka, p, kernel_name);
-            k->kargs = ka;
-        } else {
-            vocl_kargs_free(ka);
+        if (vocl_call_send(&c) == 0 && !k) {
+            ka = known && c.async ? known : kargs_read(&c);
+            if (ka == known)
+                known = NULL;
         }
+        if (nrep > 1 && c.err == CL_INVALID_PROGRAM_EXECUTABLE) {
+            missing = c.err;
+            c.err = CL_SUCCESS;
+            continue;
+        }
+        bool first = !k;
+        if (vocl_call_made(&c, &k, rep, nrep, VOCL_T_KERNEL, id, p->context, p) && first) {
+            if (ka)
+                kargs_declare(ka, p, kernel_name);
+            k->kargs = ka;
+            ka = NULL;
+        }
+        vocl_kargs_free(ka);
     }
     vocl_call_end(&c);
+    if (!c.err && !k)
+        c.err = missing ? missing : CL_INVALID_PROGRAM_EXECUTABLE;
+    if (c.err && k) {
+        clReleaseKernel((cl_kernel)k);
+        k = NULL;
+    }
     vocl_kargs_free(known); /* not used: the call failed before it was sent */
     if (errcode_ret)
         *errcode_ret = c.err;
@@ -649,6 +757,28 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
         }
     }
     vocl_call_end(&c);
+    /* That was the first proxy of the program; the others add replicas. */
+    cl_uint nrep = vocl_nreps(p);
+    for (cl_uint rep = 1; objs && rep < nrep && !c.err; rep++) {
+        c.px = vocl_rep_px(p, rep);
+        if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
+        uint64_t first = vocl_call_put_new_ids(&c, nids);
+        if (vocl_call_send(&c) == 0 && vocl_rd_u32(&c.r) != got)
+            vocl_call_error(&c, CL_INVALID_PROGRAM_EXECUTABLE);
+        for (cl_uint i = 0; !c.err && i < objs; i++) {
+            struct vocl_obj *k = (struct vocl_obj *)kernels[i];
+            if (!k->reps && !(k->reps = calloc(nrep, sizeof(*k->reps)))) {
+                vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+                break;
+            }
+            k->nreps = nrep;
+            k->reps[0] = (struct vocl_rep){.px = k->px, .id = k->id};
+            k->reps[rep] = (struct vocl_rep){.px = c.px, .id = first + i};
+        }
+        vocl_call_end(&c);
+    }
     for (cl_uint i = 0; kas && i < made; i++)
         vocl_kargs_free(kas[i]);
     free(kas);
@@ -666,20 +796,29 @@ cl_kernel CL_API_CALL vocl_hand_clCloneKernel(cl_kernel source_kernel, cl_int *e
     struct vocl_obj *k = NULL;
     vocl_call_init(&c);
     struct vocl_obj *src = vocl_call_h(&c, source_kernel, VOCL_T_KERNEL, 0);
-    if (vocl_call_start(&c, VOCL_OP_clCloneKernel) == 0) {
-        vocl_wr_u64(c.w, src->id);
+    for (cl_uint rep = 0; vocl_call_each(&c, src, rep); rep++) {
+        if (!vocl_id_on(src, c.px) || vocl_call_start(&c, VOCL_OP_clCloneKernel))
+            continue;
+        vocl_wr_u64(c.w, vocl_id_on(src, c.px));
         uint64_t id = vocl_call_new_id(&c);
         vocl_wr_u64(c.w, id);
         if (vocl_call_send(&c) == 0)
-            k = vocl_call_new_obj(&c, VOCL_T_KERNEL, id, src->context, src->parent);
+            vocl_call_made(&c, &k, rep, vocl_nreps(src), VOCL_T_KERNEL, id, src->context,
+                           src->parent);
     }
     vocl_call_end(&c);
+    if (c.err && k) {
+        clReleaseKernel((cl_kernel)k);
+        k = NULL;
+    }
     if (k) {
         /* The native clone has the source's arguments: so does the cache. */
         k->kargs = kargs_new(src->kargs->n);
         for (cl_uint i = 0; k->kargs && i < src->kargs->n; i++) {
             k->kargs->a[i] = src->kargs->a[i];
             k->kargs->a[i].big = NULL;
+            if (k->kargs->a[i].obj)
+                vocl_obj_hold(k->kargs->a[i].obj);
             if (src->kargs->a[i].big) {
                 k->kargs->a[i].big = malloc(src->kargs->a[i].size);
                 if (k->kargs->a[i].big)
@@ -750,7 +889,7 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
         return err;
 
     struct vocl_karg a = {
-        .set = 1, .dirty = 1, .size = arg_size, .decl = old->decl, .decl_size = old->decl_size};
+        .set = 1, .size = arg_size, .decl = old->decl, .ro = old->ro, .decl_size = old->decl_size};
     /* The handle a pointer-sized value holds; NULL travels as the bytes it is. */
     const void *hv = arg_value && arg_size == sizeof(void *) ? *(void *const *)arg_value : NULL;
     struct vocl_obj *h = NULL;
@@ -779,10 +918,10 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
         /* __local memory, or a NULL buffer: the native call tells them apart. */
         a.kind = ARG_LOCAL;
     } else if (h) {
-        if (h->px != k->px)
-            return CL_INVALID_ARG_VALUE; /* an object of another proxy's context */
+        if (vocl_ctx_of(h) != k->context)
+            return CL_INVALID_ARG_VALUE; /* an object of another context */
         a.kind = h->type == VOCL_T_MEM ? ARG_MEM : ARG_SAMPLER;
-        a.id = h->id;
+        a.obj = h;
     } else {
         a.kind = ARG_BYTES;
         if (arg_size > sizeof(a.small)) {
@@ -797,34 +936,47 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
         }
     }
     /* Same value as last time: nothing to resend. */
-    if (old->set && !old->dirty && old->kind == a.kind && old->size == a.size &&
-        old->id == a.id && !a.big && !old->big && !memcmp(old->small, a.small, sizeof(a.small)))
+    if (old->set && old->kind == a.kind && old->size == a.size && old->obj == a.obj && !a.big &&
+        !old->big && !memcmp(old->small, a.small, sizeof(a.small)))
         return CL_SUCCESS;
     free(old->big);
+    if (old->obj)
+        vocl_obj_drop(old->obj);
+    if (a.obj)
+        vocl_obj_hold(a.obj);
     *old = a;
     return CL_SUCCESS;
 }
 
-/* Writes the arguments changed since the last launch. */
-static void put_args(struct vocl_call *c, struct vocl_kargs *ka)
+/* Writes the arguments that replica bit of the kernel has not had yet. */
+static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
 {
     uint32_t n = 0;
     for (cl_uint i = 0; i < ka->n; i++)
-        n += ka->a[i].dirty;
+        n += !(ka->a[i].sent & bit);
     vocl_wr_u32(c->w, n);
     for (cl_uint i = 0; i < ka->n; i++) {
         struct vocl_karg *a = &ka->a[i];
-        if (!a->dirty)
+        if (a->sent & bit)
             continue;
         vocl_wr_u32(c->w, i);
         vocl_wr_u8(c->w, a->kind);
         switch (a->kind) {
         case ARG_BYTES: vocl_wr_bytes(c->w, a->big ? a->big : a->small, a->size); break;
         case ARG_MEM:
-        case ARG_SAMPLER: vocl_wr_u64(c->w, a->id); break;
+        case ARG_SAMPLER: vocl_wr_u64(c->w, vocl_id_on(a->obj, c->px)); break;
         default: vocl_wr_u64(c->w, a->size); break;
         }
     }
+}
+
+/* The bit of the kernel's replica on px in its arguments' sent masks. */
+static uint64_t rep_bit(const struct vocl_obj *k, const struct vocl_proxy *px)
+{
+    cl_uint i = 0;
+    while (k->reps && i < k->nreps && k->reps[i].px != px)
+        i++;
+    return (uint64_t)1 << (i & 63);
 }
 
 cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
@@ -845,24 +997,33 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     for (cl_uint i = 0; !c.err && i < k->kargs->n; i++)
         if (!k->kargs->a[i].set)
             vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
+    /* Buffers and images of a context spanning proxies: their data here. */
+    for (cl_uint i = 0; !c.err && i < k->kargs->n; i++) {
+        const struct vocl_karg *a = &k->kargs->a[i];
+        if (a->kind == ARG_MEM && a->obj)
+            vocl_mem_use(&c, a->obj,
+                         a->ro || (a->obj->mem_flags & CL_MEM_READ_ONLY) ? VOCL_USE_R
+                                                                         : VOCL_USE_RW);
+    }
     /* A launch does not wait: the client checked what it can, the rest of
      * its errors (work-group sizes, resources) are deferred. */
     c.async = true;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueNDRangeKernel) == 0) {
+        uint64_t bit = rep_bit(k, c.px);
         vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, k->id);
+        vocl_wr_u64(c.w, vocl_id_on(k, c.px));
         vocl_wr_u32(c.w, work_dim);
         vocl_call_put_va(&c, global_work_offset, sizeof(size_t), work_dim);
         vocl_call_put_va(&c, global_work_size, sizeof(size_t), work_dim);
         vocl_call_put_va(&c, local_work_size, sizeof(size_t), work_dim);
-        put_args(&c, k->kargs);
+        put_args(&c, k->kargs, bit);
         vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
         vocl_wr_u64(c.w, ev_id);
         if (vocl_call_post(&c) == 0) {
             /* The proxy has applied the arguments, whatever the launch does. */
             for (cl_uint i = 0; i < k->kargs->n; i++)
-                k->kargs->a[i].dirty = 0;
+                k->kargs->a[i].sent |= bit;
             if (vocl_call_wait(&c) == 0 && event)
                 *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }

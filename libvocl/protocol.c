@@ -49,6 +49,8 @@ const char *vocl_proto_op_name(unsigned op)
     case VOCL_OP_RETAIN: return "RETAIN";
     case VOCL_OP_RELEASE: return "RELEASE";
     case VOCL_OP_TRACE: return "TRACE";
+    case VOCL_OP_MIGRATE_OUT: return "MIGRATE_OUT";
+    case VOCL_OP_MIGRATE_IN: return "MIGRATE_IN";
     case VOCL_OP_PROGRAM_BINARIES: return "PROGRAM_BINARIES";
     default: return "unknown";
     }

@@ -14,6 +14,13 @@
  *   TRACE   req: (empty)  rep: i32 err, u32 n, n x (u32 opcode, u32 thread
  *           (0 requests, 1 stream), u64 start ns, u64 duration ns, u64 bytes):
  *           the session's timeline, when HELLO asked for one (VOCL_HELLO_TRACE)
+ *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u32 n, n x u64
+ *           event: no reply.  Reads all of mem once the events complete and
+ *           sends it to the peer proxy in chunks on the tag (one empty
+ *           message if the read failed)
+ *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
+ *           event: no reply.  Writes what the peer sends into all of mem; the
+ *           new event completes when it is there (fails if the data did not come)
  *
  * API entries: see the annotations in cl_api.def; every reply starts with an
  * i32 OpenCL error code.  A request without VOCL_F_REPLY gets no reply: the
@@ -46,6 +53,8 @@ enum vocl_proto_op {
     VOCL_OP_RETAIN = 12,
     VOCL_OP_RELEASE = 13,
     VOCL_OP_TRACE = 14,
+    VOCL_OP_MIGRATE_OUT = 15,
+    VOCL_OP_MIGRATE_IN = 16,
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };
 

@@ -24,6 +24,19 @@
 struct proxyd_session;
 struct proxyd_node;
 struct kp_program;
+struct vocl_proxy;
+
+/*
+ * A context whose devices live in several proxies has a native context in
+ * each, and so has every object made in it (memory objects, samplers,
+ * programs, kernels, user events): one replica per proxy, in the context's
+ * order of proxies (replica.c).
+ */
+struct vocl_rep {
+    struct vocl_proxy *px;
+    uint64_t id;     /* 0: none there (a kernel of a program not built there) */
+    uint64_t arrive; /* memory: the event on px the last migration into it completes */
+};
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */
 struct vocl_pending {
@@ -89,6 +102,9 @@ struct vocl_obj {
     void (*ctx_notify)(const char *, const void *, size_t, void *);
     void *ctx_notify_data;
     struct vocl_dtor *dtors; /* destructor callbacks, run when the object goes */
+    cl_uint nreps;           /* objects of a context spanning proxies: one replica */
+    struct vocl_rep *reps;   /* per proxy of it (reps[0] is px, id); else NULL */
+    uint64_t valid;          /* memory (the root buffer): replicas holding the latest data */
 };
 
 /* Global state, set up once by vocl_init(). */
@@ -142,6 +158,10 @@ struct vocl_call {
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
     const cl_event *wl;
+    uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
+    cl_uint nxw, capxw;
+    struct vocl_obj *spread[4]; /* handles of objects with replicas, checked at start */
+    cl_uint nspread;
 };
 
 void vocl_call_init(struct vocl_call *c);
@@ -150,6 +170,13 @@ struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type 
 void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t);
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);
+/* A device list of a call to every proxy of ctx (NULL: any device): checked
+ * here, and each proxy gets the devices it has (vocl_call_put_on). */
+void vocl_call_devs(struct vocl_call *c, const struct vocl_obj *ctx, cl_uint n,
+                    const cl_device_id *list);
+/* How many of the handles in list live on px. */
+cl_uint vocl_count_on(const struct vocl_proxy *px, cl_uint n, const void *const *list);
+void vocl_call_put_on(struct vocl_call *c, cl_uint n, const void *const *list);
 /* Waits for foreign events, takes the proxy and starts the message. */
 int vocl_call_start(struct vocl_call *c, unsigned op);
 /* Encoders for the payload. */
@@ -173,6 +200,38 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
 void vocl_call_end(struct vocl_call *c);
 /* Copies an info value the client knows into the caller's buffers. */
 cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
+
+/* --- replicas and coherence (replica.c) ----------------------------------------------------- */
+/* Whether o exists on px (an object of one proxy: px is its proxy). */
+bool vocl_on(const struct vocl_obj *o, const struct vocl_proxy *px);
+/* o's id on px (0: none). */
+uint64_t vocl_id_on(const struct vocl_obj *o, const struct vocl_proxy *px);
+/* How many proxies o lives in (1 for an object of one proxy), and the i-th. */
+cl_uint vocl_nreps(const struct vocl_obj *o);
+struct vocl_proxy *vocl_rep_px(const struct vocl_obj *o, cl_uint i);
+/*
+ * For calls that go to every proxy of an object (creates in a context,
+ * builds, user-event status): true while there is a replica i to do, with
+ * c->px set to its proxy (the previous one's exchange ended).
+ */
+bool vocl_call_each(struct vocl_call *c, const struct vocl_obj *o, cl_uint i);
+/* Records that the object made by replica i of a broadcast call has id there:
+ * the first makes *made, the others add to it.  Returns *made, or NULL. */
+struct vocl_obj *vocl_call_made(struct vocl_call *c, struct vocl_obj **made, cl_uint i, cl_uint n,
+                                enum vocl_type t, uint64_t id, struct vocl_obj *context,
+                                struct vocl_obj *parent);
+/* How a command uses a memory object, for coherence across proxies. */
+enum vocl_use { VOCL_USE_R, VOCL_USE_RW, VOCL_USE_W /* overwrites all of it */ };
+/*
+ * Before a command on c->px that uses m: brings the latest data to c->px
+ * (proxy to proxy) unless it is there or the command overwrites it all,
+ * notes where the latest data will be, and adds the migration's event to
+ * the command's wait list.  Call before vocl_call_start.
+ */
+void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
+/* The same, without moving data: the content is undefined or is about to be. */
+void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px);
+void vocl_reps_free(struct vocl_obj *o);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n);

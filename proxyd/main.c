@@ -252,7 +252,39 @@ static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
                : -1;
 }
 
-static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send};
+/* Migrations go between the proxies of one job (MPI_COMM_NULL in connect mode). */
+static MPI_Comm peer_comm = MPI_COMM_NULL;
+static int peer_self, peer_size;
+
+static bool mpi_peer_ok(int rank)
+{
+    return peer_comm != MPI_COMM_NULL && rank >= 0 && rank < peer_size && rank != peer_self;
+}
+
+static int mpi_peer_send(int rank, int tag, const void *buf, size_t n)
+{
+    return MPI_Send(buf, (int)n, MPI_BYTE, rank, tag, peer_comm) == MPI_SUCCESS ? 0 : -1;
+}
+
+static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int count = 0;
+    if (MPI_Mprobe(rank, tag, peer_comm, &msg, &st) != MPI_SUCCESS)
+        return -1;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    *got = (size_t)count;
+    if ((size_t)count <= n)
+        return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    void *drop = malloc((size_t)count);
+    int rc = drop && MPI_Mrecv(drop, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    free(drop);
+    return rc ? 0 : -1;
+}
+
+static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send, mpi_peer_ok, mpi_peer_send,
+                                                mpi_peer_recv};
 
 /* --- serving sessions ------------------------------------------------------------------------ */
 
@@ -413,6 +445,9 @@ static int job_mode(struct proxyd_node *node, int nclients)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    peer_comm = comm; /* its own tags: VOCL_TAG_PEER_MIN and above */
+    MPI_Comm_rank(peer_comm, &peer_self);
+    MPI_Comm_size(peer_comm, &peer_size);
     vocl_wr_init(&sv.reply);
     for (int r = 0; r < nclients; r++)
         if (add_client(&sv, comm, false, r)) {
@@ -421,6 +456,7 @@ static int job_mode(struct proxyd_node *node, int nclients)
         }
     serve(&sv);
     server_free(&sv);
+    peer_comm = MPI_COMM_NULL;
     MPI_Comm_free(&comm);
     return 0;
 }

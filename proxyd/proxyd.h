@@ -78,6 +78,12 @@ struct proxyd_data_ops {
     /* Send n bytes as the next chunk; 0 or -1.  Called from the stream
      * thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, const void *buf, size_t n);
+    /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
+     * peer_recv takes the next message from rank on tag: *got is its size,
+     * its bytes land in buf when they fit (else they are dropped). */
+    bool (*peer_ok)(int rank);
+    int (*peer_send)(int rank, int tag, const void *buf, size_t n);
+    int (*peer_recv)(int rank, int tag, void *buf, size_t n, size_t *got);
 };
 
 struct proxyd_session {
@@ -201,6 +207,8 @@ void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint
 /* Protocol-only handlers. */
 void proxyd_op_program_binaries(struct proxyd_req *q);
 void proxyd_op_trace(struct proxyd_req *q);
+void proxyd_op_migrate_out(struct proxyd_req *q);
+void proxyd_op_migrate_in(struct proxyd_req *q);
 
 /* Generated: API opcodes. */
 int proxyd_dispatch_api(struct proxyd_req *q, unsigned op);

@@ -56,7 +56,9 @@ class Entry:
         self.hook = 'hook' in flags
         self.async_ = 'async' in flags
         self.sync = 'sync' in flags
-        if set(flags) - {'hook', 'async', 'sync'} or (flags and self.mode != 'gen'):
+        self.bcast = 'bcast' in flags
+        self.pre = 'pre' in flags
+        if set(flags) - {'hook', 'async', 'sync', 'bcast', 'pre'} or (flags and self.mode != 'gen'):
             raise SystemExit('line %d: unknown mode %r' % (lineno, mode))
         self.creates = proto.rstrip().endswith('-> new')
         proto = proto.replace('-> new', '').strip()
@@ -160,6 +162,11 @@ def gen_header(entries):
         if e.hook:
             o.append('int vocl_hook_%s(%s, cl_int *ret);' % (
                 e.name, ', '.join(p.decl for p in e.params)))
+    o += ['', '/* Before the request of a +pre entry (errors stick in c->err). */', 'struct vocl_call;']
+    for e in entries:
+        if e.pre:
+            o.append('void vocl_pre_%s(struct vocl_call *c, %s);' % (
+                e.name, ', '.join(p.decl for p in e.params)))
     o += ['', '#ifdef VOCL_PROXYD_INTERNAL',
           '/* Hand-written proxy handlers. */']
     for e in entries:
@@ -249,15 +256,28 @@ def client_gen(e):
                 p.arg, p.name, p.htype))
         elif p.kind == 'wl':
             o.append('    vocl_call_wl(&c, %s, %s);' % (p.arg, p.name))
+    for p in handles:
+        if p.arg in ('r', 'rw'):
+            o.append('    if (o_%s) vocl_mem_use(&c, o_%s, VOCL_USE_%s);' % (
+                p.name, p.name, p.arg.upper()))
+    if e.pre:
+        o.append('    vocl_pre_%s(&c, %s);' % (e.name, ', '.join(p.name for p in e.params)))
     if e.async_:
         o.append('    c.async = true;')
     if e.sync:
         o.append('    c.sync = true;')
+    ind = ''
+    if e.bcast:
+        # Once per proxy the first handle's object lives in.
+        o.append('    for (cl_uint rep = 0; vocl_call_each(&c, o_%s, rep); rep++) {'
+                 % handles[0].name)
+        ind = '    '
+    body_start = len(o)
     o.append('    if (vocl_call_start(&c, VOCL_OP_%s)) goto out;' % e.name)
     for p in e.params:
         k = p.kind
         if k in ('h', 'h?'):
-            o.append('    vocl_wr_u64(c.w, o_%s ? o_%s->id : 0);' % (p.name, p.name))
+            o.append('    vocl_wr_u64(c.w, vocl_id_on(o_%s, c.px));' % p.name)
         elif k == 'v':
             if p.name in counts:
                 continue
@@ -305,16 +325,26 @@ def client_gen(e):
         t = HANDLE_TYPES[e.ret]
         ctx = 'o_%s' % first_ctx.name if first_ctx else 'vocl_ctx_of(o_%s)' % handles[0].name
         parent = next((h for h in handles if h is not first_ctx), None)
-        o.append('    struct vocl_obj *made = vocl_call_new_obj(&c, VOCL_T_%s, new_id, %s, %s);'
-                 % (t, ctx, 'o_%s' % parent.name if parent else 'NULL'))
+        parent = 'o_%s' % parent.name if parent else 'NULL'
+        if e.bcast:
+            o.append('    if (!vocl_call_made(&c, &made, rep, vocl_nreps(o_%s), VOCL_T_%s, new_id, '
+                     '%s, %s)) goto out;' % (handles[0].name, t, ctx, parent))
+        else:
+            o.append('    made = vocl_call_new_obj(&c, VOCL_T_%s, new_id, %s, %s);'
+                     % (t, ctx, parent))
+    if e.bcast:
+        o[body_start:] = [ind + l for l in o[body_start:]]
+        o.append('    }')
     o += ['out:', '    vocl_call_end(&c);']
     if e.creates:
         errp = next(p for p in e.params if p.kind == 'err')
+        o[o.index('    struct vocl_call c;')] = '    struct vocl_call c;\n    struct vocl_obj *made = NULL;'
+        if e.bcast:
+            o += ['    if (c.err && made) {',
+                  '        vocl_release(made, VOCL_T_%s);' % t,
+                  '        made = NULL;', '    }']
         o += ['    if (%s) *%s = c.err;' % (errp.name, errp.name),
               '    return c.err ? NULL : (%s)made;' % e.ret]
-        # 'made' is set only on the success path; keep compilers happy:
-        o[o.index('    struct vocl_call c;')] = '    struct vocl_call c;\n    struct vocl_obj *made = NULL;'
-        o = [l.replace('    struct vocl_obj *made = vocl_call_new_obj', '    made = vocl_call_new_obj') for l in o]
     else:
         o.append('    return %s;' % ret)
     o += ['}', '']

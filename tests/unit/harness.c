@@ -24,7 +24,7 @@ static int no_send(struct proxyd_session *s, const void *b, size_t n)
     (void)s, (void)b, (void)n;
     return -1;
 }
-const struct proxyd_data_ops no_data = {no_recv, no_send};
+const struct proxyd_data_ops no_data = {.recv = no_recv, .send = no_send};
 
 int harness_setup(void **state)
 {

@@ -1,0 +1,283 @@
+/*
+ * replica.c - contexts whose devices live in several proxies.
+ *
+ * Such a context is one native context in each of its proxies, and every
+ * object made in it (memory objects, samplers, programs, kernels, user
+ * events) is one native object in each: its replicas, kept in the order of
+ * the context's proxies.  Queues and the events of commands live in the
+ * proxy of their device.  A call on a queue goes to the queue's proxy with
+ * the ids the other objects have there; a create, a build or a user event's
+ * status goes to every proxy (vocl_call_each).
+ *
+ * Memory is kept coherent: the root buffer (or image) of each memory object
+ * records which replicas hold the latest data (valid, a bit per replica).
+ * A command on proxy P that uses an object P does not hold first moves the
+ * data there from a proxy that does, directly between the two proxies
+ * (MIGRATE_OUT / MIGRATE_IN, proxyd/ops_migrate.c), and waits for it to
+ * land; a command that may write the object leaves P the only holder.  The
+ * migration reads the source once the events the command waits for (and
+ * that live on the source) have completed: as natively, commands of other
+ * queues are ordered only by the events and synchronisations the
+ * application asks for.
+ */
+#include "vocl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
+
+cl_uint vocl_nreps(const struct vocl_obj *o)
+{
+    return o->reps ? o->nreps : 1;
+}
+
+struct vocl_proxy *vocl_rep_px(const struct vocl_obj *o, cl_uint i)
+{
+    return o->reps ? o->reps[i].px : o->px;
+}
+
+static struct vocl_rep *rep_on(const struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    for (cl_uint i = 0; o->reps && i < o->nreps; i++)
+        if (o->reps[i].px == px)
+            return o->reps[i].id ? &o->reps[i] : NULL;
+    return NULL;
+}
+
+bool vocl_on(const struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    return o->reps ? rep_on(o, px) != NULL : o->px == px;
+}
+
+uint64_t vocl_id_on(const struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    if (!o)
+        return 0;
+    if (!o->reps)
+        return o->id;
+    struct vocl_rep *r = rep_on(o, px);
+    return r ? r->id : 0;
+}
+
+bool vocl_call_each(struct vocl_call *c, const struct vocl_obj *o, cl_uint i)
+{
+    if (c->err || !o || i >= vocl_nreps(o))
+        return false;
+    if (i > 0)
+        vocl_call_end(c);
+    c->px = vocl_rep_px(o, i);
+    return true;
+}
+
+struct vocl_obj *vocl_call_made(struct vocl_call *c, struct vocl_obj **made, cl_uint i, cl_uint n,
+                                enum vocl_type t, uint64_t id, struct vocl_obj *context,
+                                struct vocl_obj *parent)
+{
+    if (c->err)
+        return NULL;
+    if (!*made) {
+        *made = vocl_call_new_obj(c, t, id, context, parent);
+        if (*made && n > 1) {
+            (*made)->reps = calloc(n, sizeof(*(*made)->reps));
+            if (!(*made)->reps) {
+                vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+                return NULL;
+            }
+            (*made)->nreps = n;
+            (*made)->valid = ~(uint64_t)0; /* nothing written yet: any copy will do */
+        }
+    }
+    if (!*made)
+        return NULL;
+    if ((*made)->reps)
+        (*made)->reps[i] = (struct vocl_rep){.px = c->px, .id = id};
+    return *made;
+}
+
+void vocl_reps_free(struct vocl_obj *o)
+{
+    free(o->reps);
+    o->reps = NULL;
+}
+
+/* --- coherence ------------------------------------------------------------------------------------ */
+
+static struct vocl_obj *mem_root(struct vocl_obj *m)
+{
+    while (m->parent && m->parent->type == VOCL_T_MEM)
+        m = m->parent;
+    return m;
+}
+
+static cl_uint rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    cl_uint i = 0;
+    while (i < o->nreps && o->reps[i].px != px)
+        i++;
+    return i;
+}
+
+/* Sends a request of no reply that the writer fill has filled to px. */
+static cl_int post_async(struct vocl_proxy *px, unsigned op,
+                         void (*fill)(struct vocl_call *, const void *), const void *arg)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = px;
+    c.async = true;
+    if (vocl_call_start(&c, op) == 0) {
+        fill(&c, arg);
+        vocl_call_send(&c);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
+struct migration {
+    const struct vocl_rep *from, *to;
+    int tag;
+    size_t chunk;
+    uint64_t ev_id;
+    const struct vocl_call *cmd; /* whose wait list the read waits for */
+};
+
+static void fill_in(struct vocl_call *c, const void *arg)
+{
+    const struct migration *m = arg;
+    vocl_wr_u64(c->w, m->to->id);
+    vocl_wr_u32(c->w, (uint32_t)m->from->px->rank);
+    vocl_wr_u32(c->w, (uint32_t)m->tag);
+    vocl_wr_u64(c->w, m->chunk);
+    vocl_wr_u64(c->w, m->ev_id);
+}
+
+static void fill_out(struct vocl_call *c, const void *arg)
+{
+    const struct migration *m = arg;
+    vocl_wr_u64(c->w, m->from->id);
+    vocl_wr_u32(c->w, (uint32_t)m->to->px->rank);
+    vocl_wr_u32(c->w, (uint32_t)m->tag);
+    vocl_wr_u64(c->w, m->chunk);
+    /* The command's events that live here, and the source's own arrival. */
+    c->wl_n = m->cmd->wl_n;
+    c->wl = m->cmd->wl;
+    if (m->from->arrive) {
+        c->xw = malloc(sizeof(*c->xw));
+        if (c->xw) {
+            c->xw[0] = m->from->arrive;
+            c->nxw = c->capxw = 1;
+        }
+    }
+    vocl_call_put_wl(c, c->wl_n, c->wl);
+}
+
+static void fill_release(struct vocl_call *c, const void *arg)
+{
+    vocl_wr_u64(c->w, *(const uint64_t *)arg);
+    vocl_wr_u8(c->w, 1);
+}
+
+/* Moves root's data from replica `from` to replica `to`. */
+static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
+{
+    static atomic_uint next_tag;
+    struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
+    if (src->px->local || dst->px->local)
+        return CL_INVALID_OPERATION; /* refused when the context was made */
+    struct migration m = {
+        .from = src,
+        .to = dst,
+        .tag = VOCL_TAG_PEER_MIN +
+               (int)(atomic_fetch_add(&next_tag, 1) % (VOCL_TAG_PEER_MAX - VOCL_TAG_PEER_MIN)),
+        .chunk = src->px->chunk < dst->px->chunk ? src->px->chunk : dst->px->chunk,
+        .ev_id = atomic_fetch_add(&dst->px->next_id, 1),
+        .cmd = cmd,
+    };
+    cl_int err = post_async(dst->px, VOCL_OP_MIGRATE_IN, fill_in, &m);
+    if (err == CL_SUCCESS)
+        err = post_async(src->px, VOCL_OP_MIGRATE_OUT, fill_out, &m);
+    if (err != CL_SUCCESS)
+        return err;
+    if (dst->arrive)
+        post_async(dst->px, VOCL_OP_RELEASE, fill_release, &dst->arrive);
+    dst->arrive = m.ev_id;
+    return CL_SUCCESS;
+}
+
+static void add_wait(struct vocl_call *c, uint64_t id)
+{
+    if (c->nxw == c->capxw) {
+        cl_uint cap = c->capxw ? 2 * c->capxw : 4;
+        uint64_t *xw = realloc(c->xw, cap * sizeof(*xw));
+        if (!xw) {
+            vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+            return;
+        }
+        c->xw = xw;
+        c->capxw = cap;
+    }
+    c->xw[c->nxw++] = id;
+}
+
+void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
+{
+    if (c->err || !m)
+        return;
+    struct vocl_obj *root = mem_root(m);
+    if (!root->reps || !c->px)
+        return;
+    cl_uint to = rep_index(root, c->px);
+    if (to == root->nreps) {
+        vocl_call_error(c, CL_INVALID_CONTEXT);
+        return;
+    }
+    uint64_t bit = (uint64_t)1 << to;
+    pthread_mutex_lock(&coherence_lock);
+    if (!(root->valid & bit) && use != VOCL_USE_W) {
+        cl_uint from = 0;
+        while (from < root->nreps && !(root->valid & ((uint64_t)1 << from)))
+            from++;
+        cl_int err = from < root->nreps ? migrate(root, from, to, c) : CL_SUCCESS;
+        if (err != CL_SUCCESS)
+            vocl_call_error(c, err);
+    }
+    if (!c->err) {
+        root->valid = use == VOCL_USE_R ? root->valid | bit : bit;
+        if (root->reps[to].arrive)
+            add_wait(c, root->reps[to].arrive);
+    }
+    pthread_mutex_unlock(&coherence_lock);
+}
+
+void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
+{
+    struct vocl_obj *root = mem_root(m);
+    if (!root->reps)
+        return;
+    cl_uint i = rep_index(root, px);
+    pthread_mutex_lock(&coherence_lock);
+    if (i < root->nreps)
+        root->valid = (uint64_t)1 << i;
+    pthread_mutex_unlock(&coherence_lock);
+}
+
+/* clEnqueueMigrateMemObjects: the data moves to the queue's proxy now, or
+ * nowhere (to the host: the host shadow is made by maps; content undefined). */
+void vocl_pre_clEnqueueMigrateMemObjects(struct vocl_call *c, cl_command_queue command_queue,
+                                         cl_uint num_mem_objects, const cl_mem *mem_objects,
+                                         cl_mem_migration_flags flags,
+                                         cl_uint num_events_in_wait_list,
+                                         const cl_event *event_wait_list, cl_event *event)
+{
+    (void)command_queue, (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    for (cl_uint i = 0; !c->err && mem_objects && i < num_mem_objects; i++) {
+        struct vocl_obj *m = vocl_lookup(mem_objects[i], VOCL_T_MEM);
+        if (!m || (flags & CL_MIGRATE_MEM_OBJECT_HOST))
+            continue;
+        if (flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED)
+            vocl_mem_discard(m, c->px);
+        else
+            vocl_mem_use(c, m, VOCL_USE_R);
+    }
+}

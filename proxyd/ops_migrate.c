@@ -1,0 +1,257 @@
+/*
+ * ops_migrate.c - moving a memory object's data from one proxy to another,
+ * for contexts whose devices live in several proxies (libvocl/replica.c).
+ *
+ * The client sends MIGRATE_IN to the proxy that needs the data and
+ * MIGRATE_OUT to one that has it; the data goes between the two directly,
+ * never through the client.  Neither request blocks its proxy:
+ *
+ *   out  the whole object is read (once the events the client named
+ *        complete) on a queue of its own, and a thread sends it in chunks;
+ *   in   a write of the whole object waits on a user event of this proxy; a
+ *        thread receives the chunks, then sets the user event (an error
+ *        status when the data did not come, which fails the write and every
+ *        command waiting for it).  The write's event is the one the client
+ *        named, and the client makes its commands on the object wait for it.
+ *
+ * The sender sends every chunk or, when its read failed, one empty message,
+ * so a receiver is never left waiting for a proxy that is alive.
+ */
+#include "proxyd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct migration {
+    const struct vocl_native_api *cl;
+    const struct proxyd_data_ops *data;
+    int peer, tag;
+    size_t size, chunk;
+    uint8_t *buf;
+    cl_event ev;   /* out: the read; in: the write */
+    cl_event gate; /* in: the user event the write waits on */
+};
+
+/* The bytes of all of mem, and a read or write of them on queue. */
+static size_t whole_size(const struct vocl_native_api *cl, cl_mem mem, size_t region[3],
+                         bool *image)
+{
+    cl_mem_object_type t = 0;
+    size_t size = 0;
+    if (cl->clGetMemObjectInfo(mem, CL_MEM_TYPE, sizeof(t), &t, NULL) != CL_SUCCESS)
+        return 0;
+    *image = t != CL_MEM_OBJECT_BUFFER;
+    if (!*image) {
+        cl_int rc = cl->clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, NULL);
+        return rc == CL_SUCCESS ? size : 0;
+    }
+    size_t w = 0, h = 0, d = 0, arr = 0, px = 0;
+    cl->clGetImageInfo(mem, CL_IMAGE_WIDTH, sizeof(w), &w, NULL);
+    cl->clGetImageInfo(mem, CL_IMAGE_HEIGHT, sizeof(h), &h, NULL);
+    cl->clGetImageInfo(mem, CL_IMAGE_DEPTH, sizeof(d), &d, NULL);
+    cl->clGetImageInfo(mem, CL_IMAGE_ARRAY_SIZE, sizeof(arr), &arr, NULL);
+    cl->clGetImageInfo(mem, CL_IMAGE_ELEMENT_SIZE, sizeof(px), &px, NULL);
+    region[0] = w ? w : 1;
+    region[1] = h ? h : 1;
+    region[2] = d ? d : 1;
+    if (arr) /* arrays: the last dimension counts the images */
+        region[t == CL_MEM_OBJECT_IMAGE1D_ARRAY ? 1 : 2] = arr;
+    return region[0] * region[1] * region[2] * px;
+}
+
+static cl_int whole_xfer(const struct vocl_native_api *cl, cl_command_queue queue, cl_mem mem,
+                         bool write, bool image, const size_t region[3], size_t size, void *buf,
+                         cl_uint nwl, const cl_event *wl, cl_event *ev)
+{
+    static const size_t origin[3] = {0, 0, 0};
+    if (image)
+        return write ? cl->clEnqueueWriteImage(queue, mem, CL_FALSE, origin, region, 0, 0, buf,
+                                               nwl, wl, ev)
+                     : cl->clEnqueueReadImage(queue, mem, CL_FALSE, origin, region, 0, 0, buf,
+                                              nwl, wl, ev);
+    return write ? cl->clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev)
+                 : cl->clEnqueueReadBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev);
+}
+
+/* A queue of its own on mem's context, on the context's first device. */
+static cl_command_queue mem_queue(const struct vocl_native_api *cl, cl_mem mem)
+{
+    cl_context ctx;
+    cl_device_id dev;
+    cl_int err;
+    if (cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
+        cl->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+        return NULL;
+    return cl->clCreateCommandQueue(ctx, dev, 0, &err);
+}
+
+static void migration_free(struct migration *m)
+{
+    if (m->ev)
+        m->cl->clReleaseEvent(m->ev);
+    if (m->gate)
+        m->cl->clReleaseEvent(m->gate);
+    free(m->buf);
+    free(m);
+}
+
+static void *out_thread(void *arg)
+{
+    struct migration *m = arg;
+    cl_int status = CL_INVALID_VALUE;
+    if (m->ev && m->cl->clWaitForEvents(1, &m->ev) == CL_SUCCESS)
+        m->cl->clGetEventInfo(m->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+                              NULL);
+    if (status != CL_COMPLETE) {
+        m->data->peer_send(m->peer, m->tag, NULL, 0);
+    } else {
+        for (size_t done = 0; done < m->size; done += m->chunk) {
+            size_t n = m->size - done < m->chunk ? m->size - done : m->chunk;
+            if (m->data->peer_send(m->peer, m->tag, m->buf + done, n))
+                break;
+        }
+    }
+    migration_free(m);
+    return NULL;
+}
+
+static void *in_thread(void *arg)
+{
+    struct migration *m = arg;
+    cl_int status = CL_COMPLETE;
+    for (size_t done = 0; done < m->size && status == CL_COMPLETE; done += m->chunk) {
+        size_t n = m->size - done < m->chunk ? m->size - done : m->chunk, got = 0;
+        if (m->data->peer_recv(m->peer, m->tag, m->buf + done, n, &got) || got != n) {
+            vocl_warn("migration from rank %d: %zu of %zu bytes came", m->peer, done + got,
+                      m->size);
+            status = CL_MEM_COPY_OVERLAP - 100; /* any negative status fails the write */
+        }
+    }
+    m->cl->clSetUserEventStatus(m->gate, status);
+    m->cl->clWaitForEvents(1, &m->ev); /* the write reads buf until then */
+    migration_free(m);
+    return NULL;
+}
+
+static int start_thread(void *(*fn)(void *), struct migration *m)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, fn, m);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+/* The fields both requests start with. */
+static cl_mem rd_head(struct proxyd_req *q, struct migration *m)
+{
+    cl_mem mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    m->cl = q->cl;
+    m->data = q->s->data;
+    m->peer = (int)vocl_rd_u32(q->r);
+    m->tag = (int)vocl_rd_u32(q->r);
+    m->chunk = (size_t)vocl_rd_u64(q->r);
+    if (!m->data->peer_send || !m->data->peer_ok || !m->data->peer_ok(m->peer))
+        proxyd_fail(q, "migration peer is not another proxy of this job");
+    if (m->tag < VOCL_TAG_PEER_MIN || m->tag > VOCL_TAG_PEER_MAX)
+        proxyd_fail(q, "migration tag out of range");
+    if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
+        proxyd_fail(q, "migration chunk size out of range");
+    return mem;
+}
+
+void proxyd_op_migrate_out(struct proxyd_req *q)
+{
+    struct migration *m = calloc(1, sizeof(*m));
+    if (!m) {
+        proxyd_fail(q, "out of memory");
+        return;
+    }
+    cl_mem mem = rd_head(q, m);
+    cl_uint nwl = 0;
+    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
+    size_t region[3];
+    bool image = false;
+    if (!proxyd_req_begin(q)) {
+        /* The receiver waits for this peer: tell it, if the peer is sane. */
+        if (!q->fail)
+            m->data->peer_send(m->peer, m->tag, NULL, 0);
+        free(m);
+        return;
+    }
+    cl_int rc = CL_OUT_OF_RESOURCES;
+    m->size = whole_size(q->cl, mem, region, &image);
+    m->buf = m->size ? malloc(m->size) : NULL;
+    cl_command_queue queue = m->buf ? mem_queue(q->cl, mem) : NULL;
+    if (queue) {
+        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl, wl,
+                        &m->ev);
+        q->cl->clFlush(queue);
+        q->cl->clReleaseCommandQueue(queue);
+    }
+    if (rc != CL_SUCCESS && m->ev) {
+        q->cl->clReleaseEvent(m->ev);
+        m->ev = NULL;
+    }
+    if (start_thread(out_thread, m))
+        out_thread(m); /* sends the failure at once */
+    vocl_wr_i32(q->w, rc);
+}
+
+void proxyd_op_migrate_in(struct proxyd_req *q)
+{
+    struct migration *m = calloc(1, sizeof(*m));
+    if (!m) {
+        proxyd_fail(q, "out of memory");
+        return;
+    }
+    cl_mem mem = rd_head(q, m);
+    uint64_t ev_id = proxyd_rd_newid(q);
+    size_t region[3];
+    bool image = false;
+    cl_int rc = CL_OUT_OF_RESOURCES;
+    if (!ev_id)
+        proxyd_fail(q, "migration without an event");
+    if (!proxyd_req_begin(q)) {
+        free(m);
+        return;
+    }
+    m->size = whole_size(q->cl, mem, region, &image);
+    m->buf = m->size ? malloc(m->size) : NULL;
+    cl_command_queue queue = m->buf ? mem_queue(q->cl, mem) : NULL;
+    cl_context ctx = NULL;
+    if (queue && q->cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) ==
+                     CL_SUCCESS)
+        m->gate = q->cl->clCreateUserEvent(ctx, &rc);
+    if (m->gate)
+        rc = whole_xfer(q->cl, queue, mem, true, image, region, m->size, m->buf, 1, &m->gate,
+                        &m->ev);
+    if (queue) {
+        q->cl->clFlush(queue);
+        q->cl->clReleaseCommandQueue(queue);
+    }
+    if (rc == CL_SUCCESS) {
+        q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
+        proxyd_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
+        if (start_thread(in_thread, m) == 0) {
+            vocl_wr_i32(q->w, rc);
+            return;
+        }
+        rc = CL_OUT_OF_HOST_MEMORY;
+    }
+    /* Nothing will take the data: fail the write, and drain what the
+     * sender sends so that it is not left waiting. */
+    if (m->gate)
+        q->cl->clSetUserEventStatus(m->gate, -1);
+    if (m->ev)
+        q->cl->clWaitForEvents(1, &m->ev);
+    size_t got = 1;
+    for (size_t done = 0; done < m->size && got; done += m->chunk)
+        if (m->data->peer_recv(m->peer, m->tag, NULL, 0, &got))
+            break;
+    migration_free(m);
+    vocl_wr_i32(q->w, rc);
+}
