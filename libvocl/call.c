@@ -64,6 +64,8 @@ struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type 
         vocl_call_error(c, vocl_type_invalid_err(t));
         return NULL;
     }
+    if (t == VOCL_T_QUEUE && !c->queue)
+        c->queue = o;
     if (o->reps && !c->px && c->nspread < sizeof(c->spread) / sizeof(c->spread[0])) {
         /* It lives in several proxies: another handle may pick which. */
         c->spread[c->nspread++] = o;

@@ -16,9 +16,8 @@
  * (MIGRATE_OUT / MIGRATE_IN, proxyd/ops_migrate.c), and waits for it to
  * land; a command that may write the object leaves P the only holder.  The
  * migration reads the source once the events the command waits for (and
- * that live on the source) have completed: as natively, commands of other
- * queues are ordered only by the events and synchronisations the
- * application asks for.
+ * that live on the source) have completed, and after what was enqueued
+ * before on the queue that last wrote the object there.
  */
 #include "vocl.h"
 
@@ -97,6 +96,9 @@ struct vocl_obj *vocl_call_made(struct vocl_call *c, struct vocl_obj **made, cl_
 
 void vocl_reps_free(struct vocl_obj *o)
 {
+    for (cl_uint i = 0; o->reps && i < o->nreps; i++)
+        if (o->reps[i].writer)
+            vocl_obj_drop(o->reps[i].writer);
     free(o->reps);
     o->reps = NULL;
 }
@@ -159,6 +161,7 @@ static void fill_out(struct vocl_call *c, const void *arg)
     vocl_wr_u32(c->w, (uint32_t)m->to->px->rank);
     vocl_wr_u32(c->w, (uint32_t)m->tag);
     vocl_wr_u64(c->w, m->chunk);
+    vocl_wr_u64(c->w, m->from->writer ? m->from->writer->id : 0);
     /* The command's events that live here, and the source's own arrival. */
     c->wl_n = m->cmd->wl_n;
     c->wl = m->cmd->wl;
@@ -241,6 +244,12 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         cl_int err = from < root->nreps ? migrate(root, from, to, c) : CL_SUCCESS;
         if (err != CL_SUCCESS)
             vocl_call_error(c, err);
+    }
+    if (!c->err && use != VOCL_USE_R && c->queue && root->reps[to].writer != c->queue) {
+        if (root->reps[to].writer)
+            vocl_obj_drop(root->reps[to].writer);
+        vocl_obj_hold(c->queue);
+        root->reps[to].writer = c->queue;
     }
     if (!c->err) {
         root->valid = use == VOCL_USE_R ? root->valid | bit : bit;

@@ -36,6 +36,7 @@ struct vocl_rep {
     struct vocl_proxy *px;
     uint64_t id;     /* 0: none there (a kernel of a program not built there) */
     uint64_t arrive; /* memory: the event on px the last migration into it completes */
+    struct vocl_obj *writer; /* memory: the queue on px that last wrote it (held) */
 };
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */
@@ -160,6 +161,7 @@ struct vocl_call {
     const cl_event *wl;
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
     cl_uint nxw, capxw;
+    struct vocl_obj *queue;     /* the command's queue, if it has one */
     struct vocl_obj *spread[4]; /* handles of objects with replicas, checked at start */
     cl_uint nspread;
 };

@@ -78,12 +78,14 @@ static cl_int whole_xfer(const struct vocl_native_api *cl, cl_command_queue queu
 static cl_command_queue mem_queue(const struct vocl_native_api *cl, cl_mem mem)
 {
     cl_context ctx;
-    cl_device_id dev;
+    cl_device_id devs[64];
+    size_t size = 0;
     cl_int err;
     if (cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
-        cl->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+        cl->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(devs), devs, &size) != CL_SUCCESS ||
+        size < sizeof(devs[0]))
         return NULL;
-    return cl->clCreateCommandQueue(ctx, dev, 0, &err);
+    return cl->clCreateCommandQueue(ctx, devs[0], 0, &err);
 }
 
 static void migration_free(struct migration *m)
@@ -171,8 +173,13 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
         return;
     }
     cl_mem mem = rd_head(q, m);
+    uint64_t writer_id = vocl_rd_u64(q->r);
     cl_uint nwl = 0;
     const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
+    /* The queue that last wrote mem here: after its commands (it may be
+     * gone already, and then so are they). */
+    struct proxyd_obj *writer = writer_id ? proxyd_lookup(q->s, writer_id, VOCL_T_QUEUE) : NULL;
+    cl_event *wl2 = proxyd_tmp(q, (nwl + 1) * sizeof(*wl2));
     size_t region[3];
     bool image = false;
     if (!proxyd_req_begin(q)) {
@@ -185,10 +192,19 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     cl_int rc = CL_OUT_OF_RESOURCES;
     m->size = whole_size(q->cl, mem, region, &image);
     m->buf = m->size ? malloc(m->size) : NULL;
-    cl_command_queue queue = m->buf ? mem_queue(q->cl, mem) : NULL;
+    cl_command_queue queue = m->buf && wl2 ? mem_queue(q->cl, mem) : NULL;
+    cl_event after = NULL;
     if (queue) {
-        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl, wl,
+        memcpy(wl2, wl, nwl * sizeof(*wl2));
+        if (writer && q->cl->clEnqueueMarkerWithWaitList(writer->native, 0, NULL, &after) ==
+                          CL_SUCCESS) {
+            q->cl->clFlush(writer->native);
+            wl2[nwl++] = after;
+        }
+        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl, wl2,
                         &m->ev);
+        if (after)
+            q->cl->clReleaseEvent(after);
         q->cl->clFlush(queue);
         q->cl->clReleaseCommandQueue(queue);
     }
