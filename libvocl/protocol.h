@@ -19,6 +19,8 @@
  *           all of mem after the queue's commands, once the events complete, and
  *           sends it to the peer proxy in chunks on the tag (one empty
  *           message if the read failed)
+ *   OUTPUT  proxy -> client on the reply tag, before a reply: the bytes kernels
+ *           wrote to the proxy's stdout (printf) since the last one
  *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
  *           event: no reply.  Writes what the peer sends into all of mem; the
  *           new event completes when it is there (fails if the data did not come)
@@ -56,6 +58,7 @@ enum vocl_proto_op {
     VOCL_OP_TRACE = 14,
     VOCL_OP_MIGRATE_OUT = 15,
     VOCL_OP_MIGRATE_IN = 16,
+    VOCL_OP_OUTPUT = 17, /* proxy -> client, before a reply: what kernels printed */
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };
 

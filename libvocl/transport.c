@@ -6,8 +6,10 @@
  */
 #include "vocl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backoff.h"
 #include "proxyd.h"
@@ -35,9 +37,24 @@ int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
 
 static size_t reap(struct vocl_proxy *px);
 
+/* What kernels printed on the proxy (an OUTPUT message before a reply):
+ * to the application's stdout, before the call that saw them complete returns. */
+static void put_output(const struct vocl_msg_hdr *h, const uint8_t *buf)
+{
+    fflush(stdout);
+    size_t done = 0;
+    while (done < h->length) {
+        ssize_t n = write(STDOUT_FILENO, buf + VOCL_HDR_SIZE + done, h->length - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+}
+
 int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
 {
     struct vocl_msg_hdr h;
+again:
     if (!px->local) {
         MPI_Message msg;
         MPI_Status st;
@@ -72,6 +89,10 @@ int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
     if (!vocl_hdr_get(px->reply.buf, px->reply.len, &h)) {
         vocl_xport_fail(px, "malformed reply");
         return -1;
+    }
+    if (h.opcode == VOCL_OP_OUTPUT && !px->local) {
+        put_output(&h, px->reply.buf);
+        goto again;
     }
     vocl_rd_init(r, px->reply.buf + VOCL_HDR_SIZE, h.length);
     return 0;

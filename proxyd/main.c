@@ -9,8 +9,12 @@
  * on an accept thread.  That needs an MPI with dynamic processes; MPICH's
  * ch4:ucx (Debian 12) has none, and the proxy says so and exits at once.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,12 +248,94 @@ static int mpi_send(struct proxyd_session *s, const void *buf, size_t n)
     return 0;
 }
 
+/* --- what kernels print ------------------------------------------------------------------------
+ *
+ * Kernel printf writes to this process's stdout.  It is a pipe, read by a
+ * thread into a buffer (so a kernel never blocks on a full pipe), and the
+ * bytes go to the client, in an OUTPUT message just before its next reply:
+ * the application prints them by the time clFinish or clWaitForEvents
+ * returns.  With several clients, the one whose reply comes next gets them.
+ */
+static struct {
+    pthread_mutex_t lock;
+    int fd; /* read end; -1: stdout is not captured */
+    struct vocl_wr buf;
+} out = {PTHREAD_MUTEX_INITIALIZER, -1, {0}};
+
+static void wr_raw(struct vocl_wr *w, const void *p, size_t n)
+{
+    void *d = vocl_wr_reserve(w, n);
+    if (d)
+        memcpy(d, p, n);
+}
+
+/* Moves what the pipe holds into out.buf (under out.lock). */
+static void output_take(void)
+{
+    char tmp[4096];
+    ssize_t n;
+    while ((n = read(out.fd, tmp, sizeof(tmp))) > 0)
+        wr_raw(&out.buf, tmp, (size_t)n);
+}
+
+static void *output_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {.fd = out.fd, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            return NULL;
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+            return NULL;
+        pthread_mutex_lock(&out.lock);
+        output_take();
+        pthread_mutex_unlock(&out.lock);
+    }
+}
+
+static void output_capture(void)
+{
+    int fds[2];
+    pthread_t t;
+    fflush(stdout);
+    if (pipe(fds))
+        return;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    if (dup2(fds[1], STDOUT_FILENO) < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    close(fds[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    vocl_wr_init(&out.buf);
+    out.fd = fds[0];
+    if (pthread_create(&t, NULL, output_thread, NULL) == 0)
+        pthread_detach(t);
+}
+
 static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
 {
-    return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, session_comm(s)) ==
-                   MPI_SUCCESS
-               ? 0
-               : -1;
+    MPI_Comm c = session_comm(s);
+    if (out.fd >= 0) {
+        fflush(stdout);
+        pthread_mutex_lock(&out.lock);
+        output_take();
+        if (out.buf.len) {
+            struct vocl_wr msg;
+            vocl_wr_init(&msg);
+            vocl_wr_begin(&msg, VOCL_OP_OUTPUT, 0, 0);
+            wr_raw(&msg, out.buf.buf, out.buf.len);
+            vocl_wr_finish(&msg);
+            if (!msg.fail)
+                MPI_Send(msg.buf, (int)msg.len, MPI_BYTE, s->peer, VOCL_TAG_REP, c);
+            vocl_wr_free(&msg);
+            vocl_wr_reset(&out.buf);
+        }
+        pthread_mutex_unlock(&out.lock);
+    }
+    return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, c) == MPI_SUCCESS ? 0
+                                                                                           : -1;
 }
 
 /* Migrations go between the proxies of one job (MPI_COMM_NULL in connect mode). */
@@ -567,6 +653,8 @@ int main(int argc, char **argv)
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
     vocl_log_set_prefix(prefix);
+    if (!getenv("VOCL_PROXY_STDOUT"))
+        output_capture();
 
     const struct vocl_native_api *cl = vocl_native_get();
     struct proxyd_node node;
