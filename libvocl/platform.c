@@ -169,6 +169,14 @@ int vocl_hook_clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
         *ret = vocl_info_answer(&none, sizeof(none), param_value_size, param_value,
                                 param_value_size_ret);
         return 1;
+    case CL_DEVICE_EXECUTION_CAPABILITIES: {
+        /* OpenCL kernels only: a native kernel is a host function pointer,
+         * which means nothing in the proxy (clEnqueueNativeKernel). */
+        cl_device_exec_capabilities caps = CL_EXEC_KERNEL;
+        *ret = vocl_info_answer(&caps, sizeof(caps), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
     default:
         return 0;
     }
