@@ -159,10 +159,11 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
                                                      : CL_INVALID_CONTEXT);
             return -1;
         }
-    /* Events of other proxies: wait for them first (before taking our proxy). */
+    /* Events of other proxies: a command waits for a mirror of each on its
+     * proxy (replica.c); anything else waits here, before taking our proxy. */
     for (cl_uint i = 0; i < c->wl_n; i++) {
         struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
-        if (e && !vocl_on(e, c->px)) {
+        if (e && !vocl_on(e, c->px) && vocl_event_mirror(c, c->wl[i]) != 0) {
             cl_int rc = clWaitForEvents(1, &c->wl[i]);
             if (rc != CL_SUCCESS) {
                 vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
@@ -357,6 +358,8 @@ void vocl_call_end(struct vocl_call *c)
     if (c->locked)
         pthread_mutex_unlock(&c->px->lock);
     c->locked = false;
+    if (c->nmirrors)
+        vocl_call_release_mirrors(c);
     free(c->xw);
     c->xw = NULL;
     c->nxw = c->capxw = 0;

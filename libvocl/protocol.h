@@ -19,6 +19,12 @@
  *           all of mem after the queue's commands, once the events complete, and
  *           sends it to the peer proxy in chunks on the tag (one empty
  *           message if the read failed)
+ *   EVENT_OUT  req: u64 event, u32 peer rank, u32 tag: no reply.  Sends the
+ *           event's final status (i32) to the peer proxy on the tag once it
+ *           is reached
+ *   EVENT_IN   req: u64 context, u32 peer rank, u32 tag, u64 new event: no
+ *           reply.  The new event is a user event set to the status the peer
+ *           sends (an error status if none comes)
  *   OUTPUT  proxy -> client on the reply tag, before a reply: the bytes kernels
  *           wrote to the proxy's stdout (printf) since the last one
  *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
@@ -59,6 +65,8 @@ enum vocl_proto_op {
     VOCL_OP_MIGRATE_OUT = 15,
     VOCL_OP_MIGRATE_IN = 16,
     VOCL_OP_OUTPUT = 17, /* proxy -> client, before a reply: what kernels printed */
+    VOCL_OP_EVENT_OUT = 18,
+    VOCL_OP_EVENT_IN = 19,
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };
 

@@ -21,6 +21,8 @@
  */
 #include "vocl.h"
 
+#include "backoff.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +122,9 @@ static cl_uint rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
     return i;
 }
 
+static void fill_release(struct vocl_call *c, const void *arg);
+static void add_wait(struct vocl_call *c, uint64_t id);
+
 /* Sends a request of no reply that the writer fill has filled to px. */
 static cl_int post_async(struct vocl_proxy *px, unsigned op,
                          void (*fill)(struct vocl_call *, const void *), const void *arg)
@@ -175,6 +180,75 @@ static void fill_out(struct vocl_call *c, const void *arg)
     vocl_call_put_wl(c, c->wl_n, c->wl);
 }
 
+/* --- events of another proxy in a wait list -------------------------------------------------------- */
+
+/*
+ * A command on proxy B that waits for an event of proxy A waits, on B, for
+ * a user event that B sets when A tells it the event's final status
+ * (EVENT_IN / EVENT_OUT, proxyd/ops_migrate.c).  Neither the application's
+ * thread nor the proxies' request threads wait for it: the event on A may
+ * wait for a user event the application sets later.
+ */
+struct link {
+    uint64_t ev, ctx, mirror;
+    int from, to, tag;
+};
+
+static int next_peer_tag(void)
+{
+    static atomic_uint next_tag;
+    return VOCL_TAG_PEER_MIN +
+           (int)(atomic_fetch_add(&next_tag, 1) % (VOCL_TAG_PEER_MAX - VOCL_TAG_PEER_MIN));
+}
+
+static void fill_event_in(struct vocl_call *c, const void *arg)
+{
+    const struct link *l = arg;
+    vocl_wr_u64(c->w, l->ctx);
+    vocl_wr_u32(c->w, (uint32_t)l->from);
+    vocl_wr_u32(c->w, (uint32_t)l->tag);
+    vocl_wr_u64(c->w, l->mirror);
+}
+
+static void fill_event_out(struct vocl_call *c, const void *arg)
+{
+    const struct link *l = arg;
+    vocl_wr_u64(c->w, l->ev);
+    vocl_wr_u32(c->w, (uint32_t)l->to);
+    vocl_wr_u32(c->w, (uint32_t)l->tag);
+}
+
+int vocl_event_mirror(struct vocl_call *c, cl_event event)
+{
+    struct vocl_obj *e = vocl_lookup(event, VOCL_T_EVENT);
+    struct vocl_obj *ctx = c->queue ? c->queue->context : NULL;
+    if (!e || !ctx || e->context != ctx || e->px->local || c->px->local ||
+        vocl_event_data_pending(e) || c->nmirrors == sizeof(c->mirrors) / sizeof(c->mirrors[0]))
+        return -1; /* the caller waits for it */
+    struct link l = {
+        .ev = e->id,
+        .ctx = vocl_id_on(ctx, c->px),
+        .mirror = atomic_fetch_add(&c->px->next_id, 1),
+        .from = e->px->rank,
+        .to = c->px->rank,
+        .tag = next_peer_tag(),
+    };
+    if (post_async(c->px, VOCL_OP_EVENT_IN, fill_event_in, &l) != CL_SUCCESS)
+        return -1;
+    if (post_async(e->px, VOCL_OP_EVENT_OUT, fill_event_out, &l) != CL_SUCCESS)
+        return -1; /* B's user event fails when A is gone: so does the command */
+    add_wait(c, l.mirror);
+    c->mirrors[c->nmirrors++] = l.mirror; /* released once the command is sent */
+    return 0;
+}
+
+void vocl_call_release_mirrors(struct vocl_call *c)
+{
+    for (cl_uint i = 0; i < c->nmirrors; i++)
+        post_async(c->px, VOCL_OP_RELEASE, fill_release, &c->mirrors[i]);
+    c->nmirrors = 0;
+}
+
 static void fill_release(struct vocl_call *c, const void *arg)
 {
     vocl_wr_u64(c->w, *(const uint64_t *)arg);
@@ -184,15 +258,13 @@ static void fill_release(struct vocl_call *c, const void *arg)
 /* Moves root's data from replica `from` to replica `to`. */
 static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
 {
-    static atomic_uint next_tag;
     struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
     if (src->px->local || dst->px->local)
         return CL_INVALID_OPERATION; /* refused when the context was made */
     struct migration m = {
         .from = src,
         .to = dst,
-        .tag = VOCL_TAG_PEER_MIN +
-               (int)(atomic_fetch_add(&next_tag, 1) % (VOCL_TAG_PEER_MAX - VOCL_TAG_PEER_MIN)),
+        .tag = next_peer_tag(),
         .chunk = src->px->chunk < dst->px->chunk ? src->px->chunk : dst->px->chunk,
         .ev_id = atomic_fetch_add(&dst->px->next_id, 1),
         .cmd = cmd,

@@ -162,6 +162,8 @@ struct vocl_call {
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
     cl_uint nxw, capxw;
     struct vocl_obj *queue;     /* the command's queue, if it has one */
+    uint64_t mirrors[8];        /* user events standing for events of other proxies */
+    cl_uint nmirrors;
     struct vocl_obj *spread[4]; /* handles of objects with replicas, checked at start */
     cl_uint nspread;
 };
@@ -234,6 +236,12 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
 /* The same, without moving data: the content is undefined or is about to be. */
 void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px);
 void vocl_reps_free(struct vocl_obj *o);
+/* For a command on c->px waiting for an event of another proxy: adds to
+ * c's wait list a user event of c->px that a thread sets when the event
+ * completes.  0, or -1 when the caller must wait for the event itself. */
+int vocl_event_mirror(struct vocl_call *c, cl_event event);
+/* Releases them (the command holds them now): vocl_call_end does. */
+void vocl_call_release_mirrors(struct vocl_call *c);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n);

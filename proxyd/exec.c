@@ -600,6 +600,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         proxyd_op_migrate_out(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_IN) {
         proxyd_op_migrate_in(&q);
+    } else if (h.opcode == VOCL_OP_EVENT_OUT) {
+        proxyd_op_event_out(&q);
+    } else if (h.opcode == VOCL_OP_EVENT_IN) {
+        proxyd_op_event_in(&q);
     } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);

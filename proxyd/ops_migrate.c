@@ -1,6 +1,7 @@
 /*
- * ops_migrate.c - moving a memory object's data from one proxy to another,
- * for contexts whose devices live in several proxies (libvocl/replica.c).
+ * ops_migrate.c - what goes from one proxy to another, for contexts whose
+ * devices live in several proxies (libvocl/replica.c): a memory object's
+ * data, and the completion of an event a command of the other waits for.
  *
  * The client sends MIGRATE_IN to the proxy that needs the data and
  * MIGRATE_OUT to one that has it; the data goes between the two directly,
@@ -136,7 +137,7 @@ static void *in_thread(void *arg)
     return NULL;
 }
 
-static int start_thread(void *(*fn)(void *), struct migration *m)
+static int start_thread(void *(*fn)(void *), void *m)
 {
     pthread_t t;
     pthread_attr_t attr;
@@ -195,7 +196,8 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     cl_command_queue queue = m->buf && wl2 ? mem_queue(q->cl, mem) : NULL;
     cl_event after = NULL;
     if (queue) {
-        memcpy(wl2, wl, nwl * sizeof(*wl2));
+        if (nwl)
+            memcpy(wl2, wl, nwl * sizeof(*wl2));
         if (writer && q->cl->clEnqueueMarkerWithWaitList(writer->native, 0, NULL, &after) ==
                           CL_SUCCESS) {
             q->cl->clFlush(writer->native);
@@ -214,6 +216,113 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     }
     if (start_thread(out_thread, m))
         out_thread(m); /* sends the failure at once */
+    vocl_wr_i32(q->w, rc);
+}
+
+/*
+ * EVENT_OUT / EVENT_IN: a command here (IN) waits for an event of the peer
+ * (OUT).  IN makes a user event for it; a thread receives the event's final
+ * status from the peer and sets it.  OUT has a thread wait for the event and
+ * send that status.  No request thread waits, and the client is not involved.
+ */
+struct event_link {
+    const struct vocl_native_api *cl;
+    const struct proxyd_data_ops *data;
+    int peer, tag;
+    cl_event ev;
+};
+
+static void *event_out_thread(void *arg)
+{
+    struct event_link *l = arg;
+    cl_int st = CL_INVALID_EVENT;
+    if (l->ev) {
+        l->cl->clWaitForEvents(1, &l->ev);
+        if (l->cl->clGetEventInfo(l->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                                  NULL) != CL_SUCCESS)
+            st = CL_INVALID_EVENT;
+        l->cl->clReleaseEvent(l->ev);
+    }
+    int32_t wire = st;
+    l->data->peer_send(l->peer, l->tag, &wire, sizeof(wire));
+    free(l);
+    return NULL;
+}
+
+static void *event_in_thread(void *arg)
+{
+    struct event_link *l = arg;
+    int32_t st = -1;
+    size_t got = 0;
+    if (l->data->peer_recv(l->peer, l->tag, &st, sizeof(st), &got) || got != sizeof(st))
+        st = -1;
+    l->cl->clSetUserEventStatus(l->ev, st < 0 ? st : CL_COMPLETE);
+    l->cl->clReleaseEvent(l->ev);
+    free(l);
+    return NULL;
+}
+
+static struct event_link *rd_link(struct proxyd_req *q)
+{
+    struct event_link *l = calloc(1, sizeof(*l));
+    if (!l) {
+        proxyd_fail(q, "out of memory");
+        return NULL;
+    }
+    l->cl = q->cl;
+    l->data = q->s->data;
+    l->peer = (int)vocl_rd_u32(q->r);
+    l->tag = (int)vocl_rd_u32(q->r);
+    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer))
+        proxyd_fail(q, "event peer is not another proxy of this job");
+    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
+        proxyd_fail(q, "event tag out of range");
+    return l;
+}
+
+void proxyd_op_event_out(struct proxyd_req *q)
+{
+    cl_event ev = proxyd_rd_h(q, VOCL_T_EVENT, 0);
+    struct event_link *l = rd_link(q);
+    if (!l)
+        return;
+    bool sane = !q->fail;
+    if (proxyd_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
+        l->ev = ev;
+    /* Without the event, the peer still hears (a failure). */
+    if (!sane || start_thread(event_out_thread, l)) {
+        if (sane)
+            event_out_thread(l);
+        else
+            free(l);
+    }
+    if (!q->fail)
+        vocl_wr_i32(q->w, l && l->ev ? CL_SUCCESS : CL_INVALID_EVENT);
+}
+
+void proxyd_op_event_in(struct proxyd_req *q)
+{
+    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    struct event_link *l = rd_link(q);
+    uint64_t ev_id = proxyd_rd_newid(q);
+    cl_int rc = CL_OUT_OF_RESOURCES;
+    if (!l)
+        return;
+    if (!ev_id)
+        proxyd_fail(q, "event link without an event");
+    if (!proxyd_req_begin(q)) {
+        free(l);
+        return;
+    }
+    l->ev = q->cl->clCreateUserEvent(ctx, &rc);
+    if (l->ev) {
+        q->cl->clRetainEvent(l->ev); /* one for the session, one for the thread */
+        proxyd_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
+        if (start_thread(event_in_thread, l))
+            event_in_thread(l); /* waits for the peer here: it is on its way */
+    } else {
+        free(l);
+    }
     vocl_wr_i32(q->w, rc);
 }
 

@@ -209,6 +209,8 @@ void proxyd_op_program_binaries(struct proxyd_req *q);
 void proxyd_op_trace(struct proxyd_req *q);
 void proxyd_op_migrate_out(struct proxyd_req *q);
 void proxyd_op_migrate_in(struct proxyd_req *q);
+void proxyd_op_event_out(struct proxyd_req *q);
+void proxyd_op_event_in(struct proxyd_req *q);
 
 /* Generated: API opcodes. */
 int proxyd_dispatch_api(struct proxyd_req *q, unsigned op);

@@ -21,8 +21,10 @@ got=$(grep -c '^  Device Name' "$tmp/vocl")
 # One device's section of the detailed listing: from its Device Name line to
 # the next one (or the end of the platform's devices).
 section() { awk -v n="$2" '/^  Device Name/{k++} /^NULL platform/{k=-1} k==n' "$1"; }
-# What VOCL reports differently, on purpose: no shared virtual memory.
-filter() { grep -v -e 'grained buffer sharing' -e 'grained system sharing' -e '^    Atomics ' ; }
+# What VOCL reports differently, on purpose: no shared virtual memory, and
+# no native kernels (a host function pointer means nothing in a proxy).
+filter() { grep -v -e 'grained buffer sharing' -e 'grained system sharing' -e '^    Atomics ' \
+                   -e '^    Run native kernels ' ; }
 for ((i = 1; i <= want; i++)); do
     # Proxy device k is native device k of its node (PoCL numbers vendor ids).
     section "$tmp/native" $(( (i - 1) % dp + 1 )) >"$tmp/native.dev"

@@ -158,6 +158,33 @@ int main(void)
     clReleaseEvent(eb);
     clReleaseEvent(user);
 
+    /* 3b. B waits for an event of A that waits for a user event set later:
+     * the enqueue on B must not wait for it. */
+    user = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    v = 1000;
+    CHECK(clSetKernelArg(add, 0, sizeof(cl_mem), &c1));
+    CHECK(clSetKernelArg(add, 1, sizeof(int), &v));
+    CHECK(clEnqueueNDRangeKernel(qa, add, 1, NULL, &gsz, NULL, 1, &user, &ea));
+    CHECK(clSetKernelArg(scale, 0, sizeof(cl_mem), &c1));
+    CHECK(clSetKernelArg(scale, 1, sizeof(cl_mem), &out));
+    f = 2;
+    CHECK(clSetKernelArg(scale, 2, sizeof(int), &f));
+    CHECK(clEnqueueNDRangeKernel(qb, scale, 1, NULL, &gsz, NULL, 1, &ea, &eb));
+    CHECK(clFlush(qb));
+    CHECK(clGetEventInfo(eb, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st_b), &st_b, NULL));
+    printf("B behind A behind a user event: %s\n", st_b != CL_COMPLETE ? "waiting" : "RAN EARLY");
+    failures += st_b == CL_COMPLETE;
+    CHECK(clSetUserEventStatus(user, CL_COMPLETE));
+    CHECK(clWaitForEvents(1, &eb));
+    CHECK(clEnqueueReadBuffer(qa, out, CL_TRUE, 0, N * sizeof(int), got, 0, NULL, NULL));
+    for (int i = 0; i < N; i++)
+        want[i] = 1007 * 2;
+    report("user event -> kernel A -> kernel B", got, want, N);
+    clReleaseEvent(ea);
+    clReleaseEvent(eb);
+    clReleaseEvent(user);
+
     /* 4. Copy on B from a buffer last written on A; sub-buffer read on B. */
     CHECK(clEnqueueWriteBuffer(qa, c1, CL_TRUE, 0, N * sizeof(int), host, 0, NULL, NULL));
     CHECK(clEnqueueCopyBuffer(qb, c1, out, 0, 0, N * sizeof(int), 0, NULL, NULL));
