@@ -159,6 +159,12 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
                                                      : CL_INVALID_CONTEXT);
             return -1;
         }
+    /* A command's events must be of its queue's context. */
+    for (cl_uint i = 0; c->queue && i < c->wl_n; i++)
+        if (((struct vocl_obj *)c->wl[i])->context != c->queue->context) {
+            vocl_call_error(c, CL_INVALID_CONTEXT);
+            return -1;
+        }
     /* Events of other proxies: a command waits for a mirror of each on its
      * proxy (replica.c); anything else waits here, before taking our proxy. */
     for (cl_uint i = 0; i < c->wl_n; i++) {

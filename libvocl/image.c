@@ -235,6 +235,16 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         img = NULL;
     }
     if (img) {
+        size_t w = desc->image_width, h = desc->image_height, d = desc->image_depth,
+               arr = desc->image_array_size;
+        switch (desc->image_type) {
+        case CL_MEM_OBJECT_IMAGE1D_ARRAY: h = arr, d = 1; break;
+        case CL_MEM_OBJECT_IMAGE2D_ARRAY: d = arr; break;
+        case CL_MEM_OBJECT_IMAGE3D: break;
+        case CL_MEM_OBJECT_IMAGE2D: d = 1; break;
+        default: h = d = 1; break;
+        }
+        img->dims[0] = w, img->dims[1] = h ? h : 1, img->dims[2] = d ? d : 1;
         img->mem_type = desc->image_type;
         img->elem_size = elem;
         img->mem_flags = flags;

@@ -488,6 +488,13 @@ int vocl_hook_clGetMemObjectInfo(cl_mem memobj, cl_mem_info param_name, size_t p
     case CL_MEM_CONTEXT: v = m->context; break;
     case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->parent; break;
     case CL_MEM_HOST_PTR: v = m->host_ptr; break;
+    case CL_MEM_FLAGS:
+        /* As the application gave them (a proxy got a copy of USE_HOST_PTR data). */
+        if (!m->mem_flags && m->parent)
+            return 0;
+        *ret = vocl_info_answer(&m->mem_flags, sizeof(m->mem_flags), param_value_size,
+                                param_value, param_value_size_ret);
+        return 1;
     default: return 0;
     }
     *ret = vocl_info_answer(&v, sizeof(v), param_value_size, param_value, param_value_size_ret);

@@ -30,7 +30,7 @@ static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
 
 cl_uint vocl_nreps(const struct vocl_obj *o)
 {
-    return o->reps ? o->nreps : 1;
+    return o && o->reps ? o->nreps : 1;
 }
 
 struct vocl_proxy *vocl_rep_px(const struct vocl_obj *o, cl_uint i)
@@ -343,6 +343,41 @@ void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
     pthread_mutex_unlock(&coherence_lock);
 }
 
+/* The errors the spec asks of a fill that the client can tell (the command
+ * itself does not wait: the rest are deferred). */
+void vocl_pre_clEnqueueFillBuffer(struct vocl_call *c, cl_command_queue command_queue,
+                                  cl_mem buffer, const void *pattern, size_t pattern_size,
+                                  size_t offset, size_t size, cl_uint num_events_in_wait_list,
+                                  const cl_event *event_wait_list, cl_event *event)
+{
+    (void)command_queue, (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    struct vocl_obj *m = vocl_lookup(buffer, VOCL_T_MEM);
+    if (c->err || !m)
+        return;
+    if (!pattern || !pattern_size || pattern_size > 128 || (pattern_size & (pattern_size - 1)) ||
+        offset % pattern_size || size % pattern_size || offset > m->mem_size ||
+        size > m->mem_size - offset)
+        vocl_call_error(c, CL_INVALID_VALUE);
+}
+
+void vocl_pre_clEnqueueFillImage(struct vocl_call *c, cl_command_queue command_queue,
+                                 cl_mem image, const void *fill_color, const size_t *origin,
+                                 const size_t *region, cl_uint num_events_in_wait_list,
+                                 const cl_event *event_wait_list, cl_event *event)
+{
+    (void)command_queue, (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    struct vocl_obj *m = vocl_lookup(image, VOCL_T_MEM);
+    if (c->err || !m)
+        return;
+    if (!fill_color || !origin || !region) {
+        vocl_call_error(c, CL_INVALID_VALUE);
+        return;
+    }
+    for (int i = 0; i < 3 && m->dims[0]; i++)
+        if (!region[i] || origin[i] > m->dims[i] || region[i] > m->dims[i] - origin[i])
+            vocl_call_error(c, CL_INVALID_VALUE);
+}
+
 /* clEnqueueMigrateMemObjects: the data moves to the queue's proxy now, or
  * nowhere (to the host: the host shadow is made by maps; content undefined). */
 void vocl_pre_clEnqueueMigrateMemObjects(struct vocl_call *c, cl_command_queue command_queue,
@@ -352,6 +387,15 @@ void vocl_pre_clEnqueueMigrateMemObjects(struct vocl_call *c, cl_command_queue c
                                          const cl_event *event_wait_list, cl_event *event)
 {
     (void)command_queue, (void)num_events_in_wait_list, (void)event_wait_list, (void)event;
+    if (!c->err && (!num_mem_objects || !mem_objects ||
+                    (flags & ~(cl_mem_migration_flags)(CL_MIGRATE_MEM_OBJECT_HOST |
+                                                       CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED))))
+        vocl_call_error(c, CL_INVALID_VALUE);
+    for (cl_uint i = 0; !c->err && i < num_mem_objects; i++) {
+        struct vocl_obj *m = vocl_lookup(mem_objects[i], VOCL_T_MEM);
+        if (m && c->queue && m->context != c->queue->context)
+            vocl_call_error(c, CL_INVALID_CONTEXT);
+    }
     for (cl_uint i = 0; !c->err && mem_objects && i < num_mem_objects; i++) {
         struct vocl_obj *m = vocl_lookup(mem_objects[i], VOCL_T_MEM);
         if (!m || (flags & CL_MIGRATE_MEM_OBJECT_HOST))

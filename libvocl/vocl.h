@@ -90,6 +90,7 @@ struct vocl_obj {
     size_t nprops;
     cl_mem_object_type mem_type; /* mem: buffer or image type */
     size_t elem_size;            /* image: bytes per pixel */
+    size_t dims[3];              /* image: its extent as origin/region count it */
     cl_mem_flags mem_flags;      /* mem */
     size_t mem_size;
     void *host_ptr;

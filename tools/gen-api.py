@@ -256,6 +256,13 @@ def client_gen(e):
                 p.arg, p.name, p.htype))
         elif p.kind == 'wl':
             o.append('    vocl_call_wl(&c, %s, %s);' % (p.arg, p.name))
+    if handles and handles[0].htype == 'QUEUE':
+        # Objects of a command must be of its queue's context (checked here:
+        # the command's own errors are deferred).
+        for p in handles[1:]:
+            if p.htype in ('MEM', 'KERNEL', 'SAMPLER'):
+                o.append('    if (!c.err && o_%s && o_%s->context != o_%s->context) '
+                         'vocl_call_error(&c, CL_INVALID_CONTEXT);' % (p.name, p.name, handles[0].name))
     for p in handles:
         if p.arg in ('r', 'rw'):
             o.append('    if (o_%s) vocl_mem_use(&c, o_%s, VOCL_USE_%s);' % (
