@@ -309,6 +309,9 @@ __attribute__((destructor)) static void vocl_fini(void)
         struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
         vocl_hdr_put(bye, &h);
         MPI_Send(bye, sizeof(bye), MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm);
+        /* Libraries whose destructors run after ours (LD_PRELOAD order) may
+         * still release objects: those calls stay here, MPI is gone. */
+        px->dead = true;
     }
     int fin = 0;
     MPI_Finalized(&fin);
