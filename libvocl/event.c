@@ -5,6 +5,8 @@
  */
 #include "vocl.h"
 
+#include "thread.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,13 +99,7 @@ cl_int CL_API_CALL vocl_hand_clSetEventCallback(
         return CL_OUT_OF_HOST_MEMORY;
     *cb = (struct event_cb){event, command_exec_callback_type, pfn_notify, user_data};
     clRetainEvent(event);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, event_cb_thread, cb);
-    pthread_attr_destroy(&attr);
-    if (rc) {
+    if (vocl_thread_detached(event_cb_thread, cb)) {
         clReleaseEvent(event);
         free(cb);
         return CL_OUT_OF_HOST_MEMORY;

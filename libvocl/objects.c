@@ -153,17 +153,10 @@ cl_int vocl_release(const void *h, enum vocl_type t)
         vocl_call_init(&c);
         c.async = true;
         c.px = vocl_rep_px(o, i);
-        uint64_t id = vocl_id_on(o, c.px), arrive = o->reps && last ? o->reps[i].arrive : 0;
+        uint64_t id = vocl_id_on(o, c.px);
         if (id && vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
             vocl_wr_u64(c.w, id);
             vocl_wr_u8(c.w, last);
-            vocl_call_send(&c);
-        }
-        vocl_call_end(&c);
-        if (arrive && vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
-            /* The last migration's event into it, which nothing else holds. */
-            vocl_wr_u64(c.w, arrive);
-            vocl_wr_u8(c.w, 1);
             vocl_call_send(&c);
         }
         vocl_call_end(&c);

@@ -422,6 +422,14 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithBinary(
     return (cl_program)p;
 }
 
+/* Whether the proxy of c builds (compiles, links) o: o is there, and so is a
+ * device of the list (no list: all its devices). */
+static bool builds_here(const struct vocl_call *c, const struct vocl_obj *o, cl_uint n,
+                        const cl_device_id *list)
+{
+    return vocl_id_on(o, c->px) && (!list || vocl_count_on(c->px, n, (const void *const *)list));
+}
+
 /* pfn_notify runs here, after the work: allowed, since the spec lets
  * clBuildProgram and friends return after the build has completed. */
 cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devices,
@@ -439,8 +447,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         vocl_call_error(&c, CL_INVALID_VALUE);
     /* Each proxy builds for its devices of the list (all of its own if none). */
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
-        if (!vocl_id_on(p, c.px) ||
-            (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list)))
+        if (!builds_here(&c, p, num_devices, device_list))
             continue;
         if (vocl_call_start(&c, VOCL_OP_clBuildProgram))
             break;
@@ -470,8 +477,7 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
     if (!c.err && ((num_input_headers && !header_include_names) || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
-        if (!vocl_id_on(p, c.px) ||
-            (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list)))
+        if (!builds_here(&c, p, num_devices, device_list))
             continue;
         if (vocl_call_start(&c, VOCL_OP_clCompileProgram))
             break;
@@ -504,7 +510,7 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
     if (!c.err && (!num_input_programs || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
     for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
-        if (device_list && !vocl_count_on(c.px, num_devices, (const void *const *)device_list))
+        if (!builds_here(&c, ctx, num_devices, device_list))
             continue;
         if (vocl_call_start(&c, VOCL_OP_clLinkProgram))
             break;

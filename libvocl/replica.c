@@ -28,6 +28,9 @@
 
 static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static void add_wait(struct vocl_call *c, uint64_t id);
+static void release_id(struct vocl_proxy *px, uint64_t id);
+
 cl_uint vocl_nreps(const struct vocl_obj *o)
 {
     return o && o->reps ? o->nreps : 1;
@@ -98,9 +101,14 @@ struct vocl_obj *vocl_call_made(struct vocl_call *c, struct vocl_obj **made, cl_
 
 void vocl_reps_free(struct vocl_obj *o)
 {
-    for (cl_uint i = 0; o->reps && i < o->nreps; i++)
+    for (cl_uint i = 0; o->reps && i < o->nreps; i++) {
         if (o->reps[i].writer)
             vocl_obj_drop(o->reps[i].writer);
+        /* The last migration's event into it, which nothing else holds (kept
+         * until now: commands on its sub-buffers wait for it too). */
+        if (o->reps[i].arrive && !o->reps[i].px->dead)
+            release_id(o->reps[i].px, o->reps[i].arrive);
+    }
     free(o->reps);
     o->reps = NULL;
 }
@@ -122,8 +130,6 @@ static cl_uint rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
     return i;
 }
 
-static void fill_release(struct vocl_call *c, const void *arg);
-static void add_wait(struct vocl_call *c, uint64_t id);
 
 /* Sends a request of no reply that the writer fill has filled to px. */
 static cl_int post_async(struct vocl_proxy *px, unsigned op,
@@ -245,7 +251,7 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event)
 void vocl_call_release_mirrors(struct vocl_call *c)
 {
     for (cl_uint i = 0; i < c->nmirrors; i++)
-        post_async(c->px, VOCL_OP_RELEASE, fill_release, &c->mirrors[i]);
+        release_id(c->px, c->mirrors[i]);
     c->nmirrors = 0;
 }
 
@@ -253,6 +259,12 @@ static void fill_release(struct vocl_call *c, const void *arg)
 {
     vocl_wr_u64(c->w, *(const uint64_t *)arg);
     vocl_wr_u8(c->w, 1);
+}
+
+/* Releases id on px (an object the application never saw), without waiting. */
+static void release_id(struct vocl_proxy *px, uint64_t id)
+{
+    post_async(px, VOCL_OP_RELEASE, fill_release, &id);
 }
 
 /* Moves root's data from replica `from` to replica `to`. */
@@ -275,7 +287,7 @@ static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const str
     if (err != CL_SUCCESS)
         return err;
     if (dst->arrive)
-        post_async(dst->px, VOCL_OP_RELEASE, fill_release, &dst->arrive);
+        release_id(dst->px, dst->arrive);
     dst->arrive = m.ev_id;
     return CL_SUCCESS;
 }
@@ -331,7 +343,8 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     pthread_mutex_unlock(&coherence_lock);
 }
 
-void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
+/* The same, without moving data: the content is undefined or is about to be. */
+static void mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
 {
     struct vocl_obj *root = mem_root(m);
     if (!root->reps)
@@ -401,7 +414,7 @@ void vocl_pre_clEnqueueMigrateMemObjects(struct vocl_call *c, cl_command_queue c
         if (!m || (flags & CL_MIGRATE_MEM_OBJECT_HOST))
             continue;
         if (flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED)
-            vocl_mem_discard(m, c->px);
+            mem_discard(m, c->px);
         else
             vocl_mem_use(c, m, VOCL_USE_R);
     }

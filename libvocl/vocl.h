@@ -234,8 +234,6 @@ enum vocl_use { VOCL_USE_R, VOCL_USE_RW, VOCL_USE_W /* overwrites all of it */ }
  * the command's wait list.  Call before vocl_call_start.
  */
 void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
-/* The same, without moving data: the content is undefined or is about to be. */
-void vocl_mem_discard(struct vocl_obj *m, struct vocl_proxy *px);
 void vocl_reps_free(struct vocl_obj *o);
 /* For a command on c->px waiting for an event of another proxy: adds to
  * c's wait list a user event of c->px that a thread sets when the event

@@ -24,6 +24,7 @@
 
 #include "backoff.h"
 #include "proxyd.h"
+#include "thread.h"
 
 #define VOCLPROXYD_VERSION "0.1.0"
 
@@ -296,7 +297,6 @@ static void *output_thread(void *arg)
 static void output_capture(void)
 {
     int fds[2];
-    pthread_t t;
     fflush(stdout);
     if (pipe(fds))
         return;
@@ -310,8 +310,7 @@ static void output_capture(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     vocl_wr_init(&out.buf);
     out.fd = fds[0];
-    if (pthread_create(&t, NULL, output_thread, NULL) == 0)
-        pthread_detach(t);
+    vocl_thread_detached(output_thread, NULL);
 }
 
 static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)

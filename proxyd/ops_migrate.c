@@ -19,15 +19,39 @@
  * so a receiver is never left waiting for a proxy that is alive.
  */
 #include "proxyd.h"
+#include "thread.h"
 
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct migration {
+/* The other proxy of a request, and the tag its messages travel on. */
+struct peer_link {
     const struct vocl_native_api *cl;
     const struct proxyd_data_ops *data;
     int peer, tag;
+};
+
+/* Reads and checks the peer's rank and the tag (what: "migration", "event"). */
+static void rd_peer(struct proxyd_req *q, struct peer_link *l, const char *what)
+{
+    l->cl = q->cl;
+    l->data = q->s->data;
+    l->peer = (int)vocl_rd_u32(q->r);
+    l->tag = (int)vocl_rd_u32(q->r);
+    char why[96];
+    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer)) {
+        snprintf(why, sizeof(why), "%s peer is not another proxy of this job", what);
+        proxyd_fail(q, why);
+    }
+    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX) {
+        snprintf(why, sizeof(why), "%s tag out of range", what);
+        proxyd_fail(q, why);
+    }
+}
+
+struct migration {
+    struct peer_link l;
     size_t size, chunk;
     uint8_t *buf;
     cl_event ev;   /* out: the read; in: the write */
@@ -92,9 +116,9 @@ static cl_command_queue mem_queue(const struct vocl_native_api *cl, cl_mem mem)
 static void migration_free(struct migration *m)
 {
     if (m->ev)
-        m->cl->clReleaseEvent(m->ev);
+        m->l.cl->clReleaseEvent(m->ev);
     if (m->gate)
-        m->cl->clReleaseEvent(m->gate);
+        m->l.cl->clReleaseEvent(m->gate);
     free(m->buf);
     free(m);
 }
@@ -103,15 +127,15 @@ static void *out_thread(void *arg)
 {
     struct migration *m = arg;
     cl_int status = CL_INVALID_VALUE;
-    if (m->ev && m->cl->clWaitForEvents(1, &m->ev) == CL_SUCCESS)
-        m->cl->clGetEventInfo(m->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+    if (m->ev && m->l.cl->clWaitForEvents(1, &m->ev) == CL_SUCCESS)
+        m->l.cl->clGetEventInfo(m->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
                               NULL);
     if (status != CL_COMPLETE) {
-        m->data->peer_send(m->peer, m->tag, NULL, 0);
+        m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
     } else {
         for (size_t done = 0; done < m->size; done += m->chunk) {
             size_t n = m->size - done < m->chunk ? m->size - done : m->chunk;
-            if (m->data->peer_send(m->peer, m->tag, m->buf + done, n))
+            if (m->l.data->peer_send(m->l.peer, m->l.tag, m->buf + done, n))
                 break;
         }
     }
@@ -125,55 +149,40 @@ static void *in_thread(void *arg)
     cl_int status = CL_COMPLETE;
     for (size_t done = 0; done < m->size && status == CL_COMPLETE; done += m->chunk) {
         size_t n = m->size - done < m->chunk ? m->size - done : m->chunk, got = 0;
-        if (m->data->peer_recv(m->peer, m->tag, m->buf + done, n, &got) || got != n) {
-            vocl_warn("migration from rank %d: %zu of %zu bytes came", m->peer, done + got,
+        if (m->l.data->peer_recv(m->l.peer, m->l.tag, m->buf + done, n, &got) || got != n) {
+            vocl_warn("migration from rank %d: %zu of %zu bytes came", m->l.peer, done + got,
                       m->size);
             status = CL_MEM_COPY_OVERLAP - 100; /* any negative status fails the write */
         }
     }
-    m->cl->clSetUserEventStatus(m->gate, status);
-    m->cl->clWaitForEvents(1, &m->ev); /* the write reads buf until then */
+    m->l.cl->clSetUserEventStatus(m->gate, status);
+    m->l.cl->clWaitForEvents(1, &m->ev); /* the write reads buf until then */
     migration_free(m);
     return NULL;
 }
 
-static int start_thread(void *(*fn)(void *), void *m)
-{
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, fn, m);
-    pthread_attr_destroy(&attr);
-    return rc;
-}
-
-/* The fields both requests start with. */
-static cl_mem rd_head(struct proxyd_req *q, struct migration *m)
-{
-    cl_mem mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    m->cl = q->cl;
-    m->data = q->s->data;
-    m->peer = (int)vocl_rd_u32(q->r);
-    m->tag = (int)vocl_rd_u32(q->r);
-    m->chunk = (size_t)vocl_rd_u64(q->r);
-    if (!m->data->peer_send || !m->data->peer_ok || !m->data->peer_ok(m->peer))
-        proxyd_fail(q, "migration peer is not another proxy of this job");
-    if (m->tag < VOCL_TAG_PEER_MIN || m->tag > VOCL_TAG_PEER_MAX)
-        proxyd_fail(q, "migration tag out of range");
-    if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
-        proxyd_fail(q, "migration chunk size out of range");
-    return mem;
-}
-
-void proxyd_op_migrate_out(struct proxyd_req *q)
+/* A migration with the fields both requests start with; NULL when out of memory. */
+static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
 {
     struct migration *m = calloc(1, sizeof(*m));
     if (!m) {
         proxyd_fail(q, "out of memory");
-        return;
+        return NULL;
     }
-    cl_mem mem = rd_head(q, m);
+    *mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    rd_peer(q, &m->l, "migration");
+    m->chunk = (size_t)vocl_rd_u64(q->r);
+    if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
+        proxyd_fail(q, "migration chunk size out of range");
+    return m;
+}
+
+void proxyd_op_migrate_out(struct proxyd_req *q)
+{
+    cl_mem mem;
+    struct migration *m = rd_head(q, &mem);
+    if (!m)
+        return;
     uint64_t writer_id = vocl_rd_u64(q->r);
     cl_uint nwl = 0;
     const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
@@ -186,7 +195,7 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     if (!proxyd_req_begin(q)) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
         if (!q->fail)
-            m->data->peer_send(m->peer, m->tag, NULL, 0);
+            m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
         free(m);
         return;
     }
@@ -214,7 +223,7 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
         q->cl->clReleaseEvent(m->ev);
         m->ev = NULL;
     }
-    if (start_thread(out_thread, m))
+    if (vocl_thread_detached(out_thread, m))
         out_thread(m); /* sends the failure at once */
     vocl_wr_i32(q->w, rc);
 }
@@ -226,9 +235,7 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
  * send that status.  No request thread waits, and the client is not involved.
  */
 struct event_link {
-    const struct vocl_native_api *cl;
-    const struct proxyd_data_ops *data;
-    int peer, tag;
+    struct peer_link l;
     cl_event ev;
 };
 
@@ -237,14 +244,14 @@ static void *event_out_thread(void *arg)
     struct event_link *l = arg;
     cl_int st = CL_INVALID_EVENT;
     if (l->ev) {
-        l->cl->clWaitForEvents(1, &l->ev);
-        if (l->cl->clGetEventInfo(l->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+        l->l.cl->clWaitForEvents(1, &l->ev);
+        if (l->l.cl->clGetEventInfo(l->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
                                   NULL) != CL_SUCCESS)
             st = CL_INVALID_EVENT;
-        l->cl->clReleaseEvent(l->ev);
+        l->l.cl->clReleaseEvent(l->ev);
     }
     int32_t wire = st;
-    l->data->peer_send(l->peer, l->tag, &wire, sizeof(wire));
+    l->l.data->peer_send(l->l.peer, l->l.tag, &wire, sizeof(wire));
     free(l);
     return NULL;
 }
@@ -254,10 +261,10 @@ static void *event_in_thread(void *arg)
     struct event_link *l = arg;
     int32_t st = -1;
     size_t got = 0;
-    if (l->data->peer_recv(l->peer, l->tag, &st, sizeof(st), &got) || got != sizeof(st))
+    if (l->l.data->peer_recv(l->l.peer, l->l.tag, &st, sizeof(st), &got) || got != sizeof(st))
         st = -1;
-    l->cl->clSetUserEventStatus(l->ev, st < 0 ? st : CL_COMPLETE);
-    l->cl->clReleaseEvent(l->ev);
+    l->l.cl->clSetUserEventStatus(l->ev, st < 0 ? st : CL_COMPLETE);
+    l->l.cl->clReleaseEvent(l->ev);
     free(l);
     return NULL;
 }
@@ -269,14 +276,7 @@ static struct event_link *rd_link(struct proxyd_req *q)
         proxyd_fail(q, "out of memory");
         return NULL;
     }
-    l->cl = q->cl;
-    l->data = q->s->data;
-    l->peer = (int)vocl_rd_u32(q->r);
-    l->tag = (int)vocl_rd_u32(q->r);
-    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer))
-        proxyd_fail(q, "event peer is not another proxy of this job");
-    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
-        proxyd_fail(q, "event tag out of range");
+    rd_peer(q, &l->l, "event");
     return l;
 }
 
@@ -290,7 +290,7 @@ void proxyd_op_event_out(struct proxyd_req *q)
     if (proxyd_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
         l->ev = ev;
     /* Without the event, the peer still hears (a failure). */
-    if (!sane || start_thread(event_out_thread, l)) {
+    if (!sane || vocl_thread_detached(event_out_thread, l)) {
         if (sane)
             event_out_thread(l);
         else
@@ -318,7 +318,7 @@ void proxyd_op_event_in(struct proxyd_req *q)
     if (l->ev) {
         q->cl->clRetainEvent(l->ev); /* one for the session, one for the thread */
         proxyd_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
-        if (start_thread(event_in_thread, l))
+        if (vocl_thread_detached(event_in_thread, l))
             event_in_thread(l); /* waits for the peer here: it is on its way */
     } else {
         free(l);
@@ -328,12 +328,10 @@ void proxyd_op_event_in(struct proxyd_req *q)
 
 void proxyd_op_migrate_in(struct proxyd_req *q)
 {
-    struct migration *m = calloc(1, sizeof(*m));
-    if (!m) {
-        proxyd_fail(q, "out of memory");
+    cl_mem mem;
+    struct migration *m = rd_head(q, &mem);
+    if (!m)
         return;
-    }
-    cl_mem mem = rd_head(q, m);
     uint64_t ev_id = proxyd_rd_newid(q);
     size_t region[3];
     bool image = false;
@@ -361,7 +359,7 @@ void proxyd_op_migrate_in(struct proxyd_req *q)
     if (rc == CL_SUCCESS) {
         q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
         proxyd_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
-        if (start_thread(in_thread, m) == 0) {
+        if (vocl_thread_detached(in_thread, m) == 0) {
             vocl_wr_i32(q->w, rc);
             return;
         }
@@ -375,7 +373,7 @@ void proxyd_op_migrate_in(struct proxyd_req *q)
         q->cl->clWaitForEvents(1, &m->ev);
     size_t got = 1;
     for (size_t done = 0; done < m->size && got; done += m->chunk)
-        if (m->data->peer_recv(m->peer, m->tag, NULL, 0, &got))
+        if (m->l.data->peer_recv(m->l.peer, m->l.tag, NULL, 0, &got))
             break;
     migration_free(m);
     vocl_wr_i32(q->w, rc);

@@ -10,14 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        cl_int rc_ = (call);                                                             \
-        if (rc_ != CL_SUCCESS) {                                                         \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, rc_);        \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
+#include "cl_check.h"
 
 static const char *src =
     "__kernel void hello(int round, int dev)\n"

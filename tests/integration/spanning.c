@@ -15,18 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl_check.h"
+
 #define N 4096
 
 static int failures;
-
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        cl_int rc_ = (call);                                                             \
-        if (rc_ != CL_SUCCESS) {                                                         \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, rc_);        \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
 
 static const char *src =
     "__kernel void add(__global int *a, int v) { a[get_global_id(0)] += v; }\n"
