@@ -130,11 +130,18 @@ void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
         vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
         return;
     }
-    for (cl_uint i = 0; i < n; i++)
-        if (!vocl_lookup(list[i], VOCL_T_EVENT)) {
+    for (cl_uint i = 0; i < n; i++) {
+        struct vocl_obj *e = vocl_lookup(list[i], VOCL_T_EVENT);
+        if (!e) {
             vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
             return;
         }
+        /* A command's events must be of its queue's context. */
+        if (c->queue && e->context != c->queue->context) {
+            vocl_call_error(c, CL_INVALID_CONTEXT);
+            return;
+        }
+    }
     c->wl_n = n;
     c->wl = list;
 }
@@ -157,12 +164,6 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
             vocl_call_error(c, t == VOCL_T_KERNEL    ? CL_INVALID_PROGRAM_EXECUTABLE
                                : t == VOCL_T_PROGRAM ? CL_INVALID_PROGRAM_EXECUTABLE
                                                      : CL_INVALID_CONTEXT);
-            return -1;
-        }
-    /* A command's events must be of its queue's context. */
-    for (cl_uint i = 0; c->queue && i < c->wl_n; i++)
-        if (((struct vocl_obj *)c->wl[i])->context != c->queue->context) {
-            vocl_call_error(c, CL_INVALID_CONTEXT);
             return -1;
         }
     /* Events of other proxies: a command waits for a mirror of each on its

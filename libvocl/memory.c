@@ -246,11 +246,11 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
     struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(c, nwl, wl);
     check_xfer(c, q, m, offset, size, ptr);
-    if (op == VOCL_OP_clEnqueueReadBuffer)
-        vocl_mem_use(c, m, VOCL_USE_R);
-    else
-        vocl_mem_use(c, m, !m->parent && offset == 0 && size == m->mem_size ? VOCL_USE_W
-                                                                             : VOCL_USE_RW);
+    /* A write of all of a buffer needs none of its old data. */
+    bool whole = m && !m->parent && offset == 0 && size == m->mem_size;
+    vocl_mem_use(c, m, op == VOCL_OP_clEnqueueReadBuffer ? VOCL_USE_R
+                       : whole                           ? VOCL_USE_W
+                                                         : VOCL_USE_RW);
     c->async = !blocking;
     c->sync = blocking;
     if (vocl_call_start(c, op))

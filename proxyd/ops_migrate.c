@@ -95,8 +95,33 @@ static cl_int whole_xfer(const struct vocl_native_api *cl, cl_command_queue queu
                                                nwl, wl, ev)
                      : cl->clEnqueueReadImage(queue, mem, CL_FALSE, origin, region, 0, 0, buf,
                                               nwl, wl, ev);
-    return write ? cl->clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev)
-                 : cl->clEnqueueReadBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev);
+    /* A buffer the host may not read (or write) is moved through a copy
+     * the device makes into (or from) a buffer of its own. */
+    cl_mem_flags flags = 0;
+    cl->clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof(flags), &flags, NULL);
+    if (!(flags & (write ? CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
+                         : CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
+        return write ? cl->clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev)
+                     : cl->clEnqueueReadBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev);
+    cl_context ctx;
+    cl_int rc = cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL);
+    cl_mem tmp = rc == CL_SUCCESS ? cl->clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &rc)
+                                  : NULL;
+    cl_event step = NULL;
+    if (tmp && write) {
+        rc = cl->clEnqueueWriteBuffer(queue, tmp, CL_FALSE, 0, size, buf, nwl, wl, &step);
+        if (rc == CL_SUCCESS)
+            rc = cl->clEnqueueCopyBuffer(queue, tmp, mem, 0, 0, size, 1, &step, ev);
+    } else if (tmp) {
+        rc = cl->clEnqueueCopyBuffer(queue, mem, tmp, 0, 0, size, nwl, wl, &step);
+        if (rc == CL_SUCCESS)
+            rc = cl->clEnqueueReadBuffer(queue, tmp, CL_FALSE, 0, size, buf, 1, &step, ev);
+    }
+    if (step)
+        cl->clReleaseEvent(step);
+    if (tmp)
+        cl->clReleaseMemObject(tmp); /* freed once the commands using it are done */
+    return rc;
 }
 
 /* A queue of its own on mem's context, on the context's first device. */
@@ -212,8 +237,9 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
             q->cl->clFlush(writer->native);
             wl2[nwl++] = after;
         }
-        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl, wl2,
-                        &m->ev);
+        /* (An empty list must be NULL: the native call checks.) */
+        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl,
+                        nwl ? wl2 : NULL, &m->ev);
         if (after)
             q->cl->clReleaseEvent(after);
         q->cl->clFlush(queue);
