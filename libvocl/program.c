@@ -775,13 +775,11 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
             vocl_call_error(&c, CL_INVALID_PROGRAM_EXECUTABLE);
         for (cl_uint i = 0; !c.err && i < objs; i++) {
             struct vocl_obj *k = (struct vocl_obj *)kernels[i];
-            if (!k->reps && !(k->reps = calloc(nrep, sizeof(*k->reps)))) {
+            if (vocl_obj_add_rep(k, 0, nrep, k->px, k->id) ||
+                vocl_obj_add_rep(k, rep, nrep, c.px, first + i)) {
                 vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
                 break;
             }
-            k->nreps = nrep;
-            k->reps[0] = (struct vocl_rep){.px = k->px, .id = k->id};
-            k->reps[rep] = (struct vocl_rep){.px = c.px, .id = first + i};
         }
         vocl_call_end(&c);
     }
@@ -979,10 +977,7 @@ static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
 /* The bit of the kernel's replica on px in its arguments' sent masks. */
 static uint64_t rep_bit(const struct vocl_obj *k, const struct vocl_proxy *px)
 {
-    cl_uint i = 0;
-    while (k->reps && i < k->nreps && k->reps[i].px != px)
-        i++;
-    return (uint64_t)1 << (i & 63);
+    return (uint64_t)1 << (vocl_rep_index(k, px) & 63);
 }
 
 cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(

@@ -80,23 +80,25 @@ struct vocl_obj *vocl_call_made(struct vocl_call *c, struct vocl_obj **made, cl_
 {
     if (c->err)
         return NULL;
-    if (!*made) {
-        *made = vocl_call_new_obj(c, t, id, context, parent);
-        if (*made && n > 1) {
-            (*made)->reps = calloc(n, sizeof(*(*made)->reps));
-            if (!(*made)->reps) {
-                vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
-                return NULL;
-            }
-            (*made)->nreps = n;
-            (*made)->valid = ~(uint64_t)0; /* nothing written yet: any copy will do */
-        }
-    }
-    if (!*made)
+    if (!*made && !(*made = vocl_call_new_obj(c, t, id, context, parent)))
         return NULL;
-    if ((*made)->reps)
-        (*made)->reps[i] = (struct vocl_rep){.px = c->px, .id = id};
+    if (n > 1 && vocl_obj_add_rep(*made, i, n, c->px, id)) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return NULL;
+    }
     return *made;
+}
+
+int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy *px, uint64_t id)
+{
+    if (!o->reps) {
+        if (!(o->reps = calloc(n, sizeof(*o->reps))))
+            return -1;
+        o->nreps = n;
+        o->valid = ~(uint64_t)0; /* memory: nothing written yet, any copy will do */
+    }
+    o->reps[i] = (struct vocl_rep){.px = px, .id = id};
+    return 0;
 }
 
 void vocl_reps_free(struct vocl_obj *o)
@@ -122,10 +124,10 @@ static struct vocl_obj *mem_root(struct vocl_obj *m)
     return m;
 }
 
-static cl_uint rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
+cl_uint vocl_rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
 {
     cl_uint i = 0;
-    while (i < o->nreps && o->reps[i].px != px)
+    while (o->reps && i < o->nreps && o->reps[i].px != px)
         i++;
     return i;
 }
@@ -314,7 +316,7 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     struct vocl_obj *root = mem_root(m);
     if (!root->reps || !c->px)
         return;
-    cl_uint to = rep_index(root, c->px);
+    cl_uint to = vocl_rep_index(root, c->px);
     if (to == root->nreps) {
         vocl_call_error(c, CL_INVALID_CONTEXT);
         return;
@@ -349,7 +351,7 @@ static void mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
     struct vocl_obj *root = mem_root(m);
     if (!root->reps)
         return;
-    cl_uint i = rep_index(root, px);
+    cl_uint i = vocl_rep_index(root, px);
     pthread_mutex_lock(&coherence_lock);
     if (i < root->nreps)
         root->valid = (uint64_t)1 << i;

@@ -234,6 +234,10 @@ enum vocl_use { VOCL_USE_R, VOCL_USE_RW, VOCL_USE_W /* overwrites all of it */ }
  * the command's wait list.  Call before vocl_call_start.
  */
 void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
+/* Records id on px as o's replica i of n (the table is made on the first). */
+int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy *px, uint64_t id);
+/* The index of o's replica on px (nreps when none; 0 for an object of one proxy). */
+cl_uint vocl_rep_index(const struct vocl_obj *o, const struct vocl_proxy *px);
 void vocl_reps_free(struct vocl_obj *o);
 /* For a command on c->px waiting for an event of another proxy: adds to
  * c's wait list a user event of c->px that a thread sets when the event
