@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "thread.h"
+
 /* Checks a context property list; 0 or the spec's error. */
 static cl_int check_props(const cl_context_properties *p, size_t *n)
 {
@@ -225,4 +227,83 @@ cl_int CL_API_CALL vocl_hand_clSetMemObjectDestructorCallback(
     void *user_data)
 {
     return add_dtor(memobj, VOCL_T_MEM, (void (*)(void *, void *))pfn_notify, user_data);
+}
+
+/* --- context notifications ------------------------------------------------------------------------
+ *
+ * A proxy sends its clients' context notifications (the native driver's, and
+ * its own on deferred errors: proxyd/notify.c) in a NOTIFY message before a
+ * reply.  Each becomes a call of the application's pfn_notify on a thread of
+ * libvocl, as the spec lets a driver call it, never on the thread that
+ * happened to receive the reply (it may hold locks the callback needs).
+ */
+struct note {
+    struct vocl_obj *ctx; /* held */
+    char *errinfo;
+    void *priv;
+    size_t cb;
+};
+
+static void note_free(struct note *n)
+{
+    vocl_obj_drop(n->ctx);
+    free(n->errinfo);
+    free(n->priv);
+    free(n);
+}
+
+static void *note_thread(void *arg)
+{
+    struct note *n = arg;
+    n->ctx->ctx_notify(n->errinfo, n->priv, n->cb, n->ctx->ctx_notify_data);
+    note_free(n);
+    return NULL;
+}
+
+static void note_deliver(struct vocl_proxy *px, uint64_t id, const char *errinfo, size_t len,
+                         const void *priv, size_t cb)
+{
+    struct vocl_obj *ctx = vocl_find_on(px, id, VOCL_T_CONTEXT);
+    if (!ctx)
+        return;
+    vocl_debug("proxy %d: context notification: %.*s", px->index, (int)len, errinfo);
+    struct note *n = calloc(1, sizeof(*n));
+    if (!ctx->ctx_notify || !n) {
+        vocl_obj_drop(ctx);
+        free(n);
+        return;
+    }
+    n->ctx = ctx;
+    n->errinfo = malloc(len + 1);
+    n->priv = cb ? malloc(cb) : NULL;
+    if (!n->errinfo || (cb && !n->priv)) {
+        note_free(n);
+        return;
+    }
+    memcpy(n->errinfo, errinfo, len);
+    n->errinfo[len] = '\0';
+    if (cb)
+        memcpy(n->priv, priv, cb);
+    n->cb = cb;
+    if (vocl_thread_detached(note_thread, n))
+        note_free(n);
+}
+
+void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size)
+{
+    struct vocl_rd r;
+    vocl_rd_init(&r, payload, size);
+    uint32_t count = vocl_rd_u32(&r);
+    for (uint32_t i = 0; i < count && !r.fail; i++) {
+        uint64_t id = vocl_rd_u64(&r);
+        size_t len = 0, cb = 0;
+        bool is_null = false;
+        const char *errinfo = vocl_rd_str(&r, &len, &is_null);
+        const void *priv = vocl_rd_bytes(&r, &cb);
+        if (r.fail || is_null)
+            break;
+        note_deliver(px, id, errinfo, len, priv, cb);
+    }
+    if (r.fail)
+        vocl_warn("proxy %d: malformed context notification: ignored", px->index);
 }

@@ -57,6 +57,24 @@ struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t)
     return o && o->type == t ? o : NULL;
 }
 
+struct vocl_obj *vocl_find_on(const struct vocl_proxy *px, uint64_t id, enum vocl_type t)
+{
+    struct vocl_obj *found = NULL;
+    size_t pos = 0;
+    uint64_t key;
+    void *v;
+    pthread_rwlock_rdlock(&handles_lock);
+    while (!found && vocl_map_next(&handles, &pos, &key, &v)) {
+        struct vocl_obj *o = v;
+        if (o->type == t && id && (o->reps ? vocl_id_on(o, px) == id : o->px == px && o->id == id))
+            found = o;
+    }
+    if (found)
+        vocl_obj_hold(found);
+    pthread_rwlock_unlock(&handles_lock);
+    return found;
+}
+
 void vocl_obj_hold(struct vocl_obj *o)
 {
     atomic_fetch_add(&o->refs, 1);

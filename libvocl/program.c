@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernelparse.h"
+#include "thread.h"
 
 /* How a value travels with the launch (the proxy's set_args). */
 enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
@@ -430,8 +431,44 @@ static bool builds_here(const struct vocl_call *c, const struct vocl_obj *o, cl_
     return vocl_id_on(o, c->px) && (!list || vocl_count_on(c->px, n, (const void *const *)list));
 }
 
-/* pfn_notify runs here, after the work: allowed, since the spec lets
- * clBuildProgram and friends return after the build has completed. */
+/*
+ * A build's pfn_notify.  The work is done before clBuildProgram (Compile,
+ * Link) returns, which the spec allows; the application's function is
+ * called on a thread of libvocl, as the spec has it, holding a reference
+ * so that the program outlives an application release.  Where no thread
+ * can start, the call is made here.
+ */
+struct build_note {
+    cl_program program;
+    void (CL_CALLBACK *fn)(cl_program, void *);
+    void *user_data;
+};
+
+static void *build_note_thread(void *arg)
+{
+    struct build_note *n = arg;
+    n->fn(n->program, n->user_data);
+    clReleaseProgram(n->program);
+    free(n);
+    return NULL;
+}
+
+static void notify_built(cl_program program, void (CL_CALLBACK *fn)(cl_program, void *),
+                         void *user_data)
+{
+    if (!fn || !program)
+        return;
+    struct build_note *n = malloc(sizeof(*n));
+    if (n && clRetainProgram(program) == CL_SUCCESS) {
+        *n = (struct build_note){program, fn, user_data};
+        if (vocl_thread_detached(build_note_thread, n) == 0)
+            return;
+        clReleaseProgram(program);
+    }
+    free(n);
+    fn(program, user_data);
+}
+
 cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devices,
                                                const cl_device_id *device_list,
                                                const char *options,
@@ -459,8 +496,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
     vocl_call_end(&c);
     if (p)
         p->built = c.err == CL_SUCCESS;
-    if (pfn_notify && p)
-        pfn_notify(program, user_data);
+    notify_built(p ? program : NULL, pfn_notify, user_data);
     return c.err;
 }
 
@@ -490,8 +526,7 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
-    if (pfn_notify && p)
-        pfn_notify(program, user_data);
+    notify_built(p ? program : NULL, pfn_notify, user_data);
     return c.err;
 }
 
@@ -542,8 +577,7 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
             p->ninputs++;
         }
     }
-    if (pfn_notify && p)
-        pfn_notify((cl_program)p, user_data);
+    notify_built((cl_program)p, pfn_notify, user_data);
     if (errcode_ret)
         *errcode_ret = c.err;
     return (cl_program)p;

@@ -54,6 +54,7 @@ const char *vocl_proto_op_name(unsigned op)
     case VOCL_OP_OUTPUT: return "OUTPUT";
     case VOCL_OP_EVENT_OUT: return "EVENT_OUT";
     case VOCL_OP_EVENT_IN: return "EVENT_IN";
+    case VOCL_OP_NOTIFY: return "NOTIFY";
     case VOCL_OP_PROGRAM_BINARIES: return "PROGRAM_BINARIES";
     default: return "unknown";
     }

@@ -27,6 +27,10 @@
  *           sends (an error status if none comes)
  *   OUTPUT  proxy -> client on the reply tag, before a reply: the bytes kernels
  *           wrote to the proxy's stdout (printf) since the last one
+ *   NOTIFY  proxy -> client on the reply tag, before a reply: u32 n, n x (u64
+ *           context, string errinfo, bytes private_info): the context
+ *           notifications (pfn_notify) for the client's contexts since the
+ *           last one, from the native driver or the proxy (proxyd/notify.c)
  *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
  *           event: no reply.  Writes what the peer sends into all of mem; the
  *           new event completes when it is there (fails if the data did not come)
@@ -67,6 +71,7 @@ enum vocl_proto_op {
     VOCL_OP_OUTPUT = 17, /* proxy -> client, before a reply: what kernels printed */
     VOCL_OP_EVENT_OUT = 18,
     VOCL_OP_EVENT_IN = 19,
+    VOCL_OP_NOTIFY = 81, /* proxy -> client, before a reply: context notifications */
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };
 

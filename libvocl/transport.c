@@ -26,7 +26,14 @@ int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
 {
     if (px->local) {
         /* The executor runs right here; its reply waits in px->reply. */
-        return proxyd_execute(px->session, buf, n, &px->reply) < 0 ? -1 : 0;
+        if (proxyd_execute(px->session, buf, n, &px->reply) < 0)
+            return -1;
+        struct vocl_wr notes;
+        vocl_wr_init(&notes);
+        if (proxyd_notify_take(px->session, &notes))
+            vocl_context_notes(px, notes.buf + VOCL_HDR_SIZE, notes.len - VOCL_HDR_SIZE);
+        vocl_wr_free(&notes);
+        return 0;
     }
     if (MPI_Send(buf, (int)n, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm) != MPI_SUCCESS) {
         vocl_xport_fail(px, "send failed");
@@ -92,6 +99,10 @@ again:
     }
     if (h.opcode == VOCL_OP_OUTPUT && !px->local) {
         put_output(&h, px->reply.buf);
+        goto again;
+    }
+    if (h.opcode == VOCL_OP_NOTIFY && !px->local) {
+        vocl_context_notes(px, px->reply.buf + VOCL_HDR_SIZE, h.length);
         goto again;
     }
     vocl_rd_init(r, px->reply.buf + VOCL_HDR_SIZE, h.length);

@@ -137,6 +137,11 @@ struct vocl_obj *vocl_obj_new(enum vocl_type t, struct vocl_proxy *px, uint64_t 
                               struct vocl_obj *context, struct vocl_obj *parent);
 /* A live handle of type t, or NULL. */
 struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t);
+/* The live object of type t that is id on px, held (vocl_obj_drop); NULL: none.
+ * A walk over every handle: for rare events only. */
+/* Calls the pfn_notify of the contexts a NOTIFY message (protocol.h) names. */
+void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size);
+struct vocl_obj *vocl_find_on(const struct vocl_proxy *px, uint64_t id, enum vocl_type t);
 void vocl_obj_hold(struct vocl_obj *o);
 void vocl_obj_drop(struct vocl_obj *o);
 cl_int vocl_retain(const void *h, enum vocl_type t);

@@ -12,6 +12,7 @@
 
 #include "backoff.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,7 @@ void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int
     memset(s, 0, sizeof(*s));
     s->node = node;
     s->peer = peer;
+    s->serial = proxyd_notify_serial();
     vocl_map_init(&s->objs);
 }
 
@@ -190,6 +192,7 @@ void proxyd_session_end(struct proxyd_session *s)
     vocl_map_free(&s->objs);
     proxyd_trace_free(s->trace);
     s->trace = NULL;
+    proxyd_notify_drop(s);
     if (leaked)
         vocl_info("session of rank %d: released %zu references the client left", s->peer, leaked);
 }
@@ -245,6 +248,10 @@ void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
                    vocl_op_name(q->op), vocl_type_name(t), (unsigned long long)id);
         set_err(q, vocl_type_invalid_err(t));
         return NULL;
+    }
+    if (!q->queue && (t == VOCL_T_QUEUE || t == VOCL_T_CONTEXT)) {
+        q->queue = o->native;
+        q->queue_type = t;
     }
     return o->native;
 }
@@ -537,12 +544,49 @@ static cl_int reply_status(const struct vocl_wr *reply)
     return r.fail ? CL_SUCCESS : err;
 }
 
+/* The id of the context a request's queue (or context) belongs to; 0: none. */
+static uint64_t request_context(const struct proxyd_req *q)
+{
+    cl_context ctx = q->queue;
+    if (q->queue_type == VOCL_T_QUEUE &&
+        q->cl->clGetCommandQueueInfo(q->queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL))
+        return 0;
+    size_t pos = 0;
+    uint64_t id;
+    void *v;
+    while (ctx && vocl_map_next(&q->s->objs, &pos, &id, &v)) {
+        const struct proxyd_obj *o = v;
+        if (o->type == VOCL_T_CONTEXT && o->native == ctx)
+            return id;
+    }
+    return 0;
+}
+
+/* The application hears of a deferred error as it happens too: from its
+ * context's pfn_notify, as a driver reports an asynchronous error. */
+static void notify_deferred(const struct proxyd_req *q, cl_int err)
+{
+    uint64_t ctx = request_context(q);
+    if (!ctx)
+        return;
+    char info[256];
+    snprintf(info, sizeof(info),
+             "VOCL: %s failed with %s on the proxy; it was sent without waiting for a reply, "
+             "so the next clFinish, clWaitForEvents or blocking transfer returns the error",
+             vocl_op_name(q->op), vocl_err_name(err));
+    proxyd_notify_post(q->s, ctx, info);
+}
+
 /* A request without a reply keeps its first error (err) for the session; a
  * synchronising reply that would say success reports it instead, once. */
-static void settle_deferred(struct proxyd_session *s, unsigned op, bool wants_reply,
-                            struct vocl_wr *reply, cl_int err)
+static void settle_deferred(const struct proxyd_req *q, bool wants_reply, struct vocl_wr *reply,
+                            cl_int err)
 {
+    struct proxyd_session *s = q->s;
+    unsigned op = q->op;
     if (!wants_reply) {
+        if (err != CL_SUCCESS)
+            notify_deferred(q, err);
         if (err != CL_SUCCESS && s->deferred == CL_SUCCESS) {
             s->deferred = err;
             s->deferred_op = op;
@@ -623,7 +667,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         s->user_events++;
     else if (h.opcode == VOCL_OP_clSetUserEventStatus && status == CL_SUCCESS && s->user_events)
         s->user_events--;
-    settle_deferred(s, h.opcode, wants_reply, reply, status);
+    settle_deferred(&q, wants_reply, reply, status);
     if (s->trace && start && h.opcode != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
         proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
     return wants_reply ? 1 : 0;

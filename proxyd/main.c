@@ -333,6 +333,11 @@ static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
         }
         pthread_mutex_unlock(&out.lock);
     }
+    struct vocl_wr msg;
+    vocl_wr_init(&msg);
+    if (proxyd_notify_take(s, &msg))
+        MPI_Send(msg.buf, (int)msg.len, MPI_BYTE, s->peer, VOCL_TAG_REP, c);
+    vocl_wr_free(&msg);
     return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, c) == MPI_SUCCESS ? 0
                                                                                            : -1;
 }

@@ -75,7 +75,9 @@ void proxyd_op_clCreateContext(struct proxyd_req *q)
     fix_context_props(q, props);
     if (!proxyd_req_begin(q))
         return;
-    cl_context ctx = q->cl->clCreateContext(props, ndev, devs, NULL, NULL, &err);
+    void *tag = proxyd_notify_tag(q->s, id);
+    cl_context ctx = q->cl->clCreateContext(props, ndev, devs, tag ? proxyd_notify_native : NULL,
+                                            tag, &err);
     proxyd_reply_made(q, id, VOCL_T_CONTEXT, ctx, err);
 }
 

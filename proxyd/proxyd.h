@@ -94,6 +94,7 @@ struct proxyd_session {
     void *transport; /* the transport's own state (an MPI communicator) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;
+    uint32_t serial; /* names the session in context notifications (notify.c) */
     atomic_bool broken; /* a protocol violation ended the session */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (exec.c: is_sync_op). */
@@ -115,6 +116,8 @@ struct proxyd_req {
     bool async;       /* the client waits for no reply (a non-blocking command) */
     cl_int err;       /* first OpenCL error met while decoding (a bad handle) */
     const char *fail; /* a protocol violation: the request is rejected */
+    void *queue;      /* the first queue or context it names, and its type: */
+    enum vocl_type queue_type; /* whose context a deferred error is told to */
     void *tmp[8];     /* scratch blocks, freed when the request ends */
     unsigned ntmp;
 };
@@ -203,6 +206,17 @@ struct proxyd_trace *proxyd_trace_new(void);
 void proxyd_trace_free(struct proxyd_trace *t);
 void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint64_t start,
                       uint64_t bytes);
+
+/* Context notifications for the clients (notify.c).  proxyd_notify_native
+ * is the pfn_notify of every native context, with proxyd_notify_tag as its
+ * user_data (NULL: none); take builds the NOTIFY message of the session's
+ * pending notes into msg, false when there are none. */
+uint32_t proxyd_notify_serial(void);
+void *proxyd_notify_tag(const struct proxyd_session *s, uint64_t ctx);
+void CL_CALLBACK proxyd_notify_native(const char *errinfo, const void *priv, size_t cb, void *tag);
+void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char *errinfo);
+bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
+void proxyd_notify_drop(const struct proxyd_session *s);
 
 /* Protocol-only handlers. */
 void proxyd_op_program_binaries(struct proxyd_req *q);

@@ -12,6 +12,7 @@ One table yields every piece that must agree with every other piece:
 
 Usage: gen-api.py cl_api.def OUTDIR
 """
+import os
 import re
 import sys
 
@@ -116,6 +117,14 @@ def parse(path):
     ops = [e.op for e in entries if e.op is not None]
     if len(ops) != len(set(ops)):
         raise SystemExit('duplicate opcode in %s' % path)
+    # Replies carry the request's opcode, and a proxy's own messages before
+    # a reply (OUTPUT, NOTIFY) are told apart by theirs: no number may serve
+    # both an API entry and a protocol message (protocol.h, same folder).
+    proto = os.path.join(os.path.dirname(path), 'protocol.h')
+    with open(proto) as f:
+        for name, num in re.findall(r'\b(VOCL_OP_\w+) = (\d+)', f.read()):
+            if int(num) in ops:
+                raise SystemExit('%s = %s in %s is an opcode of %s too' % (name, num, proto, path))
     return entries
 
 

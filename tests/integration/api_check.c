@@ -4,9 +4,12 @@
  * vocl-run, the two outputs must be identical: that is the test.
  * Handles returned by info queries must be the ones the program holds.
  */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <CL/cl.h>
 
@@ -23,6 +26,27 @@ static int failures;
         }                                                                                          \
     } while (0)
 #define CL(call) CHECK((err = (call)) == CL_SUCCESS, #call)
+
+/* Build notifications: which programs they named, in order. */
+static struct {
+    atomic_int calls;
+    uintptr_t prog[3]; /* as numbers: the failed one is released by then */
+} built;
+
+static void CL_CALLBACK on_built(cl_program p, void *data)
+{
+    int i = atomic_fetch_add(&built.calls, 1);
+    if (data == &built && i < 3)
+        built.prog[i] = (uintptr_t)p;
+}
+
+/* Up to 10 s for n build notifications (the spec lets them come later). */
+static int built_wait(int n)
+{
+    for (int i = 0; i < 1000 && atomic_load(&built.calls) < n; i++)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    return atomic_load(&built.calls);
+}
 
 static const char *src =
     "typedef struct { int a; float b; } pair;\n"
@@ -307,10 +331,11 @@ int main(void)
     SAY("kernels: %s\n", names);
     cl_program bad = clCreateProgramWithSource(ctx, 1, (const char *[]){"kernel void f( {"}, NULL,
                                                &err);
-    CHECK(clBuildProgram(bad, 0, NULL, NULL, NULL, NULL) == CL_BUILD_PROGRAM_FAILURE,
+    CHECK(clBuildProgram(bad, 0, NULL, NULL, on_built, &built) == CL_BUILD_PROGRAM_FAILURE,
           "a bad program fails to build");
     CL(clGetProgramBuildInfo(bad, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &sz));
     CHECK(sz > 1, "the failed build has a log");
+    const uintptr_t bad_prog = (uintptr_t)bad;
     CL(clReleaseProgram(bad));
 
     cl_kernel k = clCreateKernel(prog, "scale", &err);
@@ -557,9 +582,13 @@ int main(void)
     cl_program ph = clCreateProgramWithSource(ctx, 1, &hdr_src, NULL, &err);
     cl_program pm = clCreateProgramWithSource(ctx, 1, &main_src, NULL, &err);
     const char *hname = "twice.h";
-    CL(clCompileProgram(pm, 1, &dev, NULL, 1, &ph, &hname, NULL, NULL));
-    cl_program pl = clLinkProgram(ctx, 1, &dev, NULL, 1, &pm, NULL, NULL, &err);
+    CL(clCompileProgram(pm, 1, &dev, NULL, 1, &ph, &hname, on_built, &built));
+    cl_program pl = clLinkProgram(ctx, 1, &dev, NULL, 1, &pm, on_built, &built, &err);
     CHECK(pl && err == CL_SUCCESS, "clLinkProgram");
+    SAY("build notifications: %d (failed build, compile, link)\n", built_wait(3));
+    CHECK(built.prog[0] == bad_prog && built.prog[1] == (uintptr_t)pm &&
+              built.prog[2] == (uintptr_t)pl,
+          "each names its program, with the user_data given");
     if (pl) {
         cl_kernel kt = clCreateKernel(pl, "tw", &err);
         /* (kinds from the linked input's source) */

@@ -14,9 +14,12 @@
  * Natively the errors come back at once, so no native/VOCL compare can test
  * this: deferred.sh runs the program natively first to learn the codes.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <CL/cl.h>
 
@@ -68,6 +71,42 @@ static int failures;
         exit(1);                                                                                   \
     } while (0)
 
+/* What the context's pfn_notify heard (device a's context under VOCL). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_t main;
+    int calls, on_main;
+    char last[512];
+} heard = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void CL_CALLBACK on_notify(const char *errinfo, const void *priv, size_t cb, void *data)
+{
+    (void)priv, (void)cb;
+    pthread_mutex_lock(&heard.lock);
+    heard.calls++;
+    heard.on_main += pthread_equal(pthread_self(), heard.main) != 0;
+    snprintf(heard.last, sizeof(heard.last), "%s", errinfo);
+    if (data != &heard)
+        heard.on_main += 1000; /* the wrong user_data */
+    pthread_mutex_unlock(&heard.lock);
+}
+
+/* Waits up to 10 s for the notify calls to reach calls; what it then heard. */
+static int heard_wait(int calls, char *last, size_t n)
+{
+    int got = 0;
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&heard.lock);
+        got = heard.calls;
+        snprintf(last, n, "%s", heard.last);
+        pthread_mutex_unlock(&heard.lock);
+        if (got >= calls)
+            break;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    return got;
+}
+
 /* One device's objects. */
 struct dev {
     cl_device_id id;
@@ -79,12 +118,12 @@ struct dev {
     size_t maxwg;
 };
 
-static void dev_open(struct dev *d, cl_device_id id)
+static void dev_open(struct dev *d, cl_device_id id, bool notify)
 {
     cl_int err;
     d->id = id;
     clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(d->maxwg), &d->maxwg, NULL);
-    d->ctx = clCreateContext(NULL, 1, &id, NULL, NULL, &err);
+    d->ctx = clCreateContext(NULL, 1, &id, notify ? on_notify : NULL, notify ? &heard : NULL, &err);
     if (!d->ctx)
         DIE("clCreateContext: %d", err);
     d->q = clCreateCommandQueue(d->ctx, id, 0, &err);
@@ -165,7 +204,7 @@ static int run_native(void)
     cl_uint n;
     cl_device_id *devs = all_devices(&n);
     struct dev d;
-    dev_open(&d, devs[0]);
+    dev_open(&d, devs[0], false);
     for (int e = 0; e < E_COUNT; e++) {
         cl_int rc = enqueue_bad(&d, d.q, e, NULL);
         if (rc == CL_SUCCESS)
@@ -214,8 +253,9 @@ static void run_vocl(const cl_int *code)
     if (n < 2)
         DIE("needs devices of two proxies (vocl-run -n 2 -d 1), has %u", n);
     struct dev a, b;
-    dev_open(&a, devs[0]);
-    dev_open(&b, devs[n - 1]);
+    heard.main = pthread_self();
+    dev_open(&a, devs[0], true);
+    dev_open(&b, devs[n - 1], false);
     char what[160];
 
     /* Every failing request: CL_SUCCESS at once, its code from clFinish,
@@ -235,6 +275,18 @@ static void run_vocl(const cl_int *code)
         EXPECT(clFinish(a.q), code[e], "clFinish reports the native code");
         EXPECT(clFinish(a.q), CL_SUCCESS, "second clFinish");
         x_check(&a, 2, "both launches ran");
+    }
+
+    printf("-- the context's pfn_notify heard of each, on a thread of libvocl\n");
+    {
+        char last[512];
+        int calls = heard_wait(E_COUNT - 1, last, sizeof(last));
+        snprintf(what, sizeof(what), "pfn_notify called %d times for %d deferred errors", calls,
+                 E_COUNT - 1);
+        TRUE(calls == E_COUNT - 1, what);
+        TRUE(heard.on_main == 0, "never on the application's thread, always with its user_data");
+        printf("   the last said: \"%s\"\n", last);
+        TRUE(strstr(last, "clEnqueueReadBuffer failed with CL_"), "it names the read and its error");
     }
 
     printf("-- clFlush does not report, clFinish does\n");
