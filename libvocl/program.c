@@ -486,6 +486,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
         if (!builds_here(&c, p, num_devices, device_list))
             continue;
+        p->build_tried |= UINT64_C(1) << rep;
         if (vocl_call_start(&c, VOCL_OP_clBuildProgram))
             break;
         vocl_wr_u64(c.w, vocl_id_on(p, c.px));
@@ -515,6 +516,7 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
         if (!builds_here(&c, p, num_devices, device_list))
             continue;
+        p->build_tried |= UINT64_C(1) << rep;
         if (vocl_call_start(&c, VOCL_OP_clCompileProgram))
             break;
         vocl_wr_u64(c.w, vocl_id_on(p, c.px));
@@ -654,6 +656,25 @@ static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
     }
     vocl_call_end(&c);
     return c.err;
+}
+
+/* A program of a context spanning proxies, built for devices of one proxy
+ * only, was never built on the others, where PoCL (for one) then fails a
+ * query of the build log with CL_INVALID_PROGRAM.  Natively the program is
+ * one object, and such a log is empty: answered here. */
+int vocl_hook_clGetProgramBuildInfo(cl_program program, cl_device_id device,
+                                    cl_program_build_info param_name, size_t param_value_size,
+                                    void *param_value, size_t *param_value_size_ret, cl_int *ret)
+{
+    struct vocl_obj *p = vocl_lookup(program, VOCL_T_PROGRAM);
+    struct vocl_obj *d = vocl_lookup(device, VOCL_T_DEVICE);
+    if (!p || !d || !p->reps || !p->build_tried || param_name != CL_PROGRAM_BUILD_LOG)
+        return 0;
+    cl_uint i = vocl_rep_index(p, d->px);
+    if (i >= p->nreps || p->build_tried & (UINT64_C(1) << i))
+        return 0;
+    *ret = vocl_info_answer("", 1, param_value_size, param_value, param_value_size_ret);
+    return 1;
 }
 
 int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,

@@ -96,6 +96,11 @@ int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy
             return -1;
         o->nreps = n;
         o->valid = ~(uint64_t)0; /* memory: nothing written yet, any copy will do */
+        /* Replicas are numbered as the context's: one not made (a kernel
+         * where its program was not built) still names its proxy, id 0. */
+        const struct vocl_obj *ctx = o->context;
+        for (cl_uint k = 0; ctx && ctx->reps && k < n && k < ctx->nreps; k++)
+            o->reps[k].px = ctx->reps[k].px;
     }
     o->reps[i] = (struct vocl_rep){.px = px, .id = id};
     return 0;

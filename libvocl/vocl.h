@@ -98,6 +98,7 @@ struct vocl_obj {
     struct kp_program *kp;    /* program from source: its kernel signatures, or NULL */
     bool kp_cond;             /* program: its source has #if (types may be -D defined) */
     bool built;               /* program: its last build or link made an executable */
+    uint64_t build_tried;     /* program: the replicas a build or compile went to */
     cl_uint ninputs;          /* linked program: its input programs (held), where */
     struct vocl_obj **inputs; /* its kernels' signatures are */
     struct vocl_mapping *maps; /* mem: live host shadows of remote maps */

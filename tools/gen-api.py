@@ -285,10 +285,13 @@ def client_gen(e):
     ind = ''
     if e.bcast:
         # Once per proxy the first handle's object lives in.
+        # (none there: a program built or linked for other proxies' devices)
         o.append('    for (cl_uint rep = 0; vocl_call_each(&c, o_%s, rep); rep++) {'
                  % handles[0].name)
         ind = '    '
     body_start = len(o)
+    if e.bcast:
+        o.append('    if (!vocl_id_on(o_%s, c.px)) continue;' % handles[0].name)
     o.append('    if (vocl_call_start(&c, VOCL_OP_%s)) goto out;' % e.name)
     for p in e.params:
         k = p.kind

@@ -288,6 +288,23 @@ int main(void)
     printf("buffer reference count after a retain: %u\n", refs);
     CHECK(clReleaseMemObject(out));
 
+    /* 10. A program built for one device only, as clpeak builds, one device
+     * at a time: B's build log reads empty, and a kernel made from it and
+     * released (it lives where the program was built) does no harm. */
+    cl_program p1 = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(p1, 1, &da, NULL, NULL, NULL));
+    size_t logsz = 0;
+    CHECK(clGetProgramBuildInfo(p1, db, CL_PROGRAM_BUILD_LOG, 0, NULL, &logsz));
+    printf("built for A only: B's build log has %zu byte(s)\n", logsz);
+    cl_kernel k1 = clCreateKernel(p1, "add", &err);
+    CHECK(err);
+    CHECK(clRetainKernel(k1));
+    CHECK(clReleaseKernel(k1));
+    CHECK(clReleaseKernel(k1));
+    CHECK(clBuildProgram(p1, 1, &db, NULL, NULL, NULL));
+    CHECK(clReleaseProgram(p1));
+
     for (cl_uint i = 0; i < ndev; i++)
         free(bins[i]);
     free(bins);
