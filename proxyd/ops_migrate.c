@@ -315,6 +315,7 @@ void proxyd_op_event_out(struct proxyd_req *q)
     bool sane = !q->fail;
     if (proxyd_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
         l->ev = ev;
+    cl_int rc = l->ev ? CL_SUCCESS : CL_INVALID_EVENT; /* l is the thread's from here */
     /* Without the event, the peer still hears (a failure). */
     if (!sane || vocl_thread_detached(event_out_thread, l)) {
         if (sane)
@@ -323,7 +324,7 @@ void proxyd_op_event_out(struct proxyd_req *q)
             free(l);
     }
     if (!q->fail)
-        vocl_wr_i32(q->w, l && l->ev ? CL_SUCCESS : CL_INVALID_EVENT);
+        vocl_wr_i32(q->w, rc);
 }
 
 void proxyd_op_event_in(struct proxyd_req *q)

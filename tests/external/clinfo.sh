@@ -124,7 +124,15 @@ check_vocl_identity() { # FILE: it is VOCL's listing (not PoCL's by mistake), wi
 how="LD_PRELOAD mode"
 [ "$icd" = 1 ] && how="ICD mode"
 status=0
-for mode in human raw; do
+modes=(human raw)
+# Debian's clinfo 3.0.23.01.25 overflows a heap buffer of its own in --raw
+# (a sprintf): a sanitizer build, which loads ASan into the client for
+# libvocl (VOCL_PRELOAD), would report that natively as well.
+if [[ "${VOCL_PRELOAD:-}" == *libasan* ]]; then
+    modes=(human)
+    echo "NOTE clinfo --raw not run: clinfo overflows its own buffer there, which ASan reports (natively too)"
+fi
+for mode in "${modes[@]}"; do
     args=()
     [ "$mode" = raw ] && args=(--raw)
     ext_time run_both "$mode" "${args[@]}"
