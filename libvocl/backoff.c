@@ -22,6 +22,12 @@ void vocl_backoff(uint64_t start, long sleep_ns)
         sched_yield();
         return;
     }
+    /* A long wait (a long kernel, an idle proxy) sleeps longer, up to 1 ms:
+     * thousands of wake-ups a second take a share of the cores the device's
+     * threads need, while the wait grows by at most 1/64 of itself. */
+    long grown = (long)(waited / 64);
+    if (grown > sleep_ns)
+        sleep_ns = grown < 1000000 ? grown : 1000000;
     struct timespec ts = {0, sleep_ns};
     nanosleep(&ts, NULL);
 }

@@ -12,7 +12,8 @@
 
 uint64_t vocl_now_ns(void);
 /* Called between polls of a wait that began at start (vocl_now_ns()):
- * returns at once for 50 us, yields until 2 ms, then sleeps sleep_ns. */
+ * returns at once for 50 us, yields until 2 ms, then sleeps sleep_ns, or
+ * 1/64 of the time waited so far once that is longer (at most 1 ms). */
 void vocl_backoff(uint64_t start, long sleep_ns);
 
 #endif
