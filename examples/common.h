@@ -22,6 +22,8 @@
 
 #include <CL/cl.h>
 
+#include "clerror.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,8 +37,6 @@ enum {
 
 /* ---- errors ---- */
 
-/* The name of an OpenCL error code, such as "CL_INVALID_VALUE". */
-const char *app_cl_error_name(cl_int err);
 
 /* Prints "NAME: CALL failed: CL_ERROR_NAME (code) at line LINE" and exits. */
 _Noreturn void app_cl_fail(const char *call, cl_int err, int line);

@@ -19,6 +19,8 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR from the ICD loader */
 
+#include "clerror.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -81,91 +83,9 @@ struct device_work {
     cl_event add_done;
 };
 
-static const char *cl_error_name(cl_int err)
-{
-#define ERR_CASE(e)                                                                                \
-    case e:                                                                                        \
-        return #e;
-    switch (err) {
-        ERR_CASE(CL_SUCCESS)
-        ERR_CASE(CL_DEVICE_NOT_FOUND)
-        ERR_CASE(CL_DEVICE_NOT_AVAILABLE)
-        ERR_CASE(CL_COMPILER_NOT_AVAILABLE)
-        ERR_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE)
-        ERR_CASE(CL_OUT_OF_RESOURCES)
-        ERR_CASE(CL_OUT_OF_HOST_MEMORY)
-        ERR_CASE(CL_PROFILING_INFO_NOT_AVAILABLE)
-        ERR_CASE(CL_MEM_COPY_OVERLAP)
-        ERR_CASE(CL_IMAGE_FORMAT_MISMATCH)
-        ERR_CASE(CL_IMAGE_FORMAT_NOT_SUPPORTED)
-        ERR_CASE(CL_BUILD_PROGRAM_FAILURE)
-        ERR_CASE(CL_MAP_FAILURE)
-        ERR_CASE(CL_MISALIGNED_SUB_BUFFER_OFFSET)
-        ERR_CASE(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-        ERR_CASE(CL_COMPILE_PROGRAM_FAILURE)
-        ERR_CASE(CL_LINKER_NOT_AVAILABLE)
-        ERR_CASE(CL_LINK_PROGRAM_FAILURE)
-        ERR_CASE(CL_DEVICE_PARTITION_FAILED)
-        ERR_CASE(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
-        ERR_CASE(CL_INVALID_VALUE)
-        ERR_CASE(CL_INVALID_DEVICE_TYPE)
-        ERR_CASE(CL_INVALID_PLATFORM)
-        ERR_CASE(CL_INVALID_DEVICE)
-        ERR_CASE(CL_INVALID_CONTEXT)
-        ERR_CASE(CL_INVALID_QUEUE_PROPERTIES)
-        ERR_CASE(CL_INVALID_COMMAND_QUEUE)
-        ERR_CASE(CL_INVALID_HOST_PTR)
-        ERR_CASE(CL_INVALID_MEM_OBJECT)
-        ERR_CASE(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
-        ERR_CASE(CL_INVALID_IMAGE_SIZE)
-        ERR_CASE(CL_INVALID_SAMPLER)
-        ERR_CASE(CL_INVALID_BINARY)
-        ERR_CASE(CL_INVALID_BUILD_OPTIONS)
-        ERR_CASE(CL_INVALID_PROGRAM)
-        ERR_CASE(CL_INVALID_PROGRAM_EXECUTABLE)
-        ERR_CASE(CL_INVALID_KERNEL_NAME)
-        ERR_CASE(CL_INVALID_KERNEL_DEFINITION)
-        ERR_CASE(CL_INVALID_KERNEL)
-        ERR_CASE(CL_INVALID_ARG_INDEX)
-        ERR_CASE(CL_INVALID_ARG_VALUE)
-        ERR_CASE(CL_INVALID_ARG_SIZE)
-        ERR_CASE(CL_INVALID_KERNEL_ARGS)
-        ERR_CASE(CL_INVALID_WORK_DIMENSION)
-        ERR_CASE(CL_INVALID_WORK_GROUP_SIZE)
-        ERR_CASE(CL_INVALID_WORK_ITEM_SIZE)
-        ERR_CASE(CL_INVALID_GLOBAL_OFFSET)
-        ERR_CASE(CL_INVALID_EVENT_WAIT_LIST)
-        ERR_CASE(CL_INVALID_EVENT)
-        ERR_CASE(CL_INVALID_OPERATION)
-        ERR_CASE(CL_INVALID_GL_OBJECT)
-        ERR_CASE(CL_INVALID_BUFFER_SIZE)
-        ERR_CASE(CL_INVALID_MIP_LEVEL)
-        ERR_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
-        ERR_CASE(CL_INVALID_PROPERTY)
-        ERR_CASE(CL_INVALID_IMAGE_DESCRIPTOR)
-        ERR_CASE(CL_INVALID_COMPILER_OPTIONS)
-        ERR_CASE(CL_INVALID_LINKER_OPTIONS)
-        ERR_CASE(CL_INVALID_DEVICE_PARTITION_COUNT)
-    /* Defined by cl.h only for targets above 1.2, which this file is not,
-     * but a newer runtime may still return them. */
-    case -69:
-        return "CL_INVALID_PIPE_SIZE";
-    case -70:
-        return "CL_INVALID_DEVICE_QUEUE";
-    case -71:
-        return "CL_INVALID_SPEC_ID";
-    case -72:
-        return "CL_MAX_SIZE_RESTRICTION_EXCEEDED";
-        ERR_CASE(CL_PLATFORM_NOT_FOUND_KHR)
-    default:
-        return "unknown OpenCL error";
-    }
-#undef ERR_CASE
-}
-
 static void cl_fail(const char *call, cl_int err, int line)
 {
-    fprintf(stderr, "vecadd_reduce: %s failed: %s (%d) at line %d\n", call, cl_error_name(err),
+    fprintf(stderr, "vecadd_reduce: %s failed: %s (%d) at line %d\n", call, app_cl_error_name(err),
             (int)err, line);
     exit(1);
 }
