@@ -13,10 +13,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 devs=$(printf 'pthread %.0s' $(seq "$ndev"))
 POCL_DEVICES=${devs% } "$@" >"$tmp/native" 2>"$tmp/native.err" || {
-    echo "native run failed:"; cat "$tmp/native.err"; exit 1; }
+    echo "native run failed ($?); its last output and its stderr:"
+    tail -n 15 "$tmp/native"; cat "$tmp/native.err"; exit 1; }
 # shellcheck disable=SC2086
 timeout 300 "$vocl_run" $opts -- "$@" >"$tmp/vocl" 2>"$tmp/vocl.err" || {
-    echo "vocl run failed ($?):"; cat "$tmp/vocl.err"; exit 1; }
+    echo "vocl run failed ($?); its last output and its stderr:"
+    tail -n 15 "$tmp/vocl"; cat "$tmp/vocl.err"; exit 1; }
 if ! cmp -s "$tmp/native" "$tmp/vocl"; then
     echo "outputs differ (native < > vocl):"
     diff "$tmp/native" "$tmp/vocl" | head -40
