@@ -65,21 +65,6 @@ void *app_calloc(size_t count, size_t size)
 
 /* ---- command line ---- */
 
-/* Strict unsigned parse: the whole string must be a decimal number.  strtoull
- * alone would accept "-1", leading spaces and trailing junk. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    if (s[0] < '0' || s[0] > '9')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
 /* Prints "NAME: message" and the usage to stderr and exits. */
 static _Noreturn void usage_error(void (*usage)(FILE *), const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -133,7 +118,7 @@ void app_parse_args(const char *name, int argc, char **argv, const struct app_op
         if (!option)
             usage_error(usage, "unknown argument '%s'", flag);
         uint64_t number;
-        if (!value || !parse_u64(value, &number) || number < option->min || number > option->max)
+        if (!value || !app_parse_u64(value, &number) || number < option->min || number > option->max)
             usage_error(usage, "%s needs an integer from %" PRIu64 " to %" PRIu64, flag,
                         option->min, option->max);
         *option->value = number;

@@ -22,7 +22,7 @@
 
 #include <CL/cl.h>
 
-#include "clerror.h"
+#include "clutil.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,27 +37,11 @@ enum {
 
 /* ---- errors ---- */
 
-
-/* Prints "NAME: CALL failed: CL_ERROR_NAME (code) at line LINE" and exits. */
-_Noreturn void app_cl_fail(const char *call, cl_int err, int line);
+/* app_cl_fail (clutil.h) prints "NAME: CALL failed: CL_ERROR_NAME (code) at
+ * line LINE" and exits with APP_EXIT_ERROR. */
 
 /* Prints "NAME: message" and exits with APP_EXIT_ERROR. */
 _Noreturn void app_die(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-/* CL_CHECK wraps calls that return a cl_int; CL_CHECK_ERR checks the
- * errcode_ret of the clCreate* calls. */
-#define CL_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cl_int check_err_ = (call);                                                                \
-        if (check_err_ != CL_SUCCESS)                                                              \
-            app_cl_fail(#call, check_err_, __LINE__);                                              \
-    } while (0)
-
-#define CL_CHECK_ERR(name, err)                                                                    \
-    do {                                                                                           \
-        if ((err) != CL_SUCCESS)                                                                   \
-            app_cl_fail(name, err, __LINE__);                                                      \
-    } while (0)
 
 /* malloc and calloc that exit on failure; zero sizes are fine. */
 void *app_malloc(size_t size);

@@ -19,7 +19,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR from the ICD loader */
 
-#include "clerror.h"
+#include "clutil.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -83,27 +83,12 @@ struct device_work {
     cl_event add_done;
 };
 
-static void cl_fail(const char *call, cl_int err, int line)
+void app_cl_fail(const char *call, cl_int err, int line)
 {
     fprintf(stderr, "vecadd_reduce: %s failed: %s (%d) at line %d\n", call, app_cl_error_name(err),
             (int)err, line);
     exit(1);
 }
-
-/* CL_CHECK wraps calls that return a cl_int; CL_CHECK_ERR checks the
- * errcode_ret of the clCreate* calls. */
-#define CL_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cl_int check_err_ = (call);                                                                \
-        if (check_err_ != CL_SUCCESS)                                                              \
-            cl_fail(#call, check_err_, __LINE__);                                                  \
-    } while (0)
-
-#define CL_CHECK_ERR(name, err)                                                                    \
-    do {                                                                                           \
-        if ((err) != CL_SUCCESS)                                                                   \
-            cl_fail(name, err, __LINE__);                                                          \
-    } while (0)
 
 static void *xmalloc(size_t size)
 {
@@ -125,21 +110,6 @@ static void usage(FILE *out)
             "  --seed S       seed of the generated input data (default 1)\n"
             "  --help         show this help\n",
             UINT32_MAX, DEFAULT_N);
-}
-
-/* Strict unsigned parse: the whole string must be a decimal number.  strtoull
- * alone would accept "-1", leading spaces and trailing junk. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    if (s[0] < '0' || s[0] > '9')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
 }
 
 /* splitmix64 finaliser: element i's inputs are a pure function of (seed, i),
@@ -404,7 +374,7 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        if (i + 1 >= argc || !parse_u64(argv[i + 1], target)) {
+        if (i + 1 >= argc || !app_parse_u64(argv[i + 1], target)) {
             fprintf(stderr, "vecadd_reduce: %s needs a non-negative integer\n", arg);
             usage(stderr);
             return 2;

@@ -22,6 +22,8 @@
 
 #include <CL/cl.h>
 
+#include "clutil.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -88,26 +90,11 @@ struct bench {
     cl_kernel kernel;
 };
 
-static void cl_fail(const char *call, cl_int err, int line)
+void app_cl_fail(const char *call, cl_int err, int line)
 {
     fprintf(stderr, PROG ": %s failed with OpenCL error %d at line %d\n", call, (int)err, line);
     exit(EXIT_CL_ERROR);
 }
-
-/* CL_CHECK wraps calls that return a cl_int; CL_CHECK_ERR checks the
- * errcode_ret of the clCreate* calls. */
-#define CL_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cl_int check_err_ = (call);                                                                \
-        if (check_err_ != CL_SUCCESS)                                                              \
-            cl_fail(#call, check_err_, __LINE__);                                                  \
-    } while (0)
-
-#define CL_CHECK_ERR(name, err)                                                                    \
-    do {                                                                                           \
-        if ((err) != CL_SUCCESS)                                                                   \
-            cl_fail(name, err, __LINE__);                                                          \
-    } while (0)
 
 static void verify_fail(const char *what, size_t param, const char *detail)
 {
@@ -189,12 +176,8 @@ static void usage(FILE *out)
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
-    if (!s || s[0] < '0' || s[0] > '9')
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
+    uint64_t v;
+    if (!s || !app_parse_u64(s, &v) || v > max)
         return false;
     *out = v;
     return true;

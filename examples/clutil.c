@@ -1,9 +1,12 @@
-/* clerror.c: see clerror.h. */
+/* clutil.c: see clutil.h. */
 #undef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
-#include "clerror.h"
+#include "clutil.h"
 
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
+
+#include <errno.h>
+#include <stdlib.h>
 
 const char *app_cl_error_name(cl_int err)
 {
@@ -85,4 +88,17 @@ const char *app_cl_error_name(cl_int err)
         return "unknown OpenCL error";
     }
 #undef ERR_CASE
+}
+
+bool app_parse_u64(const char *s, uint64_t *out)
+{
+    if (s[0] < '0' || s[0] > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
 }

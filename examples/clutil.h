@@ -1,0 +1,40 @@
+/*
+ * clutil.h: what every OpenCL program of the project (examples/, the
+ * benchmark worker in tools/bench) shares: the names of OpenCL error codes,
+ * the CL_CHECK macros, strict number parsing.
+ */
+#ifndef VOCL_EXAMPLES_CLUTIL_H
+#define VOCL_EXAMPLES_CLUTIL_H
+
+#include <CL/cl.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The name of an OpenCL error code, such as "CL_INVALID_VALUE". */
+const char *app_cl_error_name(cl_int err);
+
+/* Says that CALL failed with err at LINE, and exits.  Each program defines
+ * its own: the message and exit status are the program's. */
+_Noreturn void app_cl_fail(const char *call, cl_int err, int line);
+
+/* CL_CHECK wraps calls that return a cl_int; CL_CHECK_ERR checks the
+ * errcode_ret of the clCreate* calls. */
+#define CL_CHECK(call)                                                                             \
+    do {                                                                                           \
+        cl_int check_err_ = (call);                                                                \
+        if (check_err_ != CL_SUCCESS)                                                              \
+            app_cl_fail(#call, check_err_, __LINE__);                                              \
+    } while (0)
+
+#define CL_CHECK_ERR(name, err)                                                                    \
+    do {                                                                                           \
+        if ((err) != CL_SUCCESS)                                                                   \
+            app_cl_fail(name, err, __LINE__);                                                      \
+    } while (0)
+
+/* Strict unsigned parse: the whole string must be a decimal number (strtoull
+ * alone would accept "-1", leading spaces and trailing junk). */
+bool app_parse_u64(const char *s, uint64_t *out);
+
+#endif
