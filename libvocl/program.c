@@ -431,6 +431,23 @@ static bool builds_here(const struct vocl_call *c, const struct vocl_obj *o, cl_
     return vocl_id_on(o, c->px) && (!list || vocl_count_on(c->px, n, (const void *const *)list));
 }
 
+/* Starts op (build or compile) of program p on the proxy of replica rep:
+ * its id, its devices of the list and the options.  False where that proxy
+ * has nothing to build, or the request could not start (c->err). */
+static bool build_start(struct vocl_call *c, unsigned op, struct vocl_obj *p, cl_uint rep,
+                        cl_uint n, const cl_device_id *list, const char *options)
+{
+    if (!builds_here(c, p, n, list))
+        return false;
+    p->build_tried |= UINT64_C(1) << rep;
+    if (vocl_call_start(c, op))
+        return false;
+    vocl_wr_u64(c->w, vocl_id_on(p, c->px));
+    vocl_call_put_on(c, n, (const void *const *)list);
+    vocl_wr_str(c->w, options);
+    return true;
+}
+
 /*
  * A build's pfn_notify.  The work is done before clBuildProgram (Compile,
  * Link) returns, which the spec allows; the application's function is
@@ -483,17 +500,9 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
     if (!c.err && !pfn_notify && user_data)
         vocl_call_error(&c, CL_INVALID_VALUE);
     /* Each proxy builds for its devices of the list (all of its own if none). */
-    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
-        if (!builds_here(&c, p, num_devices, device_list))
-            continue;
-        p->build_tried |= UINT64_C(1) << rep;
-        if (vocl_call_start(&c, VOCL_OP_clBuildProgram))
-            break;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
-        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
-        vocl_wr_str(c.w, options);
-        vocl_call_send(&c);
-    }
+    for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++)
+        if (build_start(&c, VOCL_OP_clBuildProgram, p, rep, num_devices, device_list, options))
+            vocl_call_send(&c);
     vocl_call_end(&c);
     if (p)
         p->built = c.err == CL_SUCCESS;
@@ -514,14 +523,9 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
     if (!c.err && ((num_input_headers && !header_include_names) || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
-        if (!builds_here(&c, p, num_devices, device_list))
+        if (!build_start(&c, VOCL_OP_clCompileProgram, p, rep, num_devices, device_list,
+                         options))
             continue;
-        p->build_tried |= UINT64_C(1) << rep;
-        if (vocl_call_start(&c, VOCL_OP_clCompileProgram))
-            break;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
-        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
-        vocl_wr_str(c.w, options);
         vocl_call_put_ha(&c, num_input_headers, (const void *const *)input_headers);
         for (cl_uint i = 0; i < num_input_headers; i++)
             vocl_wr_str(c.w, header_include_names[i]);
