@@ -180,8 +180,11 @@ int main(void)
 
     /* 4. Copy on B from a buffer last written on A; sub-buffer read on B. */
     CHECK(clEnqueueWriteBuffer(qa, c1, CL_TRUE, 0, N * sizeof(int), host, 0, NULL, NULL));
-    CHECK(clEnqueueCopyBuffer(qb, c1, out, 0, 0, N * sizeof(int), 0, NULL, NULL));
-    CHECK(clEnqueueReadBuffer(qa, out, CL_TRUE, 0, N * sizeof(int), got, 0, NULL, NULL));
+    cl_event copied;
+    CHECK(clEnqueueCopyBuffer(qb, c1, out, 0, 0, N * sizeof(int), 0, NULL, &copied));
+    /* (Another queue's command: the read must wait for it.) */
+    CHECK(clEnqueueReadBuffer(qa, out, CL_TRUE, 0, N * sizeof(int), got, 1, &copied, NULL));
+    clReleaseEvent(copied);
     report("write A, copy B, read A", got, host, N);
     cl_buffer_region region = {N / 2 * sizeof(int), N / 4 * sizeof(int)};
     cl_mem sub = clCreateSubBuffer(c1, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
