@@ -126,6 +126,16 @@ static bool is_root_device(const struct vocl_obj *o)
     return o->type == VOCL_T_DEVICE && !o->parent;
 }
 
+/*
+ * A release tells the proxy whether it is the client's last one, and the
+ * proxy then forgets the id.  So the count's change and the messages must
+ * happen in one order: otherwise two threads releasing one object can send
+ * "last" ahead of the other's release, which then names an id the proxy no
+ * longer knows.  Retains and releases send without waiting for a reply, so
+ * one lock for all of them costs little.
+ */
+static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
+
 cl_int vocl_retain(const void *h, enum vocl_type t)
 {
     struct vocl_obj *o = vocl_lookup(h, t);
@@ -136,6 +146,7 @@ cl_int vocl_retain(const void *h, enum vocl_type t)
     struct vocl_call c;
     vocl_call_init(&c);
     c.async = true; /* a failure (the object is gone there) is deferred */
+    pthread_mutex_lock(&refs_lock);
     for (cl_uint i = 0; vocl_call_each(&c, o, i); i++) {
         if (!vocl_id_on(o, c.px) || vocl_call_start(&c, VOCL_OP_RETAIN))
             continue;
@@ -147,6 +158,7 @@ cl_int vocl_retain(const void *h, enum vocl_type t)
         atomic_fetch_add(&o->app_refs, 1);
         vocl_obj_hold(o);
     }
+    pthread_mutex_unlock(&refs_lock);
     return c.err;
 }
 
@@ -157,6 +169,7 @@ cl_int vocl_release(const void *h, enum vocl_type t)
         return vocl_type_invalid_err(t);
     if (is_root_device(o))
         return CL_SUCCESS;
+    pthread_mutex_lock(&refs_lock);
     bool last = atomic_fetch_sub(&o->app_refs, 1) == 1;
     if (last) {
         /* No new call may find it from here on. */
@@ -181,7 +194,9 @@ cl_int vocl_release(const void *h, enum vocl_type t)
         if (err == CL_SUCCESS && !c.px->dead)
             err = c.err;
     }
-    /* A dead proxy cannot release: the object is gone with it all the same. */
+    pthread_mutex_unlock(&refs_lock);
+    /* A dead proxy cannot release: the object is gone with it all the same.
+     * (Dropped outside the lock: destructor callbacks may release more.) */
     vocl_obj_drop(o);
     return err;
 }
