@@ -221,13 +221,7 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         vocl_wr_u32(c.w, desc->num_samples);
         vocl_wr_u64(c.w, vocl_id_on(buf, c.px));
         vocl_wr_u64(c.w, data ? span : 0);
-        vocl_xfer_put_out(&c, data, span);
-        uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
-        if (vocl_xfer_send(&c, data, span) == 0 &&
-            vocl_call_made(&c, &img, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, buf) &&
-            host_ptr && img->reps)
-            img->valid = 1;
+        vocl_mem_create_end(&c, &img, rep, ctx, buf, data, span, host_ptr != NULL);
     }
     vocl_call_end(&c);
     if (c.err && img) {

@@ -139,13 +139,7 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
          * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
          * is on another node.  Maps and reads show the data, as the spec asks.
          */
-        vocl_xfer_put_out(&c, data, size);
-        uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
-        if (vocl_xfer_send(&c, data, size) == 0 &&
-            vocl_call_made(&c, &mem, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, NULL) &&
-            host_ptr && mem->reps)
-            mem->valid = 1;
+        vocl_mem_create_end(&c, &mem, rep, ctx, NULL, data, size, host_ptr != NULL);
     }
     vocl_call_end(&c);
     if (c.err && mem) {
@@ -160,6 +154,19 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     if (errcode_ret)
         *errcode_ret = c.err;
     return (cl_mem)mem;
+}
+
+void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
+                         struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
+                         size_t size, bool host_data)
+{
+    vocl_xfer_put_out(c, data, size);
+    uint64_t id = vocl_call_new_id(c);
+    vocl_wr_u64(c->w, id);
+    if (vocl_xfer_send(c, data, size) == 0 &&
+        vocl_call_made(c, m, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, parent) && host_data &&
+        (*m)->reps)
+        (*m)->valid = 1;
 }
 
 cl_mem CL_API_CALL vocl_hand_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,

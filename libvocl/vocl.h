@@ -270,6 +270,13 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
+/* The end of a buffer's or image's creation request on replica rep of ctx
+ * (memory.c): size bytes of data (host data goes to the first replica only),
+ * the new id; then the object is made there, and host data makes that
+ * replica the only valid copy. */
+void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
+                         struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
+                         size_t size, bool host_data);
 void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
 int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n);
 
