@@ -112,12 +112,13 @@ void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char
     post(s->serial, ctx, errinfo, NULL, 0);
 }
 
-/* Unlinks the session's notes (or all its notes: drop) into a list. */
+/* Unlinks the session's notes into a list of their own, in order. */
 static struct note *take(uint32_t serial)
 {
     struct note *mine = NULL, **mt = &mine;
     pthread_mutex_lock(&notes.lock);
-    for (struct note **pp = &notes.head; *pp;) {
+    struct note **pp = &notes.head;
+    while (*pp) {
         struct note *n = *pp;
         if (n->serial != serial) {
             pp = &n->next;
@@ -129,9 +130,7 @@ static struct note *take(uint32_t serial)
         mt = &n->next;
         notes.n--;
     }
-    notes.tail = &notes.head;
-    while (*notes.tail)
-        notes.tail = &(*notes.tail)->next;
+    notes.tail = pp; /* the last note's next, or head */
     if (notes.n < MAX_PENDING / 2)
         notes.warned = false;
     pthread_mutex_unlock(&notes.lock);
