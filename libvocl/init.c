@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "liveness.h"
 #include "proxyd.h"
 
 struct vocl_state vocl;
@@ -192,6 +193,7 @@ static void open_job(void)
         vocl.init_error = "the MPI job has no proxy ranks (vocl-run -n PROXIES)";
         return;
     }
+    vocl_live_start(vocl.comm); /* answer the proxies' pings, notice their deaths */
     for (int r = vocl.app_ranks; r < size; r++) {
         struct vocl_proxy *px = proxy_new(r, false);
         if (px && greet(px))
@@ -275,11 +277,98 @@ cl_int vocl_init(void)
     return init_result;
 }
 
+/* A proxy that died unnoticed would hold MPI_Finalize forever: ask them all. */
+static void roll_call(void)
+{
+    int *ranks = calloc((size_t)vocl.nproxies + 1, sizeof(*ranks));
+    bool *dead = calloc((size_t)vocl.nproxies + 1, sizeof(*dead));
+    struct vocl_proxy **asked = calloc((size_t)vocl.nproxies + 1, sizeof(*asked));
+    int n = 0;
+    for (int i = 0; ranks && dead && asked && i < vocl.nproxies; i++)
+        if (!vocl.proxies[i]->local && !vocl.proxies[i]->dead) {
+            asked[n] = vocl.proxies[i];
+            ranks[n++] = vocl.proxies[i]->rank;
+        }
+    if (n && vocl_live_roll_call(ranks, n, dead))
+        for (int i = 0; i < n; i++)
+            if (dead[i])
+                vocl_xport_fail(asked[i], "no answer at exit: it died");
+    free(ranks);
+    free(dead);
+    free(asked);
+}
+
 /*
- * At exit: say BYE to every proxy so it frees what this process left, then
- * leave MPI as we found it.  In job mode the proxies wait in MPI_Comm_dup
- * for every application rank, so even a process that never called OpenCL
- * must get that far once.
+ * Says BYE to every proxy so it frees what this process left, stops the
+ * liveness thread and frees the communicator: once, at exit or in the
+ * application's own MPI_Finalize.  Calls made later (destructors of other
+ * libraries) fail fast: MPI is gone.
+ */
+static void leave(void)
+{
+    static bool left;
+    if (left)
+        return;
+    left = true;
+    vocl_prof_report();
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin)
+        roll_call();
+    for (int i = 0; i < vocl.nproxies; i++) {
+        struct vocl_proxy *px = vocl.proxies[i];
+        if (px->local) {
+            proxyd_session_end(px->session);
+            continue;
+        }
+        if (px->dead || fin)
+            continue;
+        /* Whatever is still in flight must land before the proxy forgets us. */
+        vocl_xport_complete(px, true);
+        uint8_t bye[VOCL_HDR_SIZE];
+        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
+        vocl_hdr_put(bye, &h);
+        if (!px->dead)
+            vocl_xport_send(px, bye, sizeof(bye));
+        px->dead = true;
+    }
+    vocl_live_stop();
+    if (vocl.mpi_used && !fin && vocl.comm != MPI_COMM_NULL) {
+        if (vocl.job_mode)
+            MPI_Comm_free(&vocl.comm);
+        else
+            MPI_Comm_disconnect(&vocl.comm);
+    }
+}
+
+/* MPI_Finalize; after a proxy died it would wait for that proxy forever
+ * (MPICH/UCX), so the job ends with MPI_Abort instead. */
+static int end_mpi(void)
+{
+    int lost = atomic_load(&vocl.proxies_lost);
+    if (!lost)
+        return PMPI_Finalize();
+    vocl_warn("%d proxies died, and MPI_Finalize would wait for them: ending the job with "
+              "MPI_Abort", lost);
+    fflush(stdout);
+    return MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/*
+ * An application that uses MPI itself finalizes it before our destructor
+ * runs: libvocl takes its leave first (the MPI profiling interface).
+ */
+int MPI_Finalize(void)
+{
+    if (init_done)
+        leave();
+    return end_mpi();
+}
+
+/*
+ * At exit: take leave of the proxies, then leave MPI as we found it.  In
+ * job mode the proxies wait in MPI_Comm_dup for every application rank, so
+ * even a process that never called OpenCL must get that far once.
  */
 __attribute__((destructor)) static void vocl_fini(void)
 {
@@ -292,35 +381,9 @@ __attribute__((destructor)) static void vocl_fini(void)
     }
     if (!init_done)
         return;
-    vocl_prof_report();
-    for (int i = 0; i < vocl.nproxies; i++) {
-        struct vocl_proxy *px = vocl.proxies[i];
-        if (px->local) {
-            proxyd_session_end(px->session);
-            continue;
-        }
-        int fin = 0;
-        MPI_Finalized(&fin);
-        if (px->dead || fin)
-            continue;
-        /* Whatever is still in flight must land before the proxy forgets us. */
-        vocl_xport_complete(px, true);
-        uint8_t bye[VOCL_HDR_SIZE];
-        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
-        vocl_hdr_put(bye, &h);
-        MPI_Send(bye, sizeof(bye), MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm);
-        /* Libraries whose destructors run after ours (LD_PRELOAD order) may
-         * still release objects: those calls stay here, MPI is gone. */
-        px->dead = true;
-    }
+    leave();
     int fin = 0;
     MPI_Finalized(&fin);
-    if (vocl.mpi_used && !fin) {
-        if (vocl.comm != MPI_COMM_NULL && vocl.job_mode)
-            MPI_Comm_free(&vocl.comm);
-        else if (vocl.comm != MPI_COMM_NULL)
-            MPI_Comm_disconnect(&vocl.comm);
-        if (vocl.mpi_ours)
-            MPI_Finalize();
-    }
+    if (vocl.mpi_ours && !fin)
+        end_mpi();
 }

@@ -12,14 +12,42 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "liveness.h"
 #include "proxyd.h"
 
 void vocl_xport_fail(struct vocl_proxy *px, const char *what)
 {
-    if (!px->dead)
-        vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,
-                   px->rank, what);
+    if (px->dead)
+        return;
+    vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,
+               px->rank, what);
+    vocl.proxies_lost++;
     px->dead = true;
+    /* Nothing more will come: what was posted for it is given up. */
+    struct vocl_pending *pd = &px->pending;
+    for (size_t i = 0; i < pd->n; i++) {
+        if (pd->expect[i] >= 0)
+            MPI_Cancel(&pd->reqs[i]);
+        MPI_Request_free(&pd->reqs[i]);
+    }
+    if (pd->n && pd->failed == CL_SUCCESS)
+        pd->failed = CL_DEVICE_NOT_AVAILABLE;
+    pd->done += pd->n;
+    pd->n = 0;
+}
+
+/* Between polls of a wait on px: false once the proxy is known dead. */
+static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
+{
+    if (px->dead)
+        return false;
+    if (vocl_live_ok(lw))
+        return true;
+    char what[96];
+    snprintf(what, sizeof(what), "no sign of life for %.1f s (VOCL_PEER_TIMEOUT): it died",
+             vocl_live_timeout_s());
+    vocl_xport_fail(px, what);
+    return false;
 }
 
 int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
@@ -35,11 +63,29 @@ int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
         vocl_wr_free(&notes);
         return 0;
     }
-    if (MPI_Send(buf, (int)n, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm) != MPI_SUCCESS) {
+    /* Posted, then polled: a send to a dead proxy must not wait forever. */
+    MPI_Request req;
+    int done = 0;
+    if (MPI_Isend(buf, (int)n, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm, &req) != MPI_SUCCESS) {
         vocl_xport_fail(px, "send failed");
         return -1;
     }
-    return 0;
+    struct vocl_live lw;
+    vocl_live_begin(&lw, px->rank);
+    uint64_t start = vocl_now_ns();
+    for (;;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            vocl_xport_fail(px, "send failed");
+            return -1;
+        }
+        if (done)
+            return 0;
+        if (!still_there(px, &lw)) {
+            MPI_Request_free(&req);
+            return -1;
+        }
+        vocl_backoff(start, 50000);
+    }
 }
 
 static size_t reap(struct vocl_proxy *px);
@@ -67,6 +113,8 @@ again:
         MPI_Status st;
         int flag = 0, count = 0;
         uint64_t start = vocl_now_ns();
+        struct vocl_live lw;
+        vocl_live_begin(&lw, px->rank);
         for (;;) {
             if (MPI_Improbe(px->rank, VOCL_TAG_REP, vocl.comm, &flag, &msg, &st) != MPI_SUCCESS) {
                 vocl_xport_fail(px, "probe failed");
@@ -78,6 +126,8 @@ again:
              * so keep polling while they complete. */
             if (reap(px))
                 start = vocl_now_ns();
+            if (!still_there(px, &lw))
+                return -1;
             vocl_backoff(start, 50000);
         }
         MPI_Get_count(&st, MPI_BYTE, &count);
@@ -202,7 +252,7 @@ static cl_int take_failure(struct vocl_proxy *px)
 {
     cl_int err = px->pending.failed;
     px->pending.failed = CL_SUCCESS;
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS && !px->dead)
         vocl_warn("proxy %d: a read failed on the device: its data did not arrive", px->index);
     return err;
 }
@@ -215,10 +265,12 @@ static cl_int take_failure(struct vocl_proxy *px)
 cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
 {
     uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, px->rank);
     for (;;) {
         if (reap(px))
             start = vocl_now_ns(); /* data is flowing: keep polling */
-        if (!wait || px->pending.n == 0)
+        if (!wait || px->pending.n == 0 || (!px->local && !still_there(px, &lw)))
             break;
         vocl_backoff(start, 50000);
     }
@@ -247,12 +299,14 @@ cl_int vocl_event_data_wait(struct vocl_obj *e)
 {
     struct vocl_proxy *px = e->px;
     uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, px->rank);
     cl_int err = CL_SUCCESS;
     for (bool landed = !e->data_ticket; !landed;) {
         pthread_mutex_lock(&px->lock);
         if (reap(px))
             start = vocl_now_ns();
-        landed = px->pending.done >= e->data_ticket || px->dead;
+        landed = px->pending.done >= e->data_ticket || !still_there(px, &lw);
         if (landed)
             err = px->dead ? CL_DEVICE_NOT_AVAILABLE : take_failure(px);
         pthread_mutex_unlock(&px->lock);

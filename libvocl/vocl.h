@@ -121,6 +121,7 @@ struct vocl_state {
     bool mpi_used;    /* libvocl talks MPI (job or connect mode) */
     bool mpi_ours;    /* libvocl initialised MPI and finalises it */
     bool job_mode;
+    atomic_int proxies_lost; /* proxies that died (vocl_xport_fail) */
     int app_ranks;
     struct proxyd_node *local_node;
     const char *init_error; /* why there are no devices, for the one line on stderr */

@@ -29,6 +29,8 @@ enum vocl_tag {
     VOCL_TAG_REQ = 1,  /* client -> proxy: requests */
     VOCL_TAG_REP = 2,  /* proxy -> client: replies */
     VOCL_TAG_DATA = 3, /* both ways: bulk chunks of a transfer */
+    VOCL_TAG_PING = 4, /* any rank -> any rank: are you there? (liveness.c) */
+    VOCL_TAG_PONG = 5, /* the answer, from the peer's liveness thread */
     /* proxy -> proxy: the chunks of one migration each, the client picks the tag */
     VOCL_TAG_PEER_MIN = 1024,
     VOCL_TAG_PEER_MAX = 32767, /* the least MPI_TAG_UB the standard allows */

@@ -13,6 +13,7 @@
 #include "backoff.h"
 
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,20 +105,65 @@ void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int
     vocl_map_init(&s->objs);
 }
 
-static int add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, void *native,
-                   uint32_t refs)
+/* The device storage a memory object adds: its size, unless it lives in
+ * another one's (a sub-buffer, an image from a buffer). */
+static uint64_t mem_bytes(const struct vocl_native_api *cl, cl_mem m)
 {
+    size_t size = 0;
+    cl_mem parent = NULL;
+    if (cl->clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof(parent), &parent, NULL) !=
+            CL_SUCCESS ||
+        parent)
+        return 0;
+    if (cl->clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, NULL) != CL_SUCCESS)
+        return 0;
+    return size;
+}
+
+/* Records an object of the session; CL_SUCCESS, or why it cannot (a limit). */
+static cl_int add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, void *native,
+                      uint32_t refs)
+{
+    struct proxyd_node *node = s->node;
+    uint64_t bytes = t == VOCL_T_MEM ? mem_bytes(node->cl, native) : 0;
+    if (node->limits.objects && s->nobjs >= node->limits.objects && t != VOCL_T_DEVICE &&
+        t != VOCL_T_EVENT) { /* a command's event: the command ran already */
+        vocl_warn("rank %d: refused an object: the session holds %" PRIu64 " (limit %" PRIu64
+                  ", --max-session-objects)", s->peer, s->nobjs, node->limits.objects);
+        return CL_OUT_OF_RESOURCES;
+    }
+    if (node->limits.mem && s->bytes + bytes > node->limits.mem) {
+        vocl_warn("rank %d: refused %" PRIu64 " bytes: the session holds %" PRIu64
+                  " (limit %" PRIu64 ", --max-session-mem)", s->peer, bytes, s->bytes,
+                  node->limits.mem);
+        return CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    }
     struct proxyd_obj *o = malloc(sizeof(*o));
     if (!o)
-        return -1;
-    o->type = t;
-    o->native = native;
-    o->refs = refs;
+        return CL_OUT_OF_HOST_MEMORY;
+    *o = (struct proxyd_obj){.type = t, .native = native, .refs = refs, .bytes = bytes};
     if (vocl_map_put(&s->objs, id, o)) {
         free(o);
-        return -1;
+        return CL_OUT_OF_HOST_MEMORY;
     }
-    return 0;
+    s->nobjs++;
+    s->bytes += bytes;
+    atomic_fetch_add(&node->nobjs, 1);
+    atomic_fetch_add(&node->bytes, bytes);
+    return CL_SUCCESS;
+}
+
+/* Forgets id (its native references are gone). */
+static void drop_obj(struct proxyd_session *s, uint64_t id)
+{
+    struct proxyd_obj *o = vocl_map_del(&s->objs, id);
+    if (!o)
+        return;
+    s->nobjs--;
+    s->bytes -= o->bytes;
+    atomic_fetch_sub(&s->node->nobjs, 1);
+    atomic_fetch_sub(&s->node->bytes, o->bytes);
+    free(o);
 }
 
 cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
@@ -184,12 +230,23 @@ void proxyd_session_end(struct proxyd_session *s)
                 proxyd_release_native(cl, o->type, o->native);
         }
     }
+    uint64_t nobjs = s->nobjs, bytes = s->bytes;
     size_t pos = 0;
     uint64_t id;
     void *v;
-    while (vocl_map_next(&s->objs, &pos, &id, &v))
-        free(v);
+    while (vocl_map_next(&s->objs, &pos, &id, &v)) {
+        struct proxyd_obj *o = v;
+        atomic_fetch_sub(&s->node->nobjs, 1);
+        atomic_fetch_sub(&s->node->bytes, o->bytes);
+        free(o);
+    }
     vocl_map_free(&s->objs);
+    s->nobjs = s->bytes = 0;
+    if (!s->in_process)
+        vocl_info("session of rank %d: ended; released %" PRIu64 " objects (%" PRIu64
+                  " bytes of memory objects); the proxy holds %" PRIu64 " objects (%" PRIu64
+                  " bytes)", s->peer, nobjs, bytes, (uint64_t)atomic_load(&s->node->nobjs),
+                  (uint64_t)atomic_load(&s->node->bytes));
     proxyd_trace_free(s->trace);
     s->trace = NULL;
     proxyd_notify_drop(s);
@@ -329,7 +386,12 @@ const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len)
     return *len ? p : NULL;
 }
 
-/* A property list: u32 count of 64-bit values (0: NULL), the last one 0. */
+/*
+ * A property list: u32 count of 64-bit values (0: NULL), the last one 0.
+ * Two more zeros follow it in memory: a driver walks a list by (name,
+ * value) pairs (or a partition's counts, then its 0), and must stop inside
+ * it even where the client's 0 is a value, or the request is cut short.
+ */
 const void *proxyd_rd_props(struct proxyd_req *q)
 {
     uint32_t n = vocl_rd_u32(q->r);
@@ -339,7 +401,7 @@ const void *proxyd_rd_props(struct proxyd_req *q)
         proxyd_fail(q, "property list too long");
         return NULL;
     }
-    uint64_t *p = proxyd_tmp(q, n * sizeof(uint64_t));
+    uint64_t *p = proxyd_tmp(q, (n + 2) * sizeof(uint64_t));
     if (!p)
         return NULL;
     for (uint32_t i = 0; i < n; i++)
@@ -406,21 +468,18 @@ int proxyd_req_begin(struct proxyd_req *q)
     return 1;
 }
 
-void proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native)
+cl_int proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native)
 {
-    if (add_obj(q->s, id, t, native, 1)) {
-        /* The client will treat the id as failed; do not leak the object. */
-        proxyd_release_native(q->cl, t, native);
-        return;
-    }
+    cl_int rc = add_obj(q->s, id, t, native, 1);
+    if (rc != CL_SUCCESS)
+        proxyd_release_native(q->cl, t, native); /* the client treats the id as failed */
+    return rc;
 }
 
 void proxyd_reply_made(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *made,
                        cl_int err)
 {
-    if (made)
-        proxyd_put_new(q, id, t, made);
-    vocl_wr_i32(q->w, made ? CL_SUCCESS : err);
+    vocl_wr_i32(q->w, made ? proxyd_put_new(q, id, t, made) : err);
 }
 
 void proxyd_put_event(struct proxyd_req *q, cl_int rc, uint64_t ev_id, cl_event ev)
@@ -489,6 +548,12 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     }
     /* Root devices are not reference counted: nothing to do, nothing to undo. */
     bool root = o->type == VOCL_T_DEVICE && id < VOCL_ID_CLIENT_MIN;
+    /* A release the client says is not its last must leave the id a
+     * reference, or the id would name a released object. */
+    if (!retain && !root && !last && o->refs < 2) {
+        vocl_wr_i32(q->w, CL_INVALID_VALUE);
+        return;
+    }
     if (retain) {
         cl_int rc = root ? CL_SUCCESS : retain_native(q->cl, o->type, o->native);
         if (rc == CL_SUCCESS && !root)
@@ -506,7 +571,7 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     if (last && !root) {
         for (; o->refs; o->refs--)
             proxyd_release_native(q->cl, o->type, o->native);
-        free(vocl_map_del(&q->s->objs, id));
+        drop_obj(q->s, id);
     }
     vocl_wr_i32(q->w, rc);
 }
@@ -611,6 +676,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
     struct vocl_msg_hdr h;
     struct vocl_rd r;
 
+    proxyd_record(msg, len);
     if (!vocl_hdr_get(msg, len, &h)) {
         vocl_warn("rank %d: malformed message header (%zu bytes): session ended", s->peer, len);
         return -1;

@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include "backoff.h"
+#include "liveness.h"
 #include "proxyd.h"
 #include "thread.h"
 
@@ -33,6 +34,7 @@ struct options {
     bool listen;
     const char *port_file;
     struct proxyd_xfer_cfg xfer;
+    struct proxyd_limits limits;
 };
 
 /* A session's channel: job mode shares one communicator (peer = the client's
@@ -58,6 +60,10 @@ static void usage(FILE *f)
             "                          transfers; K and M suffixes (default %uM)\n"
             "      --no-pipeline       one staging buffer, stages one after the other\n"
             "      --no-direct         always stage, even where device memory is host memory\n"
+            "      --max-session-mem BYTES      memory objects one client may hold, in\n"
+            "                          bytes with K, M or G (default: no limit)\n"
+            "      --max-session-objects N      OpenCL objects one client may hold\n"
+            "                          (default: no limit)\n"
             "  -v, --verbose           more messages on stderr (repeat for more)\n"
             "  -q, --quiet             errors only\n"
             "  -h, --help              this help\n"
@@ -66,6 +72,9 @@ static void usage(FILE *f)
             "VOCL_NATIVE_LIB: the native OpenCL library (default libOpenCL.so.1);\n"
             "VOCL_PIPELINE=0 and VOCL_DIRECT=0: as --no-pipeline and --no-direct;\n"
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
+            "VOCL_MAX_SESSION_MEM and VOCL_MAX_SESSION_OBJECTS: defaults of the limits;\n"
+            "VOCL_PEER_TIMEOUT: seconds a silent client or proxy has to answer a ping\n"
+            "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
             PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20);
@@ -98,6 +107,8 @@ static size_t parse_size(const char *s)
         v <<= 10, end++;
     else if (*end == 'M' || *end == 'm')
         v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        v <<= 30, end++;
     return *end || v > SIZE_MAX ? 0 : (size_t)v;
 }
 
@@ -124,6 +135,19 @@ static int set_pool_size(struct options *o, const char *arg)
     return 0;
 }
 
+static int set_limit(uint64_t *limit, const char *what, const char *arg, bool size)
+{
+    char *end;
+    uint64_t v = size ? parse_size(arg) : strtoull(arg, &end, 10);
+    if (v == 0 || (!size && *end)) {
+        fprintf(stderr, "voclproxyd: %s must be a positive %s, not '%s'\n", what,
+                size ? "size (K, M, G)" : "count", arg);
+        return -1;
+    }
+    *limit = v;
+    return 0;
+}
+
 static bool env_off(const char *name)
 {
     const char *v = getenv(name);
@@ -132,7 +156,7 @@ static bool env_off(const char *name)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT };
+    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_MAX_MEM, OPT_MAX_OBJS };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -141,6 +165,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"pool-size", required_argument, NULL, 's'},
         {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
         {"no-direct", no_argument, NULL, OPT_NO_DIRECT},
+        {"max-session-mem", required_argument, NULL, OPT_MAX_MEM},
+        {"max-session-objects", required_argument, NULL, OPT_MAX_OBJS},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -157,6 +183,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (n && *n && set_pool_n(o, n))
         return 2;
     if (sz && *sz && set_pool_size(o, sz))
+        return 2;
+    const char *mm = getenv("VOCL_MAX_SESSION_MEM"), *mo = getenv("VOCL_MAX_SESSION_OBJECTS");
+    if (mm && *mm && set_limit(&o->limits.mem, "VOCL_MAX_SESSION_MEM", mm, true))
+        return 2;
+    if (mo && *mo && set_limit(&o->limits.objects, "VOCL_MAX_SESSION_OBJECTS", mo, false))
         return 2;
     while ((c = getopt_long(argc, argv, "t:lp:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
@@ -178,6 +209,14 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case OPT_NO_PIPELINE: o->xfer.pipeline = false; break;
         case OPT_NO_DIRECT: o->xfer.direct = false; break;
+        case OPT_MAX_MEM:
+            if (set_limit(&o->limits.mem, "--max-session-mem", optarg, true))
+                return 2;
+            break;
+        case OPT_MAX_OBJS:
+            if (set_limit(&o->limits.objects, "--max-session-objects", optarg, false))
+                return 2;
+            break;
         case 'v': vocl_log_level++; break;
         case 'q': vocl_log_level = VOCL_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -198,15 +237,30 @@ static int parse_args(int argc, char **argv, struct options *o)
 /* A chunk the client promised: wait for it, but not forever. */
 #define DATA_TIMEOUT_NS (30ull * 1000000000u)
 
+/* A peer (client or proxy) stopped answering pings (liveness.h): MPI_Finalize
+ * would wait for it forever, so this proxy will exit without it. */
+static atomic_bool peer_died;
+
+static int client_died(struct proxyd_session *s)
+{
+    atomic_store(&peer_died, true);
+    s->lost = true;
+    return -1;
+}
+
 static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
 {
     MPI_Message msg;
     MPI_Status st;
     int flag = 0, count = 0;
     uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, s->peer);
     while (!flag) {
         if (MPI_Improbe(s->peer, VOCL_TAG_DATA, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
+        if (!flag && !vocl_live_ok(&lw))
+            return client_died(s);
         if (!flag && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
             vocl_warn("rank %d: data chunk did not arrive in 30 s", s->peer);
             return -1;
@@ -234,9 +288,15 @@ static int mpi_send(struct proxyd_session *s, const void *buf, size_t n)
         MPI_SUCCESS)
         return -1;
     uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, s->peer);
     while (!done) {
         if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return -1;
+        if (!done && !vocl_live_ok(&lw)) {
+            MPI_Request_free(&req);
+            return client_died(s);
+        }
         if (!done && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
             vocl_warn("rank %d: data chunk not taken in 30 s", s->peer);
             MPI_Cancel(&req);
@@ -360,9 +420,23 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
 {
     MPI_Message msg;
     MPI_Status st;
-    int count = 0;
-    if (MPI_Mprobe(rank, tag, peer_comm, &msg, &st) != MPI_SUCCESS)
-        return -1;
+    int count = 0, flag = 0;
+    uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, rank);
+    for (;;) {
+        if (MPI_Improbe(rank, tag, peer_comm, &flag, &msg, &st) != MPI_SUCCESS)
+            return -1;
+        if (flag)
+            break;
+        if (!vocl_live_ok(&lw)) {
+            vocl_warn("proxy rank %d: no sign of life for %.1f s: it died", rank,
+                      vocl_live_timeout_s());
+            atomic_store(&peer_died, true);
+            return -1;
+        }
+        vocl_backoff(start, 100000);
+    }
     MPI_Get_count(&st, MPI_BYTE, &count);
     *got = (size_t)count;
     if ((size_t)count <= n)
@@ -381,8 +455,9 @@ static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send, mpi_peer_ok,
 struct client {
     struct proxyd_session s;
     MPI_Comm comm;
-    bool own_comm; /* connect mode: disconnect it at the end */
+    bool own_comm;       /* connect mode: disconnect it at the end */
     bool gone;
+    struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
 struct server {
@@ -409,12 +484,42 @@ static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.data = &mpi_data;
     cl->s.transport = &cl->comm;
+    vocl_live_begin(&cl->lw, peer);
     pthread_mutex_lock(&sv->lock);
     sv->clients = nc;
     sv->clients[sv->nclients++] = cl;
     sv->live++;
     pthread_mutex_unlock(&sv->lock);
     return 0;
+}
+
+/* Ends cl's session, releasing everything it held; why: NULL after its BYE. */
+static void close_client(struct server *sv, struct client *cl, const char *why)
+{
+    proxyd_session_end(&cl->s);
+    if (cl->own_comm)
+        MPI_Comm_disconnect(&cl->comm);
+    cl->gone = true;
+    pthread_mutex_lock(&sv->lock);
+    sv->live--;
+    pthread_mutex_unlock(&sv->lock);
+    if (why)
+        vocl_warn("client %d: session closed after %s: everything it held is released "
+                  "(%d clients left)", cl->s.peer, why, sv->live);
+    else
+        vocl_info("client %d: session closed (%d left)", cl->s.peer, sv->live);
+}
+
+/* Idle: a client that stopped answering pings died; its objects go. */
+static void check_clients(struct server *sv)
+{
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        if (!cl->gone && !vocl_live_ok(&cl->lw)) {
+            atomic_store(&peer_died, true);
+            close_client(sv, cl, "it died (no sign of life for the VOCL_PEER_TIMEOUT)");
+        }
+    }
 }
 
 /* Receives and executes one request of client cl; msg was probed. */
@@ -516,6 +621,8 @@ static void serve(struct server *sv)
             idle_since = vocl_now_ns();
             continue;
         }
+        if (sv->job_mode)
+            check_clients(sv);
         vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
     }
 }
@@ -539,12 +646,14 @@ static int job_mode(struct proxyd_node *node, int nclients)
     MPI_Comm_rank(peer_comm, &peer_self);
     MPI_Comm_size(peer_comm, &peer_size);
     vocl_wr_init(&sv.reply);
+    vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
         if (add_client(&sv, comm, false, r)) {
             vocl_error("out of memory");
             return 1;
         }
     serve(&sv);
+    vocl_live_stop();
     server_free(&sv);
     peer_comm = MPI_COMM_NULL;
     MPI_Comm_free(&comm);
@@ -670,6 +779,7 @@ int main(int argc, char **argv)
     if (node.ndev == 0)
         vocl_warn("no OpenCL device of the requested type on this node");
     node.xfer = o.xfer;
+    node.limits = o.limits;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
      * which may wait for a device: this thread never must. */
     if (!(node.stream = proxyd_stream_start(cl)))
@@ -696,6 +806,13 @@ int main(int argc, char **argv)
     proxyd_stream_stop(node.stream);
     proxyd_node_close(&node);
     report_rusage(rank);
+    if (atomic_load(&peer_died)) {
+        /* MPI_Finalize would wait for the dead one forever (MPICH/UCX).  Every
+         * client is gone from this proxy, so the job is over. */
+        vocl_warn("a client or a proxy died, and MPI_Finalize would wait for it: ending "
+                  "the job with MPI_Abort");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Finalize();
     return rc;
 }

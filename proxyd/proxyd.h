@@ -47,6 +47,12 @@ struct proxyd_xfer_cfg {
     bool direct;        /* receive into mapped device memory where it is host memory */
 };
 
+/* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
+struct proxyd_limits {
+    uint64_t mem;     /* bytes of memory objects */
+    uint64_t objects; /* objects of any kind */
+};
+
 /* The native devices this proxy serves. */
 struct proxyd_node {
     const struct vocl_native_api *cl;
@@ -56,6 +62,9 @@ struct proxyd_node {
     cl_device_type *types;
     cl_ulong *max_alloc;
     struct proxyd_xfer_cfg xfer;
+    struct proxyd_limits limits;
+    /* What all sessions hold now: objects, and bytes of memory objects. */
+    atomic_uint_fast64_t nobjs, bytes;
     struct proxyd_pool *pool;     /* made on first use */
     struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
     struct proxyd_kept *kept;
@@ -67,6 +76,7 @@ struct proxyd_obj {
     enum vocl_type type;
     uint32_t refs; /* references the client holds: released when it goes */
     void *native;
+    uint64_t bytes; /* a memory object's own storage (not a sub-buffer's) */
 };
 
 struct proxyd_session;
@@ -96,6 +106,8 @@ struct proxyd_session {
     bool hello;
     uint32_t serial; /* names the session in context notifications (notify.c) */
     atomic_bool broken; /* a protocol violation ended the session */
+    bool lost;          /* the client died (its transport noticed) */
+    uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (exec.c: is_sync_op). */
     cl_int deferred;
@@ -136,6 +148,8 @@ void proxyd_session_end(struct proxyd_session *s);
  * message was so broken the session must end.
  */
 int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply);
+/* VOCL_RECORD_REQUESTS=DIR: writes msg to DIR/<pid>-<n>.bin (record.c). */
+void proxyd_record(const void *msg, size_t len);
 
 /* Decoding helpers for handlers: each records failures in q and returns a
  * harmless value, so a handler decodes everything, then checks once. */
@@ -153,8 +167,9 @@ void *proxyd_tmp(struct proxyd_req *q, size_t n);
 void proxyd_fail(struct proxyd_req *q, const char *why);
 /* After decoding: 1 to go on; 0 when an error reply was written instead. */
 int proxyd_req_begin(struct proxyd_req *q);
-/* Records a new object; releases it natively if the id cannot be used. */
-void proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native);
+/* Records a new object; releases it natively if the id cannot be used, or
+ * it would take the session over its limits: then the error. */
+cl_int proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native);
 /* Records the object a create made (if it did) and writes the status. */
 void proxyd_reply_made(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *made,
                        cl_int err);

@@ -1,0 +1,163 @@
+/*
+ * liveness.c - pings and pongs between the ranks of a job: see liveness.h.
+ */
+#include "liveness.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backoff.h"
+#include "log.h"
+#include "wire.h"
+
+/* The liveness thread looks for pings and pongs this often: an answer takes
+ * at most this long, far below any timeout, for ~100 cheap wake-ups a second. */
+#define POLL_NS (10 * 1000000L)
+#define DEFAULT_TIMEOUT_S 3.0
+
+static struct {
+    MPI_Comm comm;
+    int size;
+    _Atomic uint64_t *heard; /* per rank: when its last pong came */
+    _Atomic uint64_t *asked; /* per rank: the ping it has not answered; 0: none */
+    uint64_t timeout_ns;
+    pthread_t thread;
+    atomic_bool stop;
+    bool running;
+} live;
+
+/* Pings and pongs carry no data; the byte must outlive the send. */
+static const uint8_t nothing;
+
+static void send_nothing(int rank, int tag)
+{
+    MPI_Request r;
+    if (MPI_Isend(&nothing, 1, MPI_BYTE, rank, tag, live.comm, &r) == MPI_SUCCESS)
+        MPI_Request_free(&r);
+}
+
+/* Takes one message on tag off the queue; its source, or -1 when none. */
+static int take(int tag)
+{
+    MPI_Message m;
+    MPI_Status st;
+    int flag = 0;
+    uint8_t b;
+    if (MPI_Improbe(MPI_ANY_SOURCE, tag, live.comm, &flag, &m, &st) != MPI_SUCCESS || !flag)
+        return -1;
+    MPI_Mrecv(&b, 1, MPI_BYTE, &m, MPI_STATUS_IGNORE); /* a longer one is cut: no matter */
+    return st.MPI_SOURCE >= 0 && st.MPI_SOURCE < live.size ? st.MPI_SOURCE : -1;
+}
+
+static void *live_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&live.stop)) {
+        int pinger = take(VOCL_TAG_PING), ponger = take(VOCL_TAG_PONG);
+        if (pinger >= 0)
+            send_nothing(pinger, VOCL_TAG_PONG);
+        if (ponger >= 0) {
+            atomic_store(&live.heard[ponger], vocl_now_ns());
+            atomic_store(&live.asked[ponger], 0);
+        }
+        if (pinger < 0 && ponger < 0)
+            nanosleep(&(struct timespec){0, POLL_NS}, NULL);
+    }
+    return NULL;
+}
+
+int vocl_live_start(MPI_Comm comm)
+{
+    const char *t = getenv("VOCL_PEER_TIMEOUT");
+    double secs = t && *t ? atof(t) : DEFAULT_TIMEOUT_S;
+    if (secs < 0.1)
+        secs = DEFAULT_TIMEOUT_S;
+    live.timeout_ns = (uint64_t)(secs * 1e9);
+    live.comm = comm;
+    MPI_Comm_size(comm, &live.size);
+    live.heard = calloc((size_t)live.size, sizeof(*live.heard));
+    live.asked = calloc((size_t)live.size, sizeof(*live.asked));
+    atomic_store(&live.stop, false);
+    if (!live.heard || !live.asked || pthread_create(&live.thread, NULL, live_thread, NULL)) {
+        free(live.heard);
+        free(live.asked);
+        vocl_warn("no liveness thread: a peer that dies will not be noticed");
+        return -1;
+    }
+    live.running = true;
+    return 0;
+}
+
+void vocl_live_stop(void)
+{
+    if (!live.running)
+        return;
+    atomic_store(&live.stop, true);
+    pthread_join(live.thread, NULL);
+    live.running = false;
+    free(live.heard);
+    free(live.asked);
+}
+
+void vocl_live_begin(struct vocl_live *w, int rank)
+{
+    w->rank = rank;
+    w->since = vocl_now_ns();
+}
+
+bool vocl_live_ok(struct vocl_live *w)
+{
+    if (!live.running || w->rank < 0 || w->rank >= live.size)
+        return true;
+    uint64_t now = vocl_now_ns(), heard = atomic_load(&live.heard[w->rank]);
+    if (heard > w->since)
+        w->since = heard;
+    if (now - w->since < VOCL_LIVE_PING_NS)
+        return true;
+    uint64_t asked = atomic_load(&live.asked[w->rank]), none = 0;
+    if (asked == 0) {
+        /* One ping at a time, whichever thread waits. */
+        if (atomic_compare_exchange_strong(&live.asked[w->rank], &none, now))
+            send_nothing(w->rank, VOCL_TAG_PING);
+        return true;
+    }
+    return now - asked < live.timeout_ns;
+}
+
+int vocl_live_roll_call(const int *ranks, int n, bool *dead)
+{
+    struct vocl_live w;
+    int left = n, ndead = 0;
+    uint64_t start = vocl_now_ns();
+    for (int i = 0; i < n; i++)
+        dead[i] = false;
+    while (left > 0) {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            if (dead[i])
+                continue;
+            /* A wait that began a ping interval ago: pinged at once. */
+            if (!live.running || ranks[i] < 0 || ranks[i] >= live.size ||
+                atomic_load(&live.heard[ranks[i]]) >= start)
+                continue; /* answered (or nothing to ask) */
+            w.rank = ranks[i];
+            w.since = start - VOCL_LIVE_PING_NS;
+            if (!vocl_live_ok(&w)) {
+                dead[i] = true;
+                ndead++;
+                continue;
+            }
+            left++;
+        }
+        if (left)
+            vocl_backoff(start, 1000000);
+    }
+    return ndead;
+}
+
+double vocl_live_timeout_s(void)
+{
+    return live.running ? (double)live.timeout_ns / 1e9 : 0;
+}

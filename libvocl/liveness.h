@@ -1,0 +1,48 @@
+/*
+ * liveness.h - noticing that a peer process died.
+ *
+ * MPICH over UCX never reports a killed rank: a receive from it neither
+ * completes nor fails.  So liveness is VOCL's own business.  Every VOCL
+ * process of a job (the application's libvocl and each voclproxyd) answers
+ * pings on a thread of its own, and every wait on a peer goes through
+ * vocl_live_ok: once the peer has been silent for VOCL_LIVE_PING_NS, it is
+ * pinged; a ping unanswered for the timeout (VOCL_PEER_TIMEOUT seconds,
+ * default 3) means the peer is dead.  A long kernel is no silence: the
+ * peer's liveness thread answers while its main thread waits on the device.
+ *
+ * Job mode only (one communicator, peers named by rank); in connect mode
+ * vocl_live_ok always answers true.
+ */
+#ifndef VOCL_LIVENESS_H
+#define VOCL_LIVENESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+/* A wait silent this long pings its peer. */
+#define VOCL_LIVE_PING_NS (500ull * 1000000u)
+
+/* Starts answering pings on comm (which must stay valid until
+ * vocl_live_stop).  0, or -1 when the thread cannot start. */
+int vocl_live_start(MPI_Comm comm);
+/* Stops the liveness thread, before comm goes. */
+void vocl_live_stop(void);
+
+/* One wait on a peer. */
+struct vocl_live {
+    int rank;
+    uint64_t since; /* when the wait began, or the peer last spoke in it */
+};
+
+void vocl_live_begin(struct vocl_live *w, int rank);
+/* Between polls of the wait: pings the peer when due; false once it is dead. */
+bool vocl_live_ok(struct vocl_live *w);
+/* Pings every rank of ranks[0..n) at once and waits for their answers:
+ * how many are dead (dead[i] set for those), within the timeout. */
+int vocl_live_roll_call(const int *ranks, int n, bool *dead);
+/* Seconds a ping may go unanswered (for messages). */
+double vocl_live_timeout_s(void);
+
+#endif

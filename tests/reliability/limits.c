@@ -1,0 +1,82 @@
+/*
+ * limits.c - an ordinary OpenCL program for the reliability suite, run with
+ * a proxy whose sessions may hold 8 MiB of memory objects and 64 objects
+ * (meson.build): buffers of 1 MiB are refused with
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE once 8 are held, samplers with
+ * CL_OUT_OF_RESOURCES once 64 objects are; a release makes room again.
+ */
+#include <CL/cl.h>
+
+#include <stdio.h>
+
+#include "../integration/cl_check.h"
+
+#define MIB (1u << 20)
+
+int main(void)
+{
+    cl_platform_id p;
+    cl_device_id dev;
+    cl_int rc;
+    CHECK(clGetPlatformIDs(1, &p, NULL));
+    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
+    CHECK(rc);
+    int bad = 0;
+
+    /* Creates are pipelined: a refusal is a deferred error, reported by
+     * the next synchronising call, as any error of a non-blocking call. */
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
+    CHECK(rc);
+    cl_mem bufs[12];
+    for (int i = 0; i < 12; i++) {
+        bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, MIB, NULL, &rc);
+        CHECK(rc);
+    }
+    rc = clFinish(q);
+    printf("12 buffers of 1 MiB, then clFinish: %d\n", rc);
+    bad |= rc != CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    for (int i = 0; i < 12; i++)
+        clReleaseMemObject(bufs[i]); /* the refused ones fail: no matter */
+    clFinish(q);
+    /* Room again: 8 buffers that work. */
+    static char data[MIB], back[MIB];
+    int nbufs = 0;
+    for (; nbufs < 8; nbufs++) {
+        bufs[nbufs] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, MIB, NULL, &rc);
+        CHECK(rc);
+        data[nbufs] = (char)(nbufs + 1);
+        CHECK(clEnqueueWriteBuffer(q, bufs[nbufs], CL_FALSE, 0, MIB, data, 0, NULL, NULL));
+        CHECK(clEnqueueReadBuffer(q, bufs[nbufs], CL_TRUE, 0, MIB, back, 0, NULL, NULL));
+        bad |= back[nbufs] != (char)(nbufs + 1);
+    }
+    rc = clFinish(q);
+    printf("after the releases, 8 buffers written and read: %d\n", rc);
+    bad |= rc != CL_SUCCESS;
+
+    cl_sampler smp[128];
+    int nsmp = 0;
+    for (; nsmp < 128; nsmp++) {
+        smp[nsmp] = clCreateSampler(ctx, CL_FALSE, CL_ADDRESS_NONE, CL_FILTER_NEAREST, &rc);
+        if (rc != CL_SUCCESS)
+            break;
+    }
+    /* The context, the queue and the 8 buffers are objects too (and
+     * whatever libvocl holds for itself, such as the last command's event). */
+    printf("samplers: %d made, then error %d\n", nsmp, rc);
+    bad |= nsmp < 64 - 2 - nbufs - 4 || nsmp > 64 - 2 - nbufs || rc != CL_OUT_OF_RESOURCES;
+    CHECK(clReleaseSampler(smp[--nsmp]));
+    smp[nsmp] = clCreateSampler(ctx, CL_FALSE, CL_ADDRESS_NONE, CL_FILTER_NEAREST, &rc);
+    printf("after a release: %d\n", rc);
+    bad |= rc != CL_SUCCESS;
+    nsmp += rc == CL_SUCCESS;
+
+    for (int i = 0; i < nsmp; i++)
+        CHECK(clReleaseSampler(smp[i]));
+    for (int i = 0; i < nbufs; i++)
+        CHECK(clReleaseMemObject(bufs[i]));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    printf("%s\n", bad ? "FAIL" : "PASS");
+    return bad;
+}

@@ -1,0 +1,160 @@
+/*
+ * peer_death.c - an ordinary OpenCL program for the reliability suite: one
+ * context and queue per device, a kernel round (write, add one, read, check)
+ * on every device, then it stops at a gate while the test kills a proxy or
+ * this process (peer_death.sh), then goes on: a round on a device of the
+ * dead proxy must fail within 5 s, rounds on the others must still verify.
+ *
+ *   peer_death GATE DEAD_DEVICE
+ * GATE: a path; GATE.ready.RANK is made at the gate (RANK: the MPI rank),
+ * GATE.go is awaited.
+ * DEAD_DEVICE: the index of a device whose proxy the test kills; -1: none
+ * (another application rank is killed): then rounds go on for 8 s on every
+ * device, while the proxies notice the death and clean up after it.
+ */
+#include <CL/cl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../integration/cl_check.h"
+
+#define N 4096
+#define MAX_DEV 8
+
+static const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }";
+
+struct dev {
+    cl_context ctx;
+    cl_command_queue q;
+    cl_mem buf;
+    cl_kernel k;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One round on d: CL_SUCCESS when it ran and the data came back right. */
+static cl_int round_on(struct dev *d, int seed)
+{
+    static int in[N], out[N];
+    size_t gsz = N;
+    for (int i = 0; i < N; i++)
+        in[i] = seed + i;
+    cl_int rc = clEnqueueWriteBuffer(d->q, d->buf, CL_FALSE, 0, sizeof(in), in, 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueNDRangeKernel(d->q, d->k, 1, NULL, &gsz, NULL, 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueReadBuffer(d->q, d->buf, CL_TRUE, 0, sizeof(out), out, 0, NULL, NULL);
+    for (int i = 0; rc == CL_SUCCESS && i < N; i++)
+        if (out[i] != seed + i + 1) {
+            fprintf(stderr, "wrong result at %d: %d, not %d\n", i, out[i], seed + i + 1);
+            return CL_INVALID_VALUE;
+        }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE\n");
+        return 2;
+    }
+    const char *gate = argv[1], *rank = getenv("PMI_RANK");
+    int dead = atoi(argv[2]);
+    cl_platform_id p;
+    cl_device_id ids[MAX_DEV];
+    cl_uint n = 0;
+    CHECK(clGetPlatformIDs(1, &p, NULL));
+    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, MAX_DEV, ids, &n));
+    if (n > MAX_DEV)
+        n = MAX_DEV;
+    if (dead >= (int)n) {
+        fprintf(stderr, "device %d does not exist (%u devices)\n", dead, n);
+        return 2;
+    }
+    struct dev d[MAX_DEV];
+    for (cl_uint i = 0; i < n; i++) {
+        cl_int rc;
+        d[i].ctx = clCreateContext(NULL, 1, &ids[i], NULL, NULL, &rc);
+        CHECK(rc);
+        d[i].q = clCreateCommandQueue(d[i].ctx, ids[i], 0, &rc);
+        CHECK(rc);
+        d[i].buf = clCreateBuffer(d[i].ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &rc);
+        CHECK(rc);
+        cl_program prog = clCreateProgramWithSource(d[i].ctx, 1, &src, NULL, &rc);
+        CHECK(rc);
+        CHECK(clBuildProgram(prog, 1, &ids[i], NULL, NULL, NULL));
+        d[i].k = clCreateKernel(prog, "inc", &rc);
+        CHECK(rc);
+        CHECK(clSetKernelArg(d[i].k, 0, sizeof(cl_mem), &d[i].buf));
+        CHECK(clReleaseProgram(prog));
+        CHECK(round_on(&d[i], 100 * (int)i));
+    }
+    printf("before: %u devices verified\n", n);
+    fflush(stdout);
+
+    char path[4096];
+    snprintf(path, sizeof(path), "%s.ready.%s", gate, rank ? rank : "0");
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f)) {
+        perror(path);
+        return 2;
+    }
+    snprintf(path, sizeof(path), "%s.go", gate);
+    for (int i = 0; access(path, F_OK) != 0; i++) {
+        if (i > 600) {
+            fprintf(stderr, "no %s after 60 s\n", path);
+            return 2;
+        }
+        usleep(100000);
+    }
+
+    int bad = 0, rounds = 0;
+    cl_int rc;
+    if (dead >= 0) {
+        double t0 = now();
+        rc = round_on(&d[dead], 7);
+        double took = now() - t0;
+        printf("dead device %d: error %d after %.2f s\n", dead, rc, took);
+        if (rc == CL_SUCCESS || took > 5.0)
+            bad = 1;
+        /* It stays failed, at once. */
+        t0 = now();
+        rc = round_on(&d[dead], 8);
+        took = now() - t0;
+        printf("dead device %d again: error %d after %.2f s\n", dead, rc, took);
+        if (rc == CL_SUCCESS || took > 1.0)
+            bad = 1;
+    }
+    double until = now() + (dead >= 0 ? 0 : 8.0);
+    do {
+        for (cl_uint i = 0; i < n; i++) {
+            if ((int)i == dead)
+                continue;
+            rc = round_on(&d[i], 1000 * rounds + (int)i);
+            if (rc != CL_SUCCESS) {
+                printf("device %u: FAILED (%d) in round %d\n", i, rc, rounds);
+                bad = 1;
+            }
+        }
+        rounds++;
+    } while (!bad && now() < until);
+    printf("other devices: %d rounds, %s\n", rounds, bad ? "FAILED" : "verified");
+    /* Releases on the dead proxy's objects must not hang either. */
+    for (cl_uint i = 0; i < n; i++) {
+        clReleaseKernel(d[i].k);
+        clReleaseMemObject(d[i].buf);
+        clReleaseCommandQueue(d[i].q);
+        clReleaseContext(d[i].ctx);
+    }
+    printf("%s\n", bad ? "FAIL" : "PASS");
+    fflush(stdout);
+    return bad;
+}

@@ -1,0 +1,92 @@
+/*
+ * vocl-guard - how vocl-run starts every rank of a VOCL job:
+ *   vocl-guard COMMAND [ARGS...]
+ *
+ * mpiexec (MPICH's hydra) reacts badly when a rank dies by a signal: it
+ * tears the whole job down, or its process manager fails on the dead rank's
+ * closed PMI socket.  Either way the survivors never get to notice the death
+ * and go on, which is what VOCL promises (libvocl(7), "When a peer dies").
+ * So each rank runs under a guard, which holds the rank's place: when the
+ * command is killed, the guard says so on stderr and waits, holding the PMI
+ * socket open, until the job ends (the VOCL side that noticed the death
+ * calls MPI_Abort once it is done).  A command that exits is answered by
+ * the guard exiting with its status (an error status still ends the job:
+ * a rank that never reached MPI_Init would leave the others waiting in it).
+ * The command dies with its guard.
+ *
+ * VOCL_GUARD_PRELOAD, if set, becomes the command's LD_PRELOAD (libvocl
+ * for application ranks: the guard itself must not load it).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+static pid_t child;
+static volatile sig_atomic_t told; /* the signal mpiexec sent the guard */
+
+static void pass_on(int sig)
+{
+    told = sig;
+    kill(child, sig);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fprintf(argc < 2 ? stderr : stdout,
+                "Usage: vocl-guard COMMAND [ARGS...]\n"
+                "Runs one rank of a VOCL job for vocl-run(1): holds the rank's place when\n"
+                "COMMAND is killed, so that the rest of the job notices and goes on.\n");
+        return argc < 2 ? 2 : 0;
+    }
+    pid_t parent = getpid();
+    child = fork();
+    if (child < 0) {
+        perror("vocl-guard: fork");
+        return 1;
+    }
+    if (child == 0) {
+        /* The guard may be killed by mpiexec at the end of the job: the
+         * command must not outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        const char *pre = getenv("VOCL_GUARD_PRELOAD");
+        if (pre && *pre)
+            setenv("LD_PRELOAD", pre, 1);
+        unsetenv("VOCL_GUARD_PRELOAD");
+        execvp(argv[1], argv + 1);
+        fprintf(stderr, "vocl-guard: cannot run %s: %s\n", argv[1], strerror(errno));
+        _exit(127);
+    }
+    struct sigaction sa = {.sa_handler = pass_on};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int st;
+    while (waitpid(child, &st, 0) < 0)
+        if (errno != EINTR) {
+            perror("vocl-guard: waitpid");
+            return 1;
+        }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (told) {
+        /* mpiexec is ending the job: go as told. */
+        signal(told, SIG_DFL);
+        raise(told);
+        return 128 + told;
+    }
+    const char *rank = getenv("PMI_RANK");
+    fprintf(stderr,
+            "vocl-guard: rank %s (%s) was killed by signal %d; the rest of the job goes on "
+            "without it\n",
+            rank ? rank : "?", argv[1], WTERMSIG(st));
+    for (;;)
+        pause(); /* until mpiexec ends the job */
+}
