@@ -58,8 +58,15 @@ static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data
             proxyd_fail(q, "chunk size out of range");
         /* A chunked read answers with one message per chunk, even when it
          * fails: keep that count sane. */
-        if (size / PROXYD_CHUNK_MIN > (1u << 24))
+        else if (size / PROXYD_CHUNK_MIN > (1u << 24))
             proxyd_fail(q, "transfer too large");
+        else
+            break;
+        /* Chunks that cannot be counted (or allocated) as the client counts
+         * them are neither drained nor answered: the data channel is out of
+         * step, and the session ends. */
+        x->chunk = 0;
+        q->s->broken = true;
         break;
     case VOCL_DATA_HOSTPTR:
         x->host = (void *)(uintptr_t)vocl_rd_u64(q->r);

@@ -276,6 +276,17 @@ void proxyd_op_clCloneKernel(struct proxyd_req *q)
  */
 enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
 
+/*
+ * Whether argument i of k takes an object: the driver reads its value as a
+ * handle, so it must come as an id (ARG_MEM, ARG_SAMPLER), never as bytes
+ * (a forged handle, or another session's).  Unknown without argument info.
+ */
+static bool takes_object(struct proxyd_req *q, cl_kernel k, cl_uint i)
+{
+    uint8_t kind = arg_kind(q, k, i);
+    return kind == VOCL_ARG_BUFFER || kind == VOCL_ARG_IMAGE || kind == VOCL_ARG_SAMPLER;
+}
+
 static cl_int set_args(struct proxyd_req *q, cl_kernel k)
 {
     uint32_t n = vocl_rd_u32(q->r);
@@ -287,7 +298,9 @@ static cl_int set_args(struct proxyd_req *q, cl_kernel k)
         if (kind == ARG_BYTES) {
             size_t len;
             const void *v = vocl_rd_bytes(q->r, &len);
-            if (!q->r->fail && k)
+            if (!q->r->fail && k && len == sizeof(cl_mem) && takes_object(q, k, index))
+                r = CL_INVALID_ARG_VALUE;
+            else if (!q->r->fail && k)
                 r = q->cl->clSetKernelArg(k, index, len, len ? v : NULL);
         } else if (kind == ARG_MEM || kind == ARG_SAMPLER) {
             uint64_t id = vocl_rd_u64(q->r);

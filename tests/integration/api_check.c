@@ -30,6 +30,7 @@ static int failures;
 /* Build notifications: which programs they named, in order. */
 static struct {
     atomic_int calls;
+    atomic_int done;   /* counted after prog[] is written: built_wait reads it */
     uintptr_t prog[3]; /* as numbers: the failed one is released by then */
 } built;
 
@@ -38,14 +39,15 @@ static void CL_CALLBACK on_built(cl_program p, void *data)
     int i = atomic_fetch_add(&built.calls, 1);
     if (data == &built && i < 3)
         built.prog[i] = (uintptr_t)p;
+    atomic_fetch_add(&built.done, 1);
 }
 
 /* Up to 10 s for n build notifications (the spec lets them come later). */
 static int built_wait(int n)
 {
-    for (int i = 0; i < 1000 && atomic_load(&built.calls) < n; i++)
+    for (int i = 0; i < 1000 && atomic_load(&built.done) < n; i++)
         nanosleep(&(struct timespec){0, 10000000}, NULL);
-    return atomic_load(&built.calls);
+    return atomic_load(&built.done);
 }
 
 static const char *src =
