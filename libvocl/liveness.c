@@ -25,7 +25,7 @@ static struct {
     uint64_t timeout_ns;
     pthread_t thread;
     atomic_bool stop;
-    bool running;
+    atomic_bool running; /* read by any waiting thread, even at exit */
 } live;
 
 /* Pings and pongs carry no data; the byte must outlive the send. */
@@ -94,11 +94,10 @@ void vocl_live_stop(void)
 {
     if (!live.running)
         return;
+    atomic_store(&live.running, false);
     atomic_store(&live.stop, true);
     pthread_join(live.thread, NULL);
-    live.running = false;
-    free(live.heard);
-    free(live.asked);
+    /* heard and asked stay: a callback thread may still be in vocl_live_ok. */
 }
 
 void vocl_live_begin(struct vocl_live *w, int rank)

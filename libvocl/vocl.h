@@ -53,7 +53,7 @@ struct vocl_proxy {
     int index;
     int rank;   /* MPI rank on vocl.comm; -1 in-process */
     bool local; /* in-process executor (local passthrough) */
-    bool dead;  /* the transport failed: every call fails fast */
+    atomic_bool dead; /* the transport failed: every call fails fast */
     pthread_mutex_t lock; /* one request/reply exchange at a time */
     atomic_uint_fast64_t next_id;
     uint32_t seq;
