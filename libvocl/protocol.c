@@ -89,22 +89,30 @@ size_t vocl_image_pixel_size(unsigned order, unsigned type)
     }
 }
 
+/* a * b, or SIZE_MAX where it overflows: no host memory is that large. */
+static size_t mul_sat(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
 /* Bytes of host memory an image of this description is created from. */
 size_t vocl_image_host_size(const cl_image_format *f, const cl_image_desc *d)
 {
     size_t elem = vocl_image_pixel_size(f->image_channel_order, f->image_channel_data_type);
-    size_t row = d->image_row_pitch ? d->image_row_pitch : d->image_width * elem;
+    size_t row = d->image_row_pitch ? d->image_row_pitch : mul_sat(d->image_width, elem);
     size_t h = d->image_height ? d->image_height : 1;
     switch (d->image_type) {
     case CL_MEM_OBJECT_IMAGE1D_ARRAY:
-        return (d->image_slice_pitch ? d->image_slice_pitch : row) * d->image_array_size;
+        return mul_sat(d->image_slice_pitch ? d->image_slice_pitch : row, d->image_array_size);
     case CL_MEM_OBJECT_IMAGE2D_ARRAY:
-        return (d->image_slice_pitch ? d->image_slice_pitch : row * h) * d->image_array_size;
+        return mul_sat(d->image_slice_pitch ? d->image_slice_pitch : mul_sat(row, h),
+                       d->image_array_size);
     case CL_MEM_OBJECT_IMAGE3D:
-        return (d->image_slice_pitch ? d->image_slice_pitch : row * h) *
-               (d->image_depth ? d->image_depth : 1);
+        return mul_sat(d->image_slice_pitch ? d->image_slice_pitch : mul_sat(row, h),
+                       d->image_depth ? d->image_depth : 1);
     case CL_MEM_OBJECT_IMAGE2D:
-        return row * h;
+        return mul_sat(row, h);
     default:
         return row;
     }

@@ -444,8 +444,15 @@ const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t
         return NULL;
     }
     uint64_t *ids = proxyd_tmp(q, n * sizeof(*ids));
-    for (uint32_t i = 0; ids && i < n; i++)
+    /* Each unused, and none twice: the object table would keep only one. */
+    struct vocl_map seen;
+    vocl_map_init(&seen);
+    for (uint32_t i = 0; ids && i < n; i++) {
         ids[i] = proxyd_rd_newid(q);
+        if (ids[i] && (vocl_map_get(&seen, ids[i]) || vocl_map_put(&seen, ids[i], &ids[i])))
+            proxyd_fail(q, "a new object id given twice");
+    }
+    vocl_map_free(&seen);
     *count = ids ? n : 0;
     return ids;
 }

@@ -587,16 +587,31 @@ static void span_end(struct proxyd_req *q, const struct xfer *x, bool write, cl_
     }
 }
 
-/* The span must hold what the pitches and region address. */
+/* a * b and a + b, or SIZE_MAX where they overflow: no span is that long. */
+static size_t sat_mul(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+static size_t sat_add(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+/* The span must hold what the region addresses with the pitches the native
+ * call uses: the ones given, or (0) rows and slices packed tight. */
 static void check_span(struct proxyd_req *q, size_t span, const size_t *origin,
                        const size_t *region, size_t row, size_t slice, size_t elem)
 {
-    if (!origin || !region)
-        return;
-    size_t need = 0;
-    if (region[0] && region[1] && region[2] && elem && row && slice)
-        need = (origin[2] + region[2] - 1) * slice + (origin[1] + region[1] - 1) * row +
-               (origin[0] + region[0]) * elem;
+    if (!origin || !region || !region[0] || !region[1] || !region[2] || !elem)
+        return; /* the native call refuses an empty region */
+    row = row ? row : sat_mul(region[0], elem);
+    slice = slice ? slice : sat_mul(row, region[1]);
+    size_t need = sat_add(sat_add(sat_mul(sat_add(origin[2], region[2] - 1), slice),
+                                  sat_mul(sat_add(origin[1], region[1] - 1), row)),
+                          sat_mul(sat_add(origin[0], region[0]), elem));
     if (need > span)
         proxyd_fail(q, "span shorter than the region it holds");
 }
@@ -671,15 +686,19 @@ static void image_rw(struct proxyd_req *q, bool write)
     if (!origin || !region)
         proxyd_fail(q, "image transfer without origin or region");
     /* The native call checks the pitches against the image; the span must
-     * cover them, which the element size (asked of the image) tells. */
+     * cover them, which the element size and the type (asked of the image)
+     * tell: a 1D array's images are host rows slice_pitch apart. */
     size_t elem = 0;
-    if (img && !q->fail)
+    cl_mem_object_type type = 0;
+    if (img && !q->fail) {
         q->cl->clGetImageInfo(img, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem, NULL);
+        q->cl->clGetMemObjectInfo(img, CL_MEM_TYPE, sizeof(type), &type, NULL);
+    }
     if (x.mode != VOCL_DATA_HOSTPTR && region && elem) {
-        size_t rp = row ? row : region[0] * elem;
-        size_t sp = slice ? slice : rp * region[1];
         const size_t zero[3] = {0, 0, 0};
-        check_span(q, span, zero, region, rp, sp, elem);
+        const size_t rows[3] = {region[0], 1, region[1]};
+        check_span(q, span, zero, type == CL_MEM_OBJECT_IMAGE1D_ARRAY ? rows : region, row, slice,
+                   elem);
     }
     if (!proxyd_req_begin(q)) {
         reject_data(q, &x, write);

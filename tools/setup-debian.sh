@@ -8,6 +8,8 @@ pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev
 pkgs="$pkgs piglit clpeak clblast-tests hashcat python3-pyopencl python3-numpy"
 # vocl-report's plots.
 pkgs="$pkgs python3-matplotlib"
+# The fuzz targets (-Dfuzz=true, tests/fuzz): clang and its libFuzzer runtime.
+pkgs="$pkgs clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

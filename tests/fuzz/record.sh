@@ -70,9 +70,9 @@ echo "record.sh: $(ls "$tmp/kernels" | wc -l) kernel sources"
 
 mkdir -p "$here/corpus/request" "$here/corpus/kernelparse"
 # -max_len: every session is kept whole.
-"$fuzzbuild/tests/fuzz/fuzz_request" -merge=1 -max_len=1048576 \
+"$fuzzbuild/tests/fuzz/fuzz_request" -merge=1 -max_len=1048576 -artifact_prefix="$tmp/" \
     "$here/corpus/request" "$tmp/sessions" 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new' || true
-"$fuzzbuild/tests/fuzz/fuzz_kernelparse" -merge=1 \
+"$fuzzbuild/tests/fuzz/fuzz_kernelparse" -merge=1 -artifact_prefix="$tmp/" \
     "$here/corpus/kernelparse" "$tmp/kernels" 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new' || true
 for c in request kernelparse; do
     echo "record.sh: corpus/$c: $(ls "$here/corpus/$c" | wc -l) files, $(du -sh "$here/corpus/$c" | cut -f1)"

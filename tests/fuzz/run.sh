@@ -37,11 +37,10 @@ fuzz)
     rc=0
     "$fuzzer" "${common[@]}" -max_total_time="$secs" -artifact_prefix="$artifacts/" \
         "$tmp/corpus" >"$tmp/log" 2>&1 || rc=$?
-    # The start and the end: the seeds' coverage, the final figures or the crash.
-    head -n 12 "$tmp/log"
-    echo "..."
-    tail -n 60 "$tmp/log"
+    # The seeds' coverage (INITED), the final figures (DONE, stat::), or the crash.
+    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|^INFO: (Seed|Loaded)' "$tmp/log" || true
     if [ "$rc" -ne 0 ]; then
+        tail -n 80 "$tmp/log"
         echo "run.sh: $(basename "$fuzzer") failed ($rc); reproducers in $artifacts:"
         ls -l "$artifacts"
         exit 1
