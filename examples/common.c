@@ -36,13 +36,19 @@ void app_cl_fail(const char *call, cl_int err, int line)
     exit(APP_EXIT_ERROR);
 }
 
+/* "NAME: message" on stderr. */
+static void vsay(const char *format, va_list args)
+{
+    fprintf(stderr, "%s: ", program_name);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+}
+
 void app_die(const char *format, ...)
 {
     va_list args;
     va_start(args, format);
-    fprintf(stderr, "%s: ", program_name);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
+    vsay(format, args);
     va_end(args);
     exit(APP_EXIT_ERROR);
 }
@@ -73,9 +79,7 @@ static void usage_error(void (*usage)(FILE *), const char *format, ...)
 {
     va_list args;
     va_start(args, format);
-    fprintf(stderr, "%s: ", program_name);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
+    vsay(format, args);
     va_end(args);
     usage(stderr);
     exit(APP_EXIT_ERROR);

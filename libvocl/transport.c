@@ -270,7 +270,7 @@ cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
     for (;;) {
         if (reap(px))
             start = vocl_now_ns(); /* data is flowing: keep polling */
-        if (!wait || px->pending.n == 0 || (!px->local && !still_there(px, &lw)))
+        if (!wait || px->pending.n == 0 || !still_there(px, &lw))
             break;
         vocl_backoff(start, 50000);
     }

@@ -474,18 +474,22 @@ struct server {
 static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
 {
     struct client *cl = calloc(1, sizeof(*cl));
-    struct client **nc = cl ? realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc)) : NULL;
-    if (!nc) {
-        free(cl);
+    if (!cl)
         return -1;
-    }
     cl->comm = c;
     cl->own_comm = own;
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.data = &mpi_data;
     cl->s.transport = &cl->comm;
     vocl_live_begin(&cl->lw, peer);
+    /* The serving thread reads the array under the lock (connect mode). */
     pthread_mutex_lock(&sv->lock);
+    struct client **nc = realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc));
+    if (!nc) {
+        pthread_mutex_unlock(&sv->lock);
+        free(cl);
+        return -1;
+    }
     sv->clients = nc;
     sv->clients[sv->nclients++] = cl;
     sv->live++;
@@ -501,13 +505,13 @@ static void close_client(struct server *sv, struct client *cl, const char *why)
         MPI_Comm_disconnect(&cl->comm);
     cl->gone = true;
     pthread_mutex_lock(&sv->lock);
-    sv->live--;
+    int left = --sv->live;
     pthread_mutex_unlock(&sv->lock);
     if (why)
         vocl_warn("client %d: session closed after %s: everything it held is released "
-                  "(%d clients left)", cl->s.peer, why, sv->live);
+                  "(%d clients left)", cl->s.peer, why, left);
     else
-        vocl_info("client %d: session closed (%d left)", cl->s.peer, sv->live);
+        vocl_info("client %d: session closed (%d left)", cl->s.peer, left);
 }
 
 /* Idle: a client that stopped answering pings died; its objects go. */
@@ -555,20 +559,15 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
     if (rc > 0)
         mpi_reply(&cl->s, &sv->reply);
+    vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
-    if (bye || rc < 0 || cl->s.broken) {
-        if (!bye)
-            vocl_warn("client %d: session ended after a protocol error", cl->s.peer);
-        proxyd_session_end(&cl->s);
-        if (cl->own_comm)
-            MPI_Comm_disconnect(&cl->comm);
-        cl->gone = true;
-        pthread_mutex_lock(&sv->lock);
-        sv->live--;
-        pthread_mutex_unlock(&sv->lock);
-        vocl_info("client %d: session closed (%d left)", cl->s.peer, sv->live);
-    }
+    if (bye)
+        close_client(sv, cl, NULL);
+    else if (cl->s.lost)
+        close_client(sv, cl, "it died");
+    else if (rc < 0 || cl->s.broken)
+        close_client(sv, cl, "a protocol error");
 }
 
 /* One pass over the clients; true when a request was handled. */
@@ -598,7 +597,9 @@ static bool poll_once(struct server *sv)
     pthread_mutex_unlock(&sv->lock);
     bool any = false;
     for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&sv->lock);
         struct client *cl = sv->clients[i];
+        pthread_mutex_unlock(&sv->lock);
         if (cl->gone)
             continue;
         MPI_Improbe(0, VOCL_TAG_REQ, cl->comm, &flag, &msg, &st);

@@ -35,29 +35,27 @@ await() {
     return 1
 }
 
+# Runs the program under vocl-run (options OPTS), waits until application
+# rank GATE is at its gate, kills rank VICTIM (a process named NAME) and
+# opens the gate.
+kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS...
+    local gate=$1 victim_rank=$2 name=$3 dead=$4 victim
+    shift 4
+    "$vocl_run" "$@" -v -- "$prog" "$tmp/gate" "$dead" > "$tmp/out" 2> "$tmp/err" &
+    job=$!
+    await "$tmp/gate.ready.$gate" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
+    victim=$(rank_pid "$victim_rank" "$name")
+    [ -n "$victim" ] || { echo "peer_death: no rank $victim_rank ($name)" >&2; exit 1; }
+    kill -9 "$victim"
+    touch "$tmp/gate.go"
+}
+
 case "$what" in
-proxy)
-    # Rank 0 runs the program; ranks 1 and 2 are the proxies of devices 0 and 1.
-    "$vocl_run" -n 2 -d 1 -v -- "$prog" "$tmp/gate" 1 > "$tmp/out" 2> "$tmp/err" &
-    job=$!
-    await "$tmp/gate.ready.0" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
-    victim=$(rank_pid 2 voclproxyd)
-    [ -n "$victim" ] || { echo "peer_death: no proxy rank 2" >&2; exit 1; }
-    kill -9 "$victim"
-    touch "$tmp/gate.go"
-    ;;
-client)
-    # Ranks 0 and 1 run the program; rank 1 is killed at its gate, holding
-    # its objects; rank 0 goes on (its dead device is one that lives on).
-    "$vocl_run" -a 2 -n 2 -d 1 -v -- "$prog" "$tmp/gate" -1 \
-        > "$tmp/out" 2> "$tmp/err" &
-    job=$!
-    await "$tmp/gate.ready.1" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
-    victim=$(rank_pid 1 peer_death)
-    [ -n "$victim" ] || { echo "peer_death: no application rank 1" >&2; exit 1; }
-    kill -9 "$victim"
-    touch "$tmp/gate.go"
-    ;;
+# Rank 0 runs the program; ranks 1 and 2 are the proxies of devices 0 and 1.
+proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
+# Ranks 0 and 1 run the program; rank 1 is killed at its gate, holding its
+# objects; rank 0 goes on, on every device.
+client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
 *) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client" >&2; exit 2 ;;
 esac
 
