@@ -325,14 +325,18 @@ static void leave(void)
             continue;
         /* Whatever is still in flight must land before the proxy forgets us. */
         vocl_xport_complete(px, true);
+        /* Answered: whatever the proxy sent before (a ping) is here by then. */
         uint8_t bye[VOCL_HDR_SIZE];
-        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, 0, 0, 0};
+        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, VOCL_F_REPLY, 0, 0};
+        struct vocl_rd r;
         vocl_hdr_put(bye, &h);
-        if (!px->dead)
-            vocl_xport_send(px, bye, sizeof(bye));
+        if (!px->dead && vocl_xport_send(px, bye, sizeof(bye)) == 0)
+            vocl_xport_recv_reply(px, &r);
         px->dead = true;
     }
     vocl_live_stop();
+    /* Unreceived pings would make UCX complain at exit, on stdout. */
+    vocl_live_drain();
     if (vocl.mpi_used && !fin && vocl.comm != MPI_COMM_NULL) {
         if (vocl.job_mode)
             MPI_Comm_free(&vocl.comm);

@@ -83,6 +83,7 @@ int vocl_live_start(MPI_Comm comm)
     if (!live.heard || !live.asked || pthread_create(&live.thread, NULL, live_thread, NULL)) {
         free(live.heard);
         free(live.asked);
+        live.heard = live.asked = NULL;
         vocl_warn("no liveness thread: a peer that dies will not be noticed");
         return -1;
     }
@@ -98,6 +99,14 @@ void vocl_live_stop(void)
     atomic_store(&live.stop, true);
     pthread_join(live.thread, NULL);
     /* heard and asked stay: a callback thread may still be in vocl_live_ok. */
+}
+
+void vocl_live_drain(void)
+{
+    if (!live.heard) /* never started */
+        return;
+    while (take(VOCL_TAG_PING) >= 0 || take(VOCL_TAG_PONG) >= 0)
+        ;
 }
 
 void vocl_live_begin(struct vocl_live *w, int rank)

@@ -29,6 +29,8 @@
 int vocl_live_start(MPI_Comm comm);
 /* Stops the liveness thread, before comm goes. */
 void vocl_live_stop(void);
+/* After vocl_live_stop: takes pings and pongs still queued off the queue. */
+void vocl_live_drain(void);
 
 /* One wait on a peer. */
 struct vocl_live {

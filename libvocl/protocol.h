@@ -7,7 +7,8 @@
  *   HELLO   req: u32 wire version, u32 features, u32 flags
  *           rep: i32 err, u32 version, u32 features, u64 chunk size, u32 ndev,
  *                ndev x (u64 cl_device_type, u64 max mem alloc size)
- *   BYE     req: (empty) - no reply; the proxy releases the session's objects
+ *   BYE     req: (empty) - the proxy releases the session's objects; a reply
+ *           (status) only when asked for, after which nothing more comes
  *   RETAIN  req: u64 id                        rep: i32 err
  *   RELEASE req: u64 id, u8 last (client holds no more references to the id)
  *           rep: i32 err

@@ -700,7 +700,11 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
             vocl_warn("client %d: %s failed with %s, and no later call reported it", s->peer,
                       vocl_op_name(s->deferred_op), vocl_err_name(s->deferred));
         s->hello = false;
-        return 0;
+        if (!wants_reply)
+            return 0;
+        vocl_wr_i32(reply, CL_SUCCESS);
+        vocl_wr_finish(reply);
+        return 1;
     }
     if (!s->hello && h.opcode != VOCL_OP_HELLO) {
         vocl_warn("rank %d: %s before HELLO", s->peer, vocl_op_name(h.opcode));
