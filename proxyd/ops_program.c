@@ -276,6 +276,15 @@ void proxyd_op_clCloneKernel(struct proxyd_req *q)
  */
 enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
 
+/* A NULL object, which the spec allows for a buffer argument (the client
+ * sends it as bytes when it cannot tell the argument is an object). */
+static bool is_null_handle(const void *v)
+{
+    void *h;
+    memcpy(&h, v, sizeof(h));
+    return h == NULL;
+}
+
 /*
  * Whether argument i of k takes an object: the driver reads its value as a
  * handle, so it must come as an id (ARG_MEM, ARG_SAMPLER), never as bytes
@@ -298,7 +307,8 @@ static cl_int set_args(struct proxyd_req *q, cl_kernel k)
         if (kind == ARG_BYTES) {
             size_t len;
             const void *v = vocl_rd_bytes(q->r, &len);
-            if (!q->r->fail && k && len == sizeof(cl_mem) && takes_object(q, k, index))
+            if (!q->r->fail && k && len == sizeof(cl_mem) && !is_null_handle(v) &&
+                takes_object(q, k, index))
                 r = CL_INVALID_ARG_VALUE;
             else if (!q->r->fail && k)
                 r = q->cl->clSetKernelArg(k, index, len, len ? v : NULL);
