@@ -359,30 +359,36 @@ static int end_mpi(void)
 }
 
 /*
+ * In job mode the proxies wait in MPI_Comm_dup for every application rank,
+ * so even a process that never called OpenCL must get that far once, before
+ * MPI is finalized.  (A rank that speaks to the proxies without libvocl sets
+ * VOCL_IN_PROXY, as the proxies do: tests/reliability/hostile.c.)
+ */
+static void join_job(void)
+{
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!init_done && !fin && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT") &&
+        !getenv("VOCL_IN_PROXY"))
+        vocl_init();
+}
+
+/*
  * An application that uses MPI itself finalizes it before our destructor
  * runs: libvocl takes its leave first (the MPI profiling interface).
  */
-int MPI_Finalize(void)
+__attribute__((visibility("default"))) int MPI_Finalize(void)
 {
+    join_job();
     if (init_done)
         leave();
     return end_mpi();
 }
 
-/*
- * At exit: take leave of the proxies, then leave MPI as we found it.  In
- * job mode the proxies wait in MPI_Comm_dup for every application rank, so
- * even a process that never called OpenCL must get that far once.
- */
+/* At exit: take leave of the proxies, then leave MPI as we found it. */
 __attribute__((destructor)) static void vocl_fini(void)
 {
-    if (!init_done && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT") &&
-        !getenv("VOCL_IN_PROXY")) {
-        int fin = 0;
-        MPI_Finalized(&fin);
-        if (!fin)
-            vocl_init();
-    }
+    join_job();
     if (!init_done)
         return;
     leave();

@@ -690,8 +690,6 @@ static int listen_mode(struct proxyd_node *node, const struct options *o)
 {
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
     struct acceptor a = {.sv = &sv};
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
@@ -761,6 +759,11 @@ int main(int argc, char **argv)
         vocl_error("MPI_Init_thread failed");
         return 1;
     }
+    /* No MPI error ends the proxy.  A message it drops is received cut
+     * short (MPI_Mrecv into a small buffer), which MPICH reports on
+     * MPI_COMM_WORLD's handler, not on the communicator's. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
