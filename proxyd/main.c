@@ -12,7 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/resource.h>
@@ -611,11 +614,43 @@ static bool poll_once(struct server *sv)
     return any;
 }
 
+/* SIGUSR1: one line on stderr with what the proxy holds (voclproxyd(8)). */
+static volatile sig_atomic_t state_wanted;
+static int self_rank;
+
+static void want_state(int sig)
+{
+    (void)sig;
+    state_wanted = 1;
+}
+
+static void report_state(struct server *sv)
+{
+    state_wanted = 0;
+    malloc_trim(0); /* freed memory goes back, so that the figure is what is held */
+    long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2)
+        resident = 0;
+    if (f)
+        fclose(f);
+    pthread_mutex_lock(&sv->lock);
+    int live = sv->live;
+    pthread_mutex_unlock(&sv->lock);
+    fprintf(stderr,
+            "voclproxyd[%d]: state: %d sessions, %" PRIu64 " objects, %" PRIu64
+            " bytes of memory objects, resident %ld KiB\n",
+            self_rank, live, (uint64_t)atomic_load(&sv->node->nobjs),
+            (uint64_t)atomic_load(&sv->node->bytes), resident * (sysconf(_SC_PAGESIZE) / 1024));
+}
+
 /* Serves until every client is gone (job mode) or forever (connect mode). */
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
     while (!sv->job_mode || sv->live > 0) {
+        if (state_wanted)
+            report_state(sv);
         if (sv->node->nkept)
             proxyd_reap(sv->node, false);
         if (poll_once(sv)) {
@@ -770,6 +805,7 @@ int main(int argc, char **argv)
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
     vocl_log_set_prefix(prefix);
+    self_rank = rank;
     if (!getenv("VOCL_PROXY_STDOUT"))
         output_capture();
 
@@ -793,6 +829,9 @@ int main(int argc, char **argv)
               o.xfer.pipeline ? ", pipelined" : ", not pipelined",
               o.xfer.direct ? ", direct where possible" : "");
 
+    /* After the native library is loaded: PoCL's LLVM puts its own handler there. */
+    sigaction(SIGUSR1, &(struct sigaction){.sa_handler = want_state, .sa_flags = SA_RESTART},
+              NULL);
     if (o.listen) {
         rc = listen_mode(&node, &o);
     } else {

@@ -10,30 +10,9 @@
 #     must release everything it held and keep serving the other.
 set -uo pipefail
 vocl_run=$1 prog=$2 what=$3
+. "$(dirname "$0")/common.sh"
 tmp=$(mktemp -d)
 trap 'kill -9 $(descendants $$) 2>/dev/null; rm -rf "$tmp"' EXIT
-
-descendants() {
-    local c
-    for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
-}
-
-# The process of the job with this MPI rank and name.
-rank_pid() {
-    local p
-    for p in $(descendants "$job"); do
-        [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$2" ] || continue
-        tr '\0' '\n' < /proc/"$p"/environ 2>/dev/null | grep -qx "PMI_RANK=$1" && { echo "$p"; return; }
-    done
-}
-
-# Wait for a file, at most $2 seconds.
-await() {
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do [ -e "$1" ] && return 0; sleep 0.1; done
-    echo "peer_death: no $1 after $2 s" >&2
-    return 1
-}
 
 # Runs the program under vocl-run (options OPTS), waits until application
 # rank GATE is at its gate, kills rank VICTIM (a process named NAME) and
@@ -60,24 +39,12 @@ client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
 esac
 
 # The job ends by itself: no wait outlives a dead peer.
-for ((i = 0; i < 300; i++)); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$job" 2>/dev/null; then
-    echo "peer_death: the job still runs 30 s after the kill" >&2
-    cat "$tmp/out" "$tmp/err"
-    exit 1
-fi
+await_job 30 || { cat "$tmp/out" "$tmp/err"; exit 1; }
 wait "$job"
 echo "job exit status: $? (MPI_Abort ends a job that lost a rank)"
 cat "$tmp/out"
 grep -v "info:" "$tmp/err" >&2
 
-# Each check prints what it looked for when it fails.
-fail=0
-expect() { # FILE PATTERN COUNT: at least COUNT lines of FILE match
-    local n
-    n=$(grep -c -E -- "$2" "$1")
-    [ "$n" -ge "$3" ] || { echo "peer_death: expected $3 lines matching '$2', found $n" >&2; fail=1; }
-}
 expect "$tmp/out" '^PASS$' 1
 case "$what" in
 proxy)
