@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "liveness.h"
+#include "token.h"
 #include "proxyd.h"
 
 struct vocl_state vocl;
@@ -77,7 +78,10 @@ static int greet(struct vocl_proxy *px)
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
         vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
         vocl_wr_u32(c.w, VOCL_FEAT_NONE);
-        vocl_wr_u32(c.w, vocl_trace_on ? VOCL_HELLO_TRACE : 0);
+        vocl_wr_u32(c.w, (vocl_trace_on ? VOCL_HELLO_TRACE : 0) |
+                             (vocl.token ? VOCL_HELLO_TOKEN : 0));
+        if (vocl.token)
+            vocl_wr_bytes(c.w, vocl.token->bytes, vocl.token->len);
         vocl_call_send(&c);
     }
     uint32_t ndev = 0;
@@ -109,7 +113,10 @@ static int greet(struct vocl_proxy *px)
         px->ndev++;
     }
     vocl_call_end(&c);
-    if (c.err != CL_SUCCESS)
+    if (c.err == CL_INVALID_OPERATION && vocl.token)
+        vocl_error("the proxy refused this client: the token in %s is not the proxy's",
+                   vocl.token->path);
+    else if (c.err != CL_SUCCESS)
         vocl_error("proxy rank %d did not answer HELLO (%s)", px->rank, vocl_err_name(c.err));
     return c.err == CL_SUCCESS ? 0 : -1;
 }
@@ -203,6 +210,19 @@ static void open_job(void)
 
 static void connect_mode(const char *port)
 {
+    /* The proxy's secret first: without it, connecting is no use. */
+    static struct vocl_token token;
+    char why[256];
+    if (vocl_token_path(&token, NULL)) {
+        vocl.init_error = "VOCL_CONNECT: no token file (set VOCL_TOKEN_FILE, or HOME)";
+        return;
+    }
+    if (vocl_token_read(&token, why, sizeof(why))) {
+        vocl_error("VOCL_CONNECT: token file %s: %s", token.path, why);
+        vocl.init_error = "connect mode needs the proxy's token file (VOCL_TOKEN_FILE)";
+        return;
+    }
+    vocl.token = &token;
     if (open_mpi())
         return;
     /* MPI_Comm_connect needs dynamic processes; find out before anything waits. */

@@ -4,7 +4,8 @@
  *
  * Message payloads (all fields little-endian, see wire.h):
  *
- *   HELLO   req: u32 wire version, u32 features, u32 flags
+ *   HELLO   req: u32 wire version, u32 features, u32 flags, and when flags
+ *           has VOCL_HELLO_TOKEN, bytes token (connect mode: token.h)
  *           rep: i32 err, u32 version, u32 features, u64 chunk size, u32 ndev,
  *                ndev x (u64 cl_device_type, u64 max mem alloc size)
  *   BYE     req: (empty) - the proxy releases the session's objects; a reply
@@ -118,6 +119,7 @@ enum vocl_arg_kind {
 #define VOCL_FEAT_NONE 0u
 /* HELLO flags. */
 #define VOCL_HELLO_TRACE 0x1u /* record a timeline of the session (VOCL_TRACE) */
+#define VOCL_HELLO_TOKEN 0x2u /* the shared secret follows (connect mode) */
 
 /* Object-type helpers shared by both sides. */
 const char *vocl_type_name(enum vocl_type t);

@@ -124,6 +124,7 @@ struct vocl_state {
     atomic_int proxies_lost; /* proxies that died (vocl_xport_fail) */
     int app_ranks;
     struct proxyd_node *local_node;
+    struct vocl_token *token; /* connect mode: presented in HELLO */
     const char *init_error; /* why there are no devices, for the one line on stderr */
 };
 extern struct vocl_state vocl;

@@ -511,6 +511,8 @@ static void op_hello(struct proxyd_req *q)
     uint32_t version = vocl_rd_u32(q->r);
     vocl_rd_u32(q->r); /* features: none defined yet */
     uint32_t flags = vocl_rd_u32(q->r);
+    size_t token_len = 0;
+    const uint8_t *token = flags & VOCL_HELLO_TOKEN ? vocl_rd_bytes(q->r, &token_len) : NULL;
     if (!proxyd_req_begin(q))
         return;
     if (version != VOCL_WIRE_VERSION || q->s->hello) {
@@ -518,6 +520,13 @@ static void op_hello(struct proxyd_req *q)
         return;
     }
     struct proxyd_node *node = q->s->node;
+    if (node->token && !vocl_token_equal(node->token, token, token_len)) {
+        /* One try a connection: the session ends with this reply. */
+        vocl_warn("client %d: refused: %s token", q->s->peer, token ? "a wrong" : "no");
+        atomic_store(&q->s->broken, true);
+        vocl_wr_i32(q->w, CL_INVALID_OPERATION);
+        return;
+    }
     for (cl_uint i = 0; i < node->ndev; i++)
         if (add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
             vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);

@@ -36,6 +36,7 @@ struct options {
     cl_device_type type;
     bool listen;
     const char *port_file;
+    const char *token_file;
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
 };
@@ -58,6 +59,9 @@ static void usage(FILE *f)
             "  -l, --listen            connect mode: open an MPI port for clients\n"
             "                          (needs an MPI with dynamic processes)\n"
             "  -p, --port-file FILE    connect mode: write the port name to FILE\n"
+            "  -k, --token-file FILE   connect mode: the secret clients must present\n"
+            "                          (default $VOCL_TOKEN_FILE, else ~/.vocl/token;\n"
+            "                          made, mode 0600, if missing)\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -164,6 +168,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
         {"port-file", required_argument, NULL, 'p'},
+        {"token-file", required_argument, NULL, 'k'},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
         {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
@@ -192,7 +197,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         return 2;
     if (mo && *mo && set_limit(&o->limits.objects, "VOCL_MAX_SESSION_OBJECTS", mo, false))
         return 2;
-    while ((c = getopt_long(argc, argv, "t:lp:b:s:vqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:lp:k:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->type)) {
@@ -202,6 +207,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'l': o->listen = true; break;
         case 'p': o->port_file = optarg; break;
+        case 'k': o->token_file = optarg; break;
         case 'b':
             if (set_pool_n(o, optarg))
                 return 2;
@@ -725,6 +731,22 @@ static int listen_mode(struct proxyd_node *node, const struct options *o)
 {
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
     struct acceptor a = {.sv = &sv};
+    /* A listening proxy serves only clients that present its token. */
+    static struct vocl_token token;
+    char why[256];
+    if (vocl_token_path(&token, o->token_file)) {
+        vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
+        return 1;
+    }
+    bool fresh = access(token.path, F_OK) != 0;
+    if (vocl_token_create(&token, why, sizeof(why))) {
+        vocl_error("--listen: token file %s: %s", token.path, why);
+        return 1;
+    }
+    if (fresh)
+        vocl_warn("made a new token in %s: clients need the same file (VOCL_TOKEN_FILE)",
+                  token.path);
+    node->token = &token;
     int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];

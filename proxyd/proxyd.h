@@ -17,6 +17,7 @@
 #include "map.h"
 #include "native.h"
 #include "protocol.h"
+#include "token.h"
 #include "vocl_api.h"
 #include "wire.h"
 
@@ -63,6 +64,7 @@ struct proxyd_node {
     cl_ulong *max_alloc;
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
+    const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
     struct proxyd_pool *pool;     /* made on first use */

@@ -18,16 +18,38 @@ grep -q 'no proxies: run the application with vocl-run' "$tmp/err" || fail "no m
 echo "no proxies: exit $rc after $(( $(date +%s) - start )) s with: $(grep libvocl "$tmp/err" | head -1)"
 
 # Connect mode on an MPI without dynamic processes: fails at once, says so.
+# First the proxy makes its token file (in a HOME of the test's own).
+export HOME=$tmp/home
+mkdir "$HOME"
 rc=0
 timeout 30 "$proxyd" --listen >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" -ne 124 ] || fail "voclproxyd --listen hangs"
 [ "$rc" -ne 0 ] || fail "voclproxyd --listen succeeded without dynamic processes?"
 grep -q 'job mode' "$tmp/err" || fail "--listen message does not point to job mode: $(cat "$tmp/err")"
-echo "voclproxyd --listen: exit $rc: $(head -1 "$tmp/err")"
+echo "voclproxyd --listen: exit $rc: $(grep -v 'new token' "$tmp/err" | head -1)"
+[ "$(stat -c %a "$HOME/.vocl/token")" = 600 ] || fail "the new token file is not private"
+[ "$(stat -c %a "$HOME/.vocl")" = 700 ] || fail "the token's directory is not private"
+grep -q "made a new token in $HOME/.vocl/token" "$tmp/err" || fail "no word of the new token"
 
+# A token file others may read is refused, by the proxy and by a client.
+cp "$HOME/.vocl/token" "$tmp/open"
+chmod 644 "$tmp/open"
 rc=0
-VOCL_CONNECT=tag#0\$description#localhost\$port#1\$ifname#127.0.0.1\$ LD_PRELOAD=$lib \
-    timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
+timeout 30 "$proxyd" --listen --token-file "$tmp/open" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "token file $tmp/open: .*chmod 600" "$tmp/err" ||
+    fail "--listen with an open token file: rc $rc: $(cat "$tmp/err")"
+echo "voclproxyd --listen, open token: exit $rc: $(head -1 "$tmp/err")"
+
+port=tag#0\$description#localhost\$port#1\$ifname#127.0.0.1\$
+rc=0
+VOCL_CONNECT=$port VOCL_TOKEN_FILE=$tmp/open LD_PRELOAD=$lib timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q "token file $tmp/open: .*chmod 600" "$tmp/err" ||
+    fail "client with an open token file: rc $rc: $(cat "$tmp/err")"
+echo "VOCL_CONNECT, open token: exit $rc: $(grep libvocl "$tmp/err" | head -1)"
+
+# With the token: as far as this MPI goes.
+rc=0
+VOCL_CONNECT=$port LD_PRELOAD=$lib timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" -ne 124 ] || fail "client in connect mode hangs"
 grep -q 'job mode' "$tmp/err" || fail "VOCL_CONNECT message does not point to job mode: $(cat "$tmp/err")"
 echo "VOCL_CONNECT: exit $rc: $(grep libvocl "$tmp/err" | head -1)"

@@ -228,6 +228,62 @@ static void hello_first_and_no_host_pointers(void **state)
     proxyd_session_end(&s);
 }
 
+/* HELLO with this token (NULL: none); the reply's error code, and whether
+ * the session was ended. */
+static cl_int hello_with(const char *token, bool *ended)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    proxyd_session_init(&s, &node, 4);
+    s.data = &no_data;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_HELLO);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u32(&w, token ? VOCL_HELLO_TOKEN : 0);
+    if (token)
+        vocl_wr_bytes(&w, token, strlen(token));
+    cl_int err = run(&s, &w, &rep);
+    *ended = atomic_load(&s.broken);
+    vocl_wr_free(&rep.w);
+    if (!*ended && err == CL_SUCCESS) {
+        /* Served: a request after HELLO works. */
+        begin(&w, VOCL_OP_clGetDeviceInfo);
+        vocl_wr_u64(&w, 1);
+        vocl_wr_u64(&w, CL_DEVICE_NAME);
+        vocl_wr_u64(&w, 0);
+        vocl_wr_u8(&w, 0);
+        assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+        vocl_wr_free(&rep.w);
+    }
+    vocl_wr_free(&w);
+    proxyd_session_end(&s);
+    return err;
+}
+
+/* Connect mode: a HELLO without the proxy's token, or with another, is
+ * refused and ends the session; the right one is served. */
+static void hello_needs_the_token(void **state)
+{
+    (void)state;
+    static struct vocl_token token = {.bytes = "0123456789abcdef0123", .len = 20};
+    bool ended;
+    node.token = &token;
+    assert_int_equal(hello_with(NULL, &ended), CL_INVALID_OPERATION);
+    assert_true(ended);
+    assert_int_equal(hello_with("0123456789abcdef0124", &ended), CL_INVALID_OPERATION);
+    assert_true(ended);
+    assert_int_equal(hello_with("0123456789abcdef012", &ended), CL_INVALID_OPERATION);
+    assert_true(ended);
+    assert_int_equal(hello_with("0123456789abcdef0123", &ended), CL_SUCCESS);
+    assert_false(ended);
+    node.token = NULL;
+    /* Job mode needs none, and a token sent anyway does no harm. */
+    assert_int_equal(hello_with(NULL, &ended), CL_SUCCESS);
+    assert_int_equal(hello_with("anything at all, really", &ended), CL_SUCCESS);
+    assert_false(ended);
+}
 
 /*
  * A request without VOCL_F_REPLY gets no reply; its error is kept and
@@ -422,6 +478,7 @@ int main(void)
         cmocka_unit_test(unknown_opcode_and_bad_header),
         cmocka_unit_test(foreign_and_released_ids),
         cmocka_unit_test(hello_first_and_no_host_pointers),
+        cmocka_unit_test(hello_needs_the_token),
         cmocka_unit_test(deferred_errors),
         cmocka_unit_test(compute_through_requests),
     };

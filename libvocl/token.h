@@ -1,0 +1,43 @@
+/*
+ * token.h - the shared secret of connect mode.  A proxy that listens for
+ * clients (voclproxyd --listen) serves only those whose HELLO carries the
+ * bytes of its token file; job mode needs none (the job's ranks were all
+ * started by one mpiexec).
+ *
+ * The file must be a regular file of the user's own, readable by nobody
+ * else (mode 0600 or stricter), of VOCL_TOKEN_MIN..VOCL_TOKEN_MAX bytes; a
+ * final newline is not part of the token.  Both sides find it the same way:
+ * an explicit path, else VOCL_TOKEN_FILE, else $HOME/.vocl/token.
+ */
+#ifndef VOCL_TOKEN_H
+#define VOCL_TOKEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VOCL_TOKEN_MIN 16
+#define VOCL_TOKEN_MAX 256
+
+struct vocl_token {
+    uint8_t bytes[VOCL_TOKEN_MAX + 1]; /* room for the final newline */
+    size_t len;
+    char path[4096];
+};
+
+/* Where the token file is: path if not NULL, else as above; -1 if no
+ * HOME either. */
+int vocl_token_path(struct vocl_token *t, const char *path);
+
+/* Reads t->path into t; 0, or -1 with why in err (one line, no path). */
+int vocl_token_read(struct vocl_token *t, char *err, size_t errlen);
+
+/* Makes t->path (and its directory, mode 0700, if missing) with a new
+ * random token, mode 0600, and reads it; an existing file is left alone.
+ * 0, or -1 with why in err. */
+int vocl_token_create(struct vocl_token *t, char *err, size_t errlen);
+
+/* In time that does not depend on where the bytes differ. */
+bool vocl_token_equal(const struct vocl_token *t, const uint8_t *p, size_t n);
+
+#endif
