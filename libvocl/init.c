@@ -162,6 +162,23 @@ static void open_local(void)
     greet(px);
 }
 
+static void leave(void);
+static void abort_if_lost(void);
+
+/*
+ * MPI_Finalize begins by freeing the attributes of MPI_COMM_SELF (MPI 4.0,
+ * 11.2.4): libvocl takes its leave there.  That works where the MPI_Finalize
+ * libvocl exports is not the one the application calls: in ICD mode the
+ * loader opens libvocl with RTLD_LOCAL.
+ */
+static int at_finalize(MPI_Comm comm, int key, void *val, void *extra)
+{
+    (void)comm, (void)key, (void)val, (void)extra;
+    leave();
+    abort_if_lost();
+    return MPI_SUCCESS;
+}
+
 static int open_mpi(void)
 {
     int inited = 0, provided = 0;
@@ -186,6 +203,9 @@ static int open_mpi(void)
         return -1;
     }
     MPI_Comm_set_errhandler(vocl.comm, MPI_ERRORS_RETURN);
+    int key;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &key, NULL) == MPI_SUCCESS)
+        MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
     return 0;
 }
 
@@ -365,17 +385,23 @@ static void leave(void)
     }
 }
 
-/* MPI_Finalize; after a proxy died it would wait for that proxy forever
- * (MPICH/UCX), so the job ends with MPI_Abort instead. */
-static int end_mpi(void)
+/* After a proxy died MPI_Finalize would wait for it forever (MPICH/UCX):
+ * the job ends with MPI_Abort instead. */
+static void abort_if_lost(void)
 {
     int lost = atomic_load(&vocl.proxies_lost);
     if (!lost)
-        return PMPI_Finalize();
+        return;
     vocl_warn("%d proxies died, and MPI_Finalize would wait for them: ending the job with "
               "MPI_Abort", lost);
     fflush(stdout);
-    return MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static int end_mpi(void)
+{
+    abort_if_lost();
+    return PMPI_Finalize();
 }
 
 /*
@@ -395,7 +421,8 @@ static void join_job(void)
 
 /*
  * An application that uses MPI itself finalizes it before our destructor
- * runs: libvocl takes its leave first (the MPI profiling interface).
+ * runs (the MPI profiling interface; at_finalize does the same where this
+ * one is not called, but cannot make a rank that never called OpenCL join).
  */
 __attribute__((visibility("default"))) int MPI_Finalize(void)
 {
