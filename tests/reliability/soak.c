@@ -106,7 +106,7 @@ static int cycle(cl_device_id dev, cl_bool images)
         CHECK(rc);
         int by = (int)(next() % 100);
         for (size_t i = 0; i < n[b]; i++)
-            in[i] = (int)next();
+            in[i] = (int)(next() >> 2); /* room to add to, without overflow */
         CHECK(clEnqueueWriteBuffer(q, bufs[b], next() & 1, 0, n[b] * sizeof(int), in, 0, NULL,
                                    NULL));
         CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &bufs[b]));
