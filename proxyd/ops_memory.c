@@ -430,6 +430,16 @@ static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
     rd_xfer(q, &b->x, b->size, data_in);
     if (b->x.mode == VOCL_DATA_NONE)
         proxyd_fail(q, "transfer without data or destination");
+    /* libvocl checks the range; past the buffer, a chunked read would be
+     * answered by up to 2^24 empty chunks: the session ends instead. */
+    size_t msize = 0;
+    if (b->x.mode == VOCL_DATA_CHUNKED && b->x.chunk && b->buf &&
+        (q->cl->clGetMemObjectInfo(b->buf, CL_MEM_SIZE, sizeof(msize), &msize, NULL) ||
+         b->offset > msize || b->size > msize - b->offset)) {
+        proxyd_fail(q, "chunked transfer past the end of the buffer");
+        b->x.chunk = 0;
+        q->s->broken = true;
+    }
     /* A read that answers in its reply must have a reply to answer in. */
     if (!data_in && b->x.mode == VOCL_DATA_INLINE && q->async)
         proxyd_fail(q, "inline read without a reply");

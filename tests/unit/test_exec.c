@@ -132,6 +132,67 @@ static void create_queue(struct proxyd_session *s, uint64_t ctx, uint64_t q)
     vocl_wr_free(&w);
 }
 
+/*
+ * A chunked read past the end of its buffer would be answered by one empty
+ * chunk per chunk asked for (2^24 at most): one small request, millions of
+ * messages.  libvocl never sends one; the proxy ends the session, sending
+ * nothing.
+ */
+static int chunks_sent;
+
+static int count_send(struct proxyd_session *s, const void *buf, size_t n)
+{
+    (void)s, (void)buf, (void)n;
+    chunks_sent++;
+    return 0;
+}
+
+static void chunked_read_past_the_end(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w;
+    struct reply rep;
+    uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, buf = ctx + 2;
+    (void)state;
+    session_open(&s, 0);
+    struct proxyd_data_ops counting = no_data;
+    counting.send = count_send;
+    s.data = &counting;
+    create_context(&s, ctx);
+    create_queue(&s, ctx, q);
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clCreateBuffer);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, CL_MEM_READ_WRITE);
+    vocl_wr_u64(&w, 4096);
+    vocl_wr_u8(&w, VOCL_DATA_NONE);
+    vocl_wr_u64(&w, buf);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+    uint64_t ranges[][2] = {{0, 1ull << 36}, {4096, 4096}, {1ull << 63, 4096}};
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+        begin(&w, VOCL_OP_clEnqueueReadBuffer);
+        vocl_wr_u64(&w, q);
+        vocl_wr_u64(&w, buf);
+        vocl_wr_u8(&w, 1);
+        vocl_wr_u64(&w, ranges[i][0]);
+        vocl_wr_u64(&w, ranges[i][1]);
+        vocl_wr_u32(&w, 0);
+        vocl_wr_u64(&w, 0);
+        vocl_wr_u8(&w, VOCL_DATA_CHUNKED);
+        vocl_wr_u64(&w, node.xfer.pool_size);
+        atomic_store(&s.broken, false);
+        chunks_sent = 0;
+        assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
+        assert_true(atomic_load(&s.broken));
+        assert_int_equal(chunks_sent, 0);
+        vocl_wr_free(&rep.w);
+    }
+    vocl_wr_free(&w);
+    proxyd_session_end(&s);
+}
+
 static cl_int context_refcount(struct proxyd_session *s, uint64_t id)
 {
     struct vocl_wr w;
@@ -479,6 +540,7 @@ int main(void)
         cmocka_unit_test(foreign_and_released_ids),
         cmocka_unit_test(hello_first_and_no_host_pointers),
         cmocka_unit_test(hello_needs_the_token),
+        cmocka_unit_test(chunked_read_past_the_end),
         cmocka_unit_test(deferred_errors),
         cmocka_unit_test(compute_through_requests),
     };
