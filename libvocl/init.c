@@ -163,13 +163,25 @@ static void open_local(void)
 }
 
 static void leave(void);
-static void abort_if_lost(void);
+
+/* After a proxy died MPI_Finalize would wait for it forever (MPICH/UCX):
+ * the job ends with MPI_Abort instead. */
+static void abort_if_lost(void)
+{
+    int lost = atomic_load(&vocl.proxies_lost);
+    if (!lost)
+        return;
+    vocl_warn("%d proxies died, and MPI_Finalize would wait for them: ending the job with "
+              "MPI_Abort", lost);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
 /*
  * MPI_Finalize begins by freeing the attributes of MPI_COMM_SELF (MPI 4.0,
- * 11.2.4): libvocl takes its leave there.  That works where the MPI_Finalize
- * libvocl exports is not the one the application calls: in ICD mode the
- * loader opens libvocl with RTLD_LOCAL.
+ * 11.2.4): libvocl takes its leave there, whoever finalizes MPI (the
+ * application, through libvocl's MPI_Finalize or, in ICD mode, where the
+ * loader opens libvocl with RTLD_LOCAL, straight; or libvocl at exit).
  */
 static int at_finalize(MPI_Comm comm, int key, void *val, void *extra)
 {
@@ -385,25 +397,6 @@ static void leave(void)
     }
 }
 
-/* After a proxy died MPI_Finalize would wait for it forever (MPICH/UCX):
- * the job ends with MPI_Abort instead. */
-static void abort_if_lost(void)
-{
-    int lost = atomic_load(&vocl.proxies_lost);
-    if (!lost)
-        return;
-    vocl_warn("%d proxies died, and MPI_Finalize would wait for them: ending the job with "
-              "MPI_Abort", lost);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-static int end_mpi(void)
-{
-    abort_if_lost();
-    return PMPI_Finalize();
-}
-
 /*
  * In job mode the proxies wait in MPI_Comm_dup for every application rank,
  * so even a process that never called OpenCL must get that far once, before
@@ -421,18 +414,17 @@ static void join_job(void)
 
 /*
  * An application that uses MPI itself finalizes it before our destructor
- * runs (the MPI profiling interface; at_finalize does the same where this
- * one is not called, but cannot make a rank that never called OpenCL join).
+ * runs (the MPI profiling interface): a rank that never called OpenCL joins
+ * the job first.  at_finalize then takes the leave.
  */
 __attribute__((visibility("default"))) int MPI_Finalize(void)
 {
     join_job();
-    if (init_done)
-        leave();
-    return end_mpi();
+    return PMPI_Finalize();
 }
 
-/* At exit: take leave of the proxies, then leave MPI as we found it. */
+/* At exit: take leave of the proxies (also where no MPI is used), then
+ * leave MPI as we found it. */
 __attribute__((destructor)) static void vocl_fini(void)
 {
     join_job();
@@ -442,5 +434,5 @@ __attribute__((destructor)) static void vocl_fini(void)
     int fin = 0;
     MPI_Finalized(&fin);
     if (vocl.mpi_ours && !fin)
-        end_mpi();
+        PMPI_Finalize(); /* at_finalize: MPI_Abort instead if a proxy died */
 }

@@ -69,8 +69,9 @@ int vocl_token_read(struct vocl_token *t, char *err, size_t errlen)
     return 0;
 }
 
-int vocl_token_create(struct vocl_token *t, char *err, size_t errlen)
+int vocl_token_create(struct vocl_token *t, bool *made, char *err, size_t errlen)
 {
+    *made = false;
     char dir[sizeof(t->path)];
     snprintf(dir, sizeof(dir), "%s", t->path);
     char *slash = strrchr(dir, '/');
@@ -101,6 +102,7 @@ int vocl_token_create(struct vocl_token *t, char *err, size_t errlen)
             snprintf(err, errlen, "cannot write a new token into it");
             return -1;
         }
+        *made = true;
     }
     return vocl_token_read(t, err, errlen);
 }

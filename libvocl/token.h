@@ -34,8 +34,8 @@ int vocl_token_read(struct vocl_token *t, char *err, size_t errlen);
 
 /* Makes t->path (and its directory, mode 0700, if missing) with a new
  * random token, mode 0600, and reads it; an existing file is left alone.
- * 0, or -1 with why in err. */
-int vocl_token_create(struct vocl_token *t, char *err, size_t errlen);
+ * *made: whether it was made now.  0, or -1 with why in err. */
+int vocl_token_create(struct vocl_token *t, bool *made, char *err, size_t errlen);
 
 /* In time that does not depend on where the bytes differ. */
 bool vocl_token_equal(const struct vocl_token *t, const uint8_t *p, size_t n);

@@ -153,12 +153,10 @@ static cl_int add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, v
     return CL_SUCCESS;
 }
 
-/* Forgets id (its native references are gone). */
-static void drop_obj(struct proxyd_session *s, uint64_t id)
+/* Forgets o, taken out of the session's table (its native references are
+ * gone): the counts of the session and of the node go down. */
+static void forget_obj(struct proxyd_session *s, struct proxyd_obj *o)
 {
-    struct proxyd_obj *o = vocl_map_del(&s->objs, id);
-    if (!o)
-        return;
     s->nobjs--;
     s->bytes -= o->bytes;
     atomic_fetch_sub(&s->node->nobjs, 1);
@@ -234,14 +232,9 @@ void proxyd_session_end(struct proxyd_session *s)
     size_t pos = 0;
     uint64_t id;
     void *v;
-    while (vocl_map_next(&s->objs, &pos, &id, &v)) {
-        struct proxyd_obj *o = v;
-        atomic_fetch_sub(&s->node->nobjs, 1);
-        atomic_fetch_sub(&s->node->bytes, o->bytes);
-        free(o);
-    }
+    while (vocl_map_next(&s->objs, &pos, &id, &v))
+        forget_obj(s, v);
     vocl_map_free(&s->objs);
-    s->nobjs = s->bytes = 0;
     if (!s->in_process)
         vocl_info("session of rank %d: ended; released %" PRIu64 " objects (%" PRIu64
                   " bytes of memory objects); the proxy holds %" PRIu64 " objects (%" PRIu64
@@ -587,7 +580,7 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     if (last && !root) {
         for (; o->refs; o->refs--)
             proxyd_release_native(q->cl, o->type, o->native);
-        drop_obj(q->s, id);
+        forget_obj(q->s, vocl_map_del(&q->s->objs, id));
     }
     vocl_wr_i32(q->w, rc);
 }

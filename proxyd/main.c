@@ -738,8 +738,8 @@ static int listen_mode(struct proxyd_node *node, const struct options *o)
         vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
         return 1;
     }
-    bool fresh = access(token.path, F_OK) != 0;
-    if (vocl_token_create(&token, why, sizeof(why))) {
+    bool fresh;
+    if (vocl_token_create(&token, &fresh, why, sizeof(why))) {
         vocl_error("--listen: token file %s: %s", token.path, why);
         return 1;
     }

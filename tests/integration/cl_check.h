@@ -1,6 +1,7 @@
 /*
  * cl_check.h - for test programs: a failed OpenCL call ends the program
- * (exit 1) with the call, its code and where it was, on stderr.
+ * (exit 1) with the call, its code and where it was, on stderr; and the
+ * setup most of them share.
  */
 #ifndef VOCL_TEST_CL_CHECK_H
 #define VOCL_TEST_CL_CHECK_H
@@ -16,5 +17,38 @@
             exit(1);                                                                     \
         }                                                                                \
     } while (0)
+
+/* The devices of the first platform, at most max of them: how many. */
+static inline cl_uint first_devices(cl_device_id *devs, cl_uint max)
+{
+    cl_platform_id p;
+    cl_uint n = 0;
+    CHECK(clGetPlatformIDs(1, &p, NULL));
+    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, max, devs, &n));
+    return n < max ? n : max;
+}
+
+/* A context of dev alone. */
+static inline cl_context context_on(cl_device_id dev)
+{
+    cl_int rc;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
+    CHECK(rc);
+    return ctx;
+}
+
+/* Kernel name of src, built for dev; the kernel holds the program. */
+static inline cl_kernel build_kernel(cl_context ctx, cl_device_id dev, const char *src,
+                                     const char *name)
+{
+    cl_int rc;
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &rc);
+    CHECK(rc);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, name, &rc);
+    CHECK(rc);
+    CHECK(clReleaseProgram(prog));
+    return k;
+}
 
 #endif

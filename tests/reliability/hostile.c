@@ -18,21 +18,20 @@
  * again still holds what it put there.
  *
  * Rank 1 joins the MPI_Comm_dup of MPI_COMM_WORLD that libvocl and the
- * proxies make, and answers the proxy's pings on it, as libvocl's liveness
- * thread would.  libvocl is preloaded in it too, and told to stay out of the
+ * proxies make, and answers the proxy's pings on it with libvocl's liveness
+ * thread (liveness.c).  libvocl is preloaded in it too, and told to stay out of the
  * way (VOCL_IN_PROXY), or its MPI_Finalize would make a dup of its own.
  */
 #include <CL/cl.h>
 #include <mpi.h>
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "liveness.h"
 #include "protocol.h"
 #include "vocl_api.h"
 #include "wire.h"
@@ -57,13 +56,10 @@ static const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0
 
 static int victim(void)
 {
-    cl_platform_id p;
     cl_device_id dev;
     cl_int rc;
-    CHECK(clGetPlatformIDs(1, &p, NULL));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
-    CHECK(rc);
+    first_devices(&dev, 1);
+    cl_context ctx = context_on(dev);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
     CHECK(rc);
     static int keep[KEEP], back[KEEP], in[N], out[N];
@@ -73,11 +69,7 @@ static int victim(void)
     CHECK(rc);
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(in), NULL, &rc);
     CHECK(rc);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &rc);
-    CHECK(rc);
-    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "inc", &rc);
-    CHECK(rc);
+    cl_kernel k = build_kernel(ctx, dev, src, "inc");
     CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf));
 
     /* Rounds until rank 1 is done, and at least one. */
@@ -104,7 +96,6 @@ static int victim(void)
     CHECK(clEnqueueReadBuffer(q, kept, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL));
     int bad = memcmp(back, keep, sizeof(keep)) != 0;
     CHECK(clReleaseKernel(k));
-    CHECK(clReleaseProgram(prog));
     CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseMemObject(kept));
     CHECK(clReleaseCommandQueue(q));
@@ -119,31 +110,11 @@ static int victim(void)
 static MPI_Comm comm;
 static int proxy;          /* the proxy's rank */
 static double reply_wait;  /* seconds a reply may take */
-static atomic_bool stop;
 static int checks, failures;
 static struct vocl_wr w;
 static uint8_t *rep;       /* the last reply */
 static int rep_len;
 static uint32_t seq;
-
-/* Answers the proxy's pings, as libvocl's liveness thread does. */
-static void *ponger(void *arg)
-{
-    (void)arg;
-    while (!atomic_load(&stop)) {
-        int flag = 0;
-        MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, VOCL_TAG_PING, comm, &flag, &st);
-        if (!flag) {
-            usleep(1000);
-            continue;
-        }
-        uint8_t b = 0; /* a ping and a pong are one byte */
-        MPI_Recv(&b, 1, MPI_BYTE, st.MPI_SOURCE, VOCL_TAG_PING, comm, MPI_STATUS_IGNORE);
-        MPI_Send(&b, 1, MPI_BYTE, st.MPI_SOURCE, VOCL_TAG_PONG, comm);
-    }
-    return NULL;
-}
 
 static void begin(unsigned op, bool want_reply)
 {
@@ -452,11 +423,10 @@ int main(void)
         proxy = 2;
         setenv("VOCL_IN_PROXY", "1", 1);
         MPI_Comm_dup(MPI_COMM_WORLD, &comm); /* the one libvocl and the proxies make */
-        pthread_t t;
-        pthread_create(&t, NULL, ponger, NULL);
+        vocl_live_start(comm); /* answer the proxy's pings, as libvocl does */
         hostile();
-        atomic_store(&stop, true);
-        pthread_join(t, NULL);
+        vocl_live_stop();
+        vocl_live_drain();
         int verdict = failures != 0;
         MPI_Send(&verdict, 1, MPI_INT, 0, TAG_DONE, MPI_COMM_WORLD);
         rc = verdict;

@@ -15,13 +15,10 @@
 
 int main(void)
 {
-    cl_platform_id p;
     cl_device_id dev;
     cl_int rc;
-    CHECK(clGetPlatformIDs(1, &p, NULL));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
-    CHECK(rc);
+    first_devices(&dev, 1);
+    cl_context ctx = context_on(dev);
     int bad = 0;
 
     /* Creates are pipelined: a refusal is a deferred error, reported by

@@ -68,13 +68,8 @@ int main(int argc, char **argv)
     }
     const char *gate = argv[1], *rank = getenv("PMI_RANK");
     int dead = atoi(argv[2]);
-    cl_platform_id p;
     cl_device_id ids[MAX_DEV];
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, NULL));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, MAX_DEV, ids, &n));
-    if (n > MAX_DEV)
-        n = MAX_DEV;
+    cl_uint n = first_devices(ids, MAX_DEV);
     if (dead >= (int)n) {
         fprintf(stderr, "device %d does not exist (%u devices)\n", dead, n);
         return 2;
@@ -82,19 +77,13 @@ int main(int argc, char **argv)
     struct dev d[MAX_DEV];
     for (cl_uint i = 0; i < n; i++) {
         cl_int rc;
-        d[i].ctx = clCreateContext(NULL, 1, &ids[i], NULL, NULL, &rc);
-        CHECK(rc);
+        d[i].ctx = context_on(ids[i]);
         d[i].q = clCreateCommandQueue(d[i].ctx, ids[i], 0, &rc);
         CHECK(rc);
         d[i].buf = clCreateBuffer(d[i].ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &rc);
         CHECK(rc);
-        cl_program prog = clCreateProgramWithSource(d[i].ctx, 1, &src, NULL, &rc);
-        CHECK(rc);
-        CHECK(clBuildProgram(prog, 1, &ids[i], NULL, NULL, NULL));
-        d[i].k = clCreateKernel(prog, "inc", &rc);
-        CHECK(rc);
+        d[i].k = build_kernel(d[i].ctx, ids[i], src, "inc");
         CHECK(clSetKernelArg(d[i].k, 0, sizeof(cl_mem), &d[i].buf));
-        CHECK(clReleaseProgram(prog));
         CHECK(round_on(&d[i], 100 * (int)i));
     }
     printf("before: %u devices verified\n", n);

@@ -84,15 +84,10 @@ static int image_round(cl_context ctx, cl_command_queue q)
 static int cycle(cl_device_id dev, cl_bool images)
 {
     cl_int rc;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
-    CHECK(rc);
+    cl_context ctx = context_on(dev);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &rc);
     CHECK(rc);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &rc);
-    CHECK(rc);
-    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "inc", &rc);
-    CHECK(rc);
+    cl_kernel k = build_kernel(ctx, dev, src, "inc");
 
     int bad = 0, nbuf = 1 + (int)(next() % 4);
     cl_mem bufs[4];
@@ -164,7 +159,6 @@ static int cycle(cl_device_id dev, cl_bool images)
     for (int b = 0; b < nbuf; b++)
         CHECK(clReleaseMemObject(bufs[b]));
     CHECK(clReleaseKernel(k));
-    CHECK(clReleaseProgram(prog));
     CHECK(clReleaseCommandQueue(q));
     CHECK(clReleaseContext(ctx));
     return bad;
@@ -206,14 +200,9 @@ int main(int argc, char **argv)
     if (!in || !out)
         return 2;
 
-    cl_platform_id p;
     cl_device_id devs[MAX_DEV];
     cl_bool images[MAX_DEV];
-    cl_uint ndev = 0;
-    CHECK(clGetPlatformIDs(1, &p, NULL));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, MAX_DEV, devs, &ndev));
-    if (ndev > MAX_DEV)
-        ndev = MAX_DEV;
+    cl_uint ndev = first_devices(devs, MAX_DEV);
     for (cl_uint d = 0; d < ndev; d++)
         CHECK(clGetDeviceInfo(devs[d], CL_DEVICE_IMAGE_SUPPORT, sizeof(images[d]), &images[d],
                               NULL));

@@ -95,8 +95,10 @@ static void created_private_and_random(void **state)
     (void)state;
     struct vocl_token a, b;
     char why[256];
+    bool made;
     snprintf(a.path, sizeof(a.path), "%s/sub/token", dir);
-    assert_int_equal(vocl_token_create(&a, why, sizeof(why)), 0);
+    assert_int_equal(vocl_token_create(&a, &made, why, sizeof(why)), 0);
+    assert_true(made);
     struct stat st;
     assert_int_equal(stat(a.path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -107,11 +109,12 @@ static void created_private_and_random(void **state)
 
     /* An existing file is read, not replaced. */
     b = a;
-    assert_int_equal(vocl_token_create(&b, why, sizeof(why)), 0);
+    assert_int_equal(vocl_token_create(&b, &made, why, sizeof(why)), 0);
+    assert_false(made);
     assert_true(vocl_token_equal(&a, b.bytes, b.len));
     /* Another file has another token. */
     snprintf(b.path, sizeof(b.path), "%s/other", dir);
-    assert_int_equal(vocl_token_create(&b, why, sizeof(why)), 0);
+    assert_int_equal(vocl_token_create(&b, &made, why, sizeof(why)), 0);
     assert_false(vocl_token_equal(&a, b.bytes, b.len));
     assert_false(vocl_token_equal(&a, a.bytes, a.len - 1));
     assert_false(vocl_token_equal(&a, NULL, 0));
