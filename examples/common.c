@@ -354,6 +354,14 @@ double app_random_real(uint64_t *state, double low, double high)
     return low + (high - low) * unit;
 }
 
+void app_print_turn(const char *app, uint64_t round, cl_uint device, double seconds,
+                    double rate, bool verified)
+{
+    printf("TURN app=%s round=%" PRIu64 " device=%u seconds=%.6f rate=%.4g verified=%s\n", app,
+           round, device, seconds, rate, verified ? "yes" : "no");
+    fflush(stdout);
+}
+
 void app_print_result(const char *app, const char *precision, uint64_t size, cl_uint devices,
                       double seconds, double rate, const char *unit, bool verified)
 {

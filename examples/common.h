@@ -125,6 +125,10 @@ uint64_t app_random(uint64_t *state);
 /* Uniform in [low, high). */
 double app_random_real(uint64_t *state, double low, double high);
 
+/* With --interleave: one turn, device `device` alone in round `round`,
+ * as a TURN line on stdout (the RESULT line's fields, but for one turn). */
+void app_print_turn(const char *app, uint64_t round, cl_uint device, double seconds,
+                    double rate, bool verified);
 /* The machine-readable last line of every application's stdout. */
 void app_print_result(const char *app, const char *precision, uint64_t size, cl_uint devices,
                       double seconds, double rate, const char *unit, bool verified);

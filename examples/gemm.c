@@ -75,6 +75,12 @@ static void usage(FILE *out)
             "                 has devices (default: all); each needs at least one row\n"
             "  --precision P  single (SGEMM, default) or double (DGEMM, needs cl_khr_fp64)\n"
             "  -r REPEATS     timed multiplications, 1 to 1000 (default %d)\n"
+            "  --interleave ROUNDS\n"
+            "                 compare the devices instead of sharing the work: ROUNDS\n"
+            "                 rounds, 1 to 1000, in which each device in turn does the\n"
+            "                 whole problem alone (REPEATS multiplications; order 0..D-1\n"
+            "                 in even rounds, D-1..0 in odd ones); one TURN line per\n"
+            "                 device and round, then one RESULT line for all of them\n"
             "  --help         show this help\n"
             "Timed: REPEATS times writing A and B to the devices, the kernel and reading\n"
             "C back, after one untimed warm-up run; seconds= is their total and\n"
@@ -180,6 +186,18 @@ static void multiply(const struct device_work *work, cl_uint count, const struct
         CL_CHECK(clFinish(work[d].device->queue));
 }
 
+/* REPEATS timed multiplications; C is cleared first, so that whatever ran
+ * before cannot pass for their result. */
+static double timed_multiplies(const struct device_work *work, cl_uint count,
+                               const struct problem *p, uint64_t repeats)
+{
+    memset(p->c, 0, p->n * p->n * app_real_size(p->precision));
+    double start = app_seconds();
+    for (uint64_t r = 0; r < repeats; r++)
+        multiply(work, count, p);
+    return app_seconds() - start;
+}
+
 /* Largest error of row i of C relative to the rounding scale of each
  * element; `sum` and `scale` are scratch rows of n doubles. */
 static double row_error(const struct problem *p, size_t i, double *sum, double *scale)
@@ -221,12 +239,13 @@ static double max_error(const struct problem *p)
 
 int main(int argc, char **argv)
 {
-    uint64_t n = DEFAULT_N, wanted = 0, repeats = DEFAULT_REPEATS;
+    uint64_t n = DEFAULT_N, wanted = 0, repeats = DEFAULT_REPEATS, rounds = 0;
     enum app_precision precision = APP_SINGLE;
     const struct app_option options[] = {
         {"-n", &n, 1, MAX_N},
         {"-d", &wanted, 1, UINT32_MAX},
         {"-r", &repeats, 1, 1000},
+        {"--interleave", &rounds, 1, 1000},
     };
     app_parse_args("gemm", argc, argv, options, sizeof(options) / sizeof(options[0]), &precision,
                    usage);
@@ -241,28 +260,40 @@ int main(int argc, char **argv)
     struct problem p = make_problem(n, precision);
     struct device_work *work = app_calloc(count, sizeof(*work));
     for (cl_uint d = 0; d < count; d++) {
-        app_split(p.n, count, d, &work[d].first_row, &work[d].rows);
+        /* Interleaved, every device gets all rows. */
+        app_split(p.n, rounds ? 1 : count, rounds ? 0 : d, &work[d].first_row, &work[d].rows);
         setup_work(&work[d], &devices[d], &p);
         fprintf(stderr, "device %u: rows [%zu, %zu)\n", d, work[d].first_row,
                 work[d].first_row + work[d].rows);
     }
 
-    /* The warm-up also gets PoCL's compilation at the first launch out of
-     * the timed part. */
-    multiply(work, count, &p);
-    /* Whatever the warm-up left must not pass for the timed runs' result. */
-    memset(p.c, 0, p.n * p.n * app_real_size(precision));
-    double start = app_seconds();
-    for (uint64_t r = 0; r < repeats; r++)
-        multiply(work, count, &p);
-    double seconds = app_seconds() - start;
-
-    double error = max_error(&p);
     double tolerance = precision == APP_DOUBLE ? TOLERANCE_DOUBLE : TOLERANCE_SINGLE;
-    bool verified = error <= tolerance;
-    fprintf(stderr, "max relative error %.3g (tolerance %g)\n", error, tolerance);
-
     double flops = 2.0 * (double)n * (double)n * (double)n * (double)repeats;
+    double seconds = 0.0;
+    bool verified = true;
+    if (rounds) {
+        for (uint64_t r = 0; r < rounds; r++) {
+            for (cl_uint i = 0; i < count; i++) {
+                cl_uint d = r % 2 ? count - 1 - i : i;
+                if (r == 0)
+                    multiply(&work[d], 1, &p); /* its warm-up */
+                double s = timed_multiplies(&work[d], 1, &p, repeats);
+                double error = max_error(&p);
+                seconds += s;
+                verified &= error <= tolerance;
+                app_print_turn("gemm", r, d, s, flops / s * 1e-9, error <= tolerance);
+            }
+        }
+        flops *= (double)rounds * (double)count; /* RESULT: all turns together */
+    } else {
+        /* The warm-up also gets PoCL's compilation at the first launch out
+         * of the timed part. */
+        multiply(work, count, &p);
+        seconds = timed_multiplies(work, count, &p, repeats);
+        double error = max_error(&p);
+        verified = error <= tolerance;
+        fprintf(stderr, "max relative error %.3g (tolerance %g)\n", error, tolerance);
+    }
     app_print_result("gemm", app_precision_name(precision), n, count, seconds,
                      flops / seconds * 1e-9, "GFLOP/s", verified);
 

@@ -95,6 +95,12 @@ static void usage(FILE *out)
             "  -d DEVICES     use the first DEVICES devices of the first platform that\n"
             "                 has devices (default: all); each needs at least one body\n"
             "  --precision P  single (default) or double (needs cl_khr_fp64)\n"
+            "  --interleave ROUNDS\n"
+            "                 compare the devices instead of sharing the work: ROUNDS\n"
+            "                 rounds, 1 to 1000, in which each device in turn runs the\n"
+            "                 whole simulation alone from the start (order 0..D-1 in\n"
+            "                 even rounds, D-1..0 in odd ones); one TURN line per device\n"
+            "                 and round, then one RESULT line for all of them\n"
             "  --help         show this help\n"
             "Timed: STEPS steps (kernel, reading each device's positions, writing all\n"
             "positions to every device), after one untimed warm-up step; seconds= is\n"
@@ -174,10 +180,16 @@ static void setup_work(struct device_work *w, const struct app_device *device,
     set_real_arg(w->kernel, 6, DT, s->precision);
     set_real_arg(w->kernel, 7, EPS * EPS, s->precision);
 
-    /* The initial state; the steps keep it up to date from then on. */
-    CL_CHECK(clEnqueueWriteBuffer(device->queue, w->pos, CL_TRUE, 0, s->n * body_bytes,
-                                  s->initial_pos, 0, NULL, NULL));
-    CL_CHECK(clEnqueueWriteBuffer(device->queue, w->vel, CL_TRUE, 0, w->count * body_bytes,
+}
+
+/* The initial state; the steps keep it up to date from then on. */
+static void load_initial(const struct device_work *w, const struct system *s)
+{
+    size_t body_bytes = 4 * app_real_size(s->precision);
+    cl_command_queue queue = w->device->queue;
+    CL_CHECK(clEnqueueWriteBuffer(queue, w->pos, CL_TRUE, 0, s->n * body_bytes, s->initial_pos, 0,
+                                  NULL, NULL));
+    CL_CHECK(clEnqueueWriteBuffer(queue, w->vel, CL_TRUE, 0, w->count * body_bytes,
                                   (char *)s->initial_vel + w->first * body_bytes, 0, NULL, NULL));
 }
 
@@ -305,14 +317,40 @@ static double check_sample(const struct system *s, const void *after_first)
     return error;
 }
 
+/* The whole simulation on `count` devices from the initial state: the
+ * warm-up, which is the first step (it also gets PoCL's compilation at the
+ * first launch out of the timed part), then `steps` timed steps.  Steps
+ * alternate between the two position arrays, starting in pos[1].  Returns
+ * the timed seconds; *error is the check's (see usage()). */
+static double simulate(const struct device_work *work, cl_uint count, const struct system *s,
+                       uint64_t steps, double *error)
+{
+    for (cl_uint d = 0; d < count; d++)
+        load_initial(&work[d], s);
+    step(work, count, s, s->initial_pos, s->pos[1], false);
+    bool sampled = s->n > FULL_CHECK_MAX;
+    if (sampled)
+        *error = check_sample(s, s->pos[1]);
+
+    double start = app_seconds();
+    for (uint64_t t = 1; t <= steps; t++)
+        step(work, count, s, s->pos[t % 2], s->pos[(t + 1) % 2], true);
+    double seconds = app_seconds() - start;
+
+    if (!sampled)
+        *error = check_all(s, s->pos[(steps + 1) % 2], steps + 1);
+    return seconds;
+}
+
 int main(int argc, char **argv)
 {
-    uint64_t n = DEFAULT_BODIES, steps = DEFAULT_STEPS, wanted = 0;
+    uint64_t n = DEFAULT_BODIES, steps = DEFAULT_STEPS, wanted = 0, rounds = 0;
     enum app_precision precision = APP_SINGLE;
     const struct app_option options[] = {
         {"-n", &n, 1, MAX_BODIES},
         {"-s", &steps, 1, 1000000},
         {"-d", &wanted, 1, UINT32_MAX},
+        {"--interleave", &rounds, 1, 1000},
     };
     app_parse_args("nbody", argc, argv, options, sizeof(options) / sizeof(options[0]), &precision,
                    usage);
@@ -327,32 +365,36 @@ int main(int argc, char **argv)
     struct system s = make_system(n, precision);
     struct device_work *work = app_calloc(count, sizeof(*work));
     for (cl_uint d = 0; d < count; d++) {
-        app_split(s.n, count, d, &work[d].first, &work[d].count);
+        /* Interleaved, every device gets all bodies. */
+        app_split(s.n, rounds ? 1 : count, rounds ? 0 : d, &work[d].first, &work[d].count);
         setup_work(&work[d], &devices[d], &s);
         fprintf(stderr, "device %u: bodies [%zu, %zu)\n", d, work[d].first,
                 work[d].first + work[d].count);
     }
 
-    /* The warm-up is the first step of the simulation (it also gets PoCL's
-     * compilation at the first launch out of the timed part).  Steps
-     * alternate between the two position arrays, starting in pos[1]. */
-    step(work, count, &s, s.initial_pos, s.pos[1], false);
-    bool sampled = n > FULL_CHECK_MAX;
-    double error = sampled ? check_sample(&s, s.pos[1]) : 0.0;
-
-    double start = app_seconds();
-    for (uint64_t t = 1; t <= steps; t++)
-        step(work, count, &s, s.pos[t % 2], s.pos[(t + 1) % 2], true);
-    double seconds = app_seconds() - start;
-
-    if (!sampled)
-        error = check_all(&s, s.pos[(steps + 1) % 2], steps + 1);
     double tolerance = precision == APP_DOUBLE ? TOLERANCE_DOUBLE : TOLERANCE_SINGLE;
-    bool verified = error <= tolerance;
-    fprintf(stderr, "%s: max relative error %.3g (tolerance %g)\n",
-            sampled ? "first step, sampled bodies" : "all steps, all bodies", error, tolerance);
-
     double flops = FLOPS_PER_INTERACTION * (double)n * (double)n * (double)steps;
+    double seconds = 0.0;
+    bool verified = true;
+    if (rounds) {
+        for (uint64_t r = 0; r < rounds; r++) {
+            for (cl_uint i = 0; i < count; i++) {
+                cl_uint d = r % 2 ? count - 1 - i : i;
+                double error, t = simulate(&work[d], 1, &s, steps, &error);
+                seconds += t;
+                verified &= error <= tolerance;
+                app_print_turn("nbody", r, d, t, flops / t * 1e-9, error <= tolerance);
+            }
+        }
+        flops *= (double)rounds * (double)count; /* RESULT: all turns together */
+    } else {
+        double error;
+        seconds = simulate(work, count, &s, steps, &error);
+        verified = error <= tolerance;
+        fprintf(stderr, "%s: max relative error %.3g (tolerance %g)\n",
+                n > FULL_CHECK_MAX ? "first step, sampled bodies" : "all steps, all bodies", error,
+                tolerance);
+    }
     app_print_result("nbody", app_precision_name(precision), n, count, seconds,
                      flops / seconds * 1e-9, "GFLOP/s", verified);
 
