@@ -5,7 +5,8 @@
 VOCL's local passthrough and through one proxy, and reports what VOCL adds
 (the paper's Figures 10 and 11); `scaling` runs each one on 1 to 32 virtual
 GPUs served by proxies and reports speedup and efficiency (Figures 12 and
-13).  Each prints a table, writes CSV and, with --plot, PNGs (matplotlib).
+13); `paired` runs gemm and nbody at their largest sizes in one process on
+a local and a remote device in turn, so that both see the same machine.  Each prints a table, writes CSV and, with --plot, PNGs (matplotlib).
 The applications print `RESULT app=... seconds=... verified=yes` as their
 last line; that line is all this tool reads of them.
 """
@@ -40,7 +41,7 @@ class App:
     does the same work."""
 
     def __init__(self, name, precisions, sizes, scaling, quick, quick_args=(),
-                 per_device=None):
+                 per_device=None, paired=None):
         self.name = name
         self.precisions = precisions  # () when it takes no --precision
         self.sizes = sizes
@@ -48,11 +49,15 @@ class App:
         self.quick = quick
         self.quick_args = list(quick_args)
         self.per_device = per_device
+        # (size, arguments of one turn) for `paired`; None: no --interleave
+        self.paired = paired
 
 
 APPS = {a.name: a for a in (
-    App("gemm", ("single", "double"), [256, 512, 1024], 768, 64, ["-r", "1"]),
-    App("nbody", ("single", "double"), [1024, 4096, 8192], 4096, 256, ["-s", "2"]),
+    App("gemm", ("single", "double"), [256, 512, 1024], 768, 64, ["-r", "1"],
+        paired=(2048, ["-r", "1"])),
+    App("nbody", ("single", "double"), [1024, 4096, 8192], 4096, 256, ["-s", "2"],
+        paired=(32768, ["-s", "3"])),
     App("transpose", (), [1024, 2048, 4096], 4096, 256, ["-r", "1"]),
     # Not 1024 and 2048: there this version takes a hundred times longer
     # than at 1000 or 2000.
@@ -118,6 +123,12 @@ class Config:
         secs = [float(s["seconds"]) for s in self.samples]
         return (max(secs) - min(secs)) / 2 / statistics.median(secs)
 
+    def best(self):
+        """The fastest run's seconds.  Another tenant of a shared machine
+        only ever adds time, so on a busy machine this is the steadier
+        figure of the two."""
+        return min(float(s["seconds"]) for s in self.samples) if self.ok else None
+
     @property
     def unit(self):
         return self.samples[0].get("unit", "") if self.samples else ""
@@ -159,6 +170,12 @@ def run_with_timeout(cmd, env, timeout):
     return rc, out, err, time.monotonic() - t0
 
 
+def parse_turns(out):
+    """The fields of every TURN line (--interleave)."""
+    return [dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+            for line in out.splitlines() if line.startswith("TURN ")]
+
+
 def parse_result(out):
     """The fields of the last RESULT line, or None.  Under vocl-run the
     proxies' messages may follow the application's own last line."""
@@ -194,6 +211,7 @@ def run_config(cfg, timeout, label):
     cfg.error = check_result(cfg, rc, res, timeout)
     if cfg.error is None:
         res["wall"] = "%.6g" % wall
+        res["turns"] = parse_turns(out)
         cfg.samples.append(res)
         note("%s: %s s, %s %s" % (label, res["seconds"], res["rate"], res.get("unit", "")))
         return
@@ -323,9 +341,9 @@ def failures(configs):
     return ["FAILED (command and output above, on stderr):"] + bad if bad else []
 
 
-def overhead_pct(vocl, native):
-    a, b = vocl.median("seconds"), native.median("seconds")
-    return (a - b) / b * 100 if a is not None and b else None
+def overhead_pct(vocl_s, native_s):
+    ok = vocl_s is not None and native_s
+    return (vocl_s - native_s) / native_s * 100 if ok else None
 
 
 # ---- plots ----
@@ -401,6 +419,30 @@ def plot_scaling(plt, path, app, series, ideal, cores):
     plt.close(fig)
 
 
+def plot_paired(plt, path, app, series):
+    """series: [(precision, size, ratios by round, mean, 95 % half-width)]"""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, (prec, size, ratios, mean, half) in enumerate(series):
+        pct = [(r - 1) * 100 for r in ratios]
+        label = "%s n=%d" % (prec or "", size)
+        ax.plot(range(len(pct)), pct, "o", color="C%d" % i, label=label + ", each round")
+        ax.axhline((mean - 1) * 100, color="C%d" % i, label=label + ", mean")
+        if half is not None:
+            ax.axhspan((mean - half - 1) * 100, (mean + half - 1) * 100, color="C%d" % i,
+                       alpha=0.15, label=label + ", 95 % interval")
+    ax.axhline(PAIRED_TARGET_PCT, color="red", linestyle="--",
+               label="target %+g %%" % PAIRED_TARGET_PCT)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("round")
+    ax.set_ylabel("remote over local (%)")
+    ax.set_title("%s: remote against local, paired in one process" % app)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def make_plots(a, kind, per_app, draw):
     """Draws one PNG per app; returns False only when a plot failed."""
     if not a.plot:
@@ -448,25 +490,33 @@ def overhead(a):
     rows, csv_rows, per_app = [], [], {}
     for group in groups:
         native, local, remote = group
-        lo, ro = overhead_pct(local, native), overhead_pct(remote, native)
+        lo, ro = (overhead_pct(c.median("seconds"), native.median("seconds"))
+                  for c in (local, remote))
+        lb, rb = (overhead_pct(c.best(), native.best()) for c in (local, remote))
         prec = shown_precision(group)
         unit = next((c.unit for c in group if c.unit), "-")
         rows.append([native.app, prec, str(native.size)] + [fmt_secs(c) for c in group] +
-                    [fmt(lo, "%+.1f"), fmt(ro, "%+.1f"), fmt(native.median("rate")),
-                     fmt(remote.median("rate")), unit, verdict(group)])
+                    [fmt(lo, "%+.1f"), fmt(ro, "%+.1f"), fmt(rb, "%+.1f"),
+                     fmt(native.median("rate")), fmt(remote.median("rate")), unit,
+                     verdict(group)])
         csv_rows.append([native.app, prec, native.size] +
                         [fmt(c.median(f), "%.6g") for c in group for f in ("seconds", "rate")] +
                         [fmt(c.spread(), "%.4f") for c in group] +
-                        [fmt(lo, "%.2f"), fmt(ro, "%.2f"), unit, a.repeats, verdict(group)])
+                        [fmt(lo, "%.2f"), fmt(ro, "%.2f")] +
+                        [fmt(c.best(), "%.6g") for c in group] +
+                        [fmt(lb, "%.2f"), fmt(rb, "%.2f"), unit, a.repeats, verdict(group)])
         per_app.setdefault(native.app, {}).setdefault(prec, []).append((native.size, lo, ro))
 
     print_table(
         "%s %s: overhead of VOCL on one device (the VOCL paper's Figures 10 and 11)" %
         (PROG, VERSION),
         ["app", "precision", "size", "native s", "local s", "remote s", "local ovh %",
-         "remote ovh %", "native rate", "remote rate", "unit", "verified (all three)"], rows, 2,
+         "remote ovh %", "remote best %", "native rate", "remote rate", "unit",
+         "verified (all three)"], rows, 2,
         ["seconds: the application's own timing (RESULT seconds=), median of %d run(s); "
          "±: half the range, relative to the median" % a.repeats,
+         "best %: the remote overhead between the fastest native and the fastest remote run "
+         "(another tenant of the machine only ever adds time)",
          "native: POCL_DEVICES=pthread; local: vocl-run -n 0 --local (libvocl, no proxy); "
          "remote: vocl-run -n 1 -d 1 (one proxy, same machine)",
          "overhead %% = (VOCL - native) / native; every run has -d 1 and %s" % pool_words(t)]
@@ -476,7 +526,9 @@ def overhead(a):
                      ["app", "precision", "size", "native_s", "native_rate", "local_s",
                       "local_rate", "remote_s", "remote_rate", "native_spread",
                       "local_spread", "remote_spread", "local_overhead_pct",
-                      "remote_overhead_pct", "unit", "repeats", "verified"], csv_rows)
+                      "remote_overhead_pct", "native_best_s", "local_best_s", "remote_best_s",
+                      "local_overhead_best_pct", "remote_overhead_best_pct", "unit",
+                      "repeats", "verified"], csv_rows)
     ok &= make_plots(a, "overhead", per_app, plot_overhead)
     return ok and all(c.ok for c in configs)
 
@@ -566,13 +618,110 @@ def scaling(a):
     return ok and all(c.ok for c in configs)
 
 
-def write_files(a, mode, configs, header, rows):
+# Student's t for a two-sided 95 % interval, by degrees of freedom.
+T975 = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021,
+        60: 2.000, 120: 1.980}
+PAIRED_TARGET_PCT = 3.0  # the issue's target for gemm and nbody at their largest sizes
+
+
+def t975(df):
+    """From the next smaller tabulated df: the interval is never narrower."""
+    return T975[max(k for k in T975 if k <= df)]
+
+
+def paired_rounds(cfg, rounds):
+    """[(local s, remote s), ...] by round from the TURN lines (device 0:
+    this node's, device 1: the proxy's), or an error."""
+    turns = cfg.samples[0]["turns"]
+    got = {}
+    for t in turns:
+        try:
+            got[(int(t["round"]), int(t["device"]))] = float(t["seconds"])
+        except (KeyError, ValueError):
+            return None, "bad TURN line"
+        if t.get("verified") != "yes":
+            return None, "round %s on device %s did not verify" % (t["round"], t["device"])
+    want = [(r, d) for r in range(rounds) for d in (0, 1)]
+    if sorted(got) != want or len(turns) != len(want):
+        return None, "%d TURN lines, not one per device and round (%d)" % (len(turns), len(want))
+    return [(got[(r, 0)], got[(r, 1)]) for r in range(rounds)], None
+
+
+def paired(a):
+    configs = []
+    for app, prec, size in series_keys(a):
+        args = (app_args(a, app, size, 2, prec) + ([] if a.quick else app.paired[1]) +
+                ["--interleave", str(a.rounds)])
+        cmd = [a.vocl_run, "-n", "1", "-d", "1", "--local", "--"] + args
+        configs.append(Config(app.name, prec, size, 2, "paired", cmd,
+                              vocl_env(1, a.threads_per_device)))
+    run_all(configs, 1, a.timeout)
+
+    rows, csv_rows, turn_rows, per_app = [], [], [], {}
+    for c in configs:
+        pairs = None
+        if c.ok:
+            pairs, c.error = paired_rounds(c, a.rounds)
+        prec = shown_precision([c])
+        if not pairs:
+            rows.append([c.app, prec, str(c.size), str(a.rounds)] + [fmt_secs(c)] * 2 +
+                        ["-"] * 4 + ["NO"])
+            continue
+        ratios = [r / l for l, r in pairs]
+        mean = statistics.mean(ratios)
+        half = t975(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios)) \
+            if len(ratios) > 1 else None
+        lo, hi = ((mean - half - 1) * 100, (mean + half - 1) * 100) if half is not None else \
+            (None, None)
+        target = "-" if hi is None else "yes" if hi <= PAIRED_TARGET_PCT else \
+            "no" if lo > PAIRED_TARGET_PCT else "not resolved"
+        local_s = statistics.median(l for l, _ in pairs)
+        remote_s = statistics.median(r for _, r in pairs)
+        rows.append([c.app, prec, str(c.size), str(a.rounds), "%.4g" % local_s,
+                     "%.4g" % remote_s, "%.4f" % mean, fmt((mean - 1) * 100, "%+.1f"),
+                     "-" if lo is None else "%+.1f .. %+.1f" % (lo, hi), target, "yes"])
+        csv_rows.append([c.app, prec, c.size, a.rounds, "%.6g" % local_s, "%.6g" % remote_s,
+                         "%.6f" % mean, fmt(lo, "%.3f"), fmt(hi, "%.3f"), target])
+        for r, (l, rem) in enumerate(pairs):
+            turn_rows.append([c.app, prec, c.size, r, "%.6g" % l, "%.6g" % rem,
+                              "%.6f" % (rem / l)])
+        per_app.setdefault(c.app, []).append((prec, c.size, ratios, mean, half))
+
+    print_table(
+        "%s %s: remote against local, paired in one process" % (PROG, VERSION),
+        ["app", "precision", "size", "rounds", "local s", "remote s", "remote/local",
+         "overhead %", "95% interval", "<= %g %%" % PAIRED_TARGET_PCT, "verified"], rows, 2,
+        ["each round runs the whole problem on this node's device (libvocl's local "
+         "passthrough: the native driver called with the application's own pointers) and "
+         "on one proxy's device, one right after the other, in alternating order; "
+         "local s, remote s: medians over the rounds",
+         "remote/local: the mean of the rounds' ratios; 95%% interval: Student's t over "
+         "the rounds; %s: yes when the whole interval is at or below it" %
+         ("<= %g %%" % PAIRED_TARGET_PCT),
+         "run: vocl-run -n 1 -d 1 --local -- APP -d 2 --interleave %d (%s)" %
+         (a.rounds, pool_words(a.threads_per_device))]
+        + (["--quick: tiny sizes, the numbers mean little"] if a.quick else [])
+        + failures(configs))
+    ok = write_files(a, "paired", configs,
+                     ["app", "precision", "size", "rounds", "local_s", "remote_s",
+                      "remote_over_local", "overhead_low_pct", "overhead_high_pct",
+                      "within_target"], csv_rows,
+                     (["app", "precision", "size", "round", "local_s", "remote_s",
+                       "remote_over_local"], turn_rows))
+    ok &= make_plots(a, "paired", per_app, plot_paired)
+    return ok and all(c.ok for c in configs)
+
+
+def write_files(a, mode, configs, header, rows, runs_table=None):
+    """The table and every run (`runs_table`: (header, rows) instead of
+    the runs of `configs`)."""
     try:
         os.makedirs(a.out, exist_ok=True)
         table = os.path.join(a.out, mode + ".csv")
         runs = os.path.join(a.out, mode + "-runs.csv")
         write_csv(table, header, rows)
-        write_csv(runs, RUNS_HEADER, runs_rows(mode, configs))
+        write_csv(runs, *(runs_table or (RUNS_HEADER, runs_rows(mode, configs))))
         print("CSV written to %s (the table) and %s (every run)" % (table, runs))
         return True
     except OSError as e:
@@ -602,12 +751,13 @@ def parse_args(argv):
                     "(`overhead`) or the scaling over 1 to 32 virtual GPUs (`scaling`).",
         epilog="Exit status: 0 when every run verified, 1 when a run failed, timed out or "
                "did not verify, or a file could not be written, 2 on a usage error.")
-    p.add_argument("mode", choices=("overhead", "scaling"))
+    p.add_argument("mode", choices=("overhead", "scaling", "paired"))
     p.add_argument("--quick", action="store_true",
                    help="one tiny size per app, 1 repeat, devices 1,2,4: a smoke test "
                         "of well under a minute, not a measurement")
-    p.add_argument("--apps", metavar="LIST", default=",".join(APPS),
-                   help="comma-separated, of %s (default all)" % ", ".join(APPS))
+    p.add_argument("--apps", metavar="LIST",
+                   help="comma-separated, of %s (default all; paired: gemm,nbody)" %
+                        ", ".join(APPS))
     p.add_argument("--precisions", metavar="LIST", default="single,double",
                    help="for gemm and nbody: single, double or both (default both)")
     p.add_argument("--sizes", metavar="[APP=]LIST", action="append", default=[],
@@ -615,6 +765,8 @@ def parse_args(argv):
                         "may be repeated")
     p.add_argument("--devices", metavar="LIST", type=int_list,
                    help="virtual GPU counts for scaling (default 1,2,4,8,16,32)")
+    p.add_argument("--rounds", metavar="N", type=int,
+                   help="paired: rounds, each one turn per device (default 20; --quick: 2)")
     p.add_argument("--repeats", metavar="N", type=int,
                    help="runs of each configuration, the median reported (default 3; "
                         "--quick: 1)")
@@ -635,7 +787,8 @@ def parse_args(argv):
     p.add_argument("-V", "--version", action="version", version="%s %s" % (PROG, VERSION))
     a = p.parse_args(argv)
 
-    a.apps = a.apps.split(",")
+    a.apps = a.apps.split(",") if a.apps is not None else \
+        [n for n in APPS if a.mode != "paired" or APPS[n].paired]
     unknown = [x for x in a.apps if x not in APPS]
     if unknown or not a.apps:
         p.error("--apps takes %s, not '%s'" % (", ".join(APPS), ",".join(unknown)))
@@ -652,18 +805,27 @@ def parse_args(argv):
                 sizes[n] = int_list(text)
     except argparse.ArgumentTypeError as e:
         p.error("--sizes " + str(e))
+    unpaired = [n for n in a.apps if not APPS[n].paired]
+    if a.mode == "paired" and unpaired:
+        p.error("paired takes only %s, not %s" % (
+            ", ".join(n for n in APPS if APPS[n].paired), ", ".join(unpaired)))
     a.sizes = {n: sizes.get(n) or ([APPS[n].quick] if a.quick else
-                                   [APPS[n].scaling] if a.mode == "scaling" else APPS[n].sizes)
+                                   [APPS[n].scaling] if a.mode == "scaling" else
+                                   [APPS[n].paired[0]] if a.mode == "paired" else APPS[n].sizes)
                for n in a.apps}
     a.devices = a.devices or (QUICK_DEVICES if a.quick else SCALING_DEVICES)
     if 1 not in a.devices:
         p.error("--devices must include 1: speedups are over one device")
     a.repeats = a.repeats if a.repeats is not None else 1 if a.quick else 3
-    a.timeout = a.timeout if a.timeout is not None else 60 if a.quick else 600
+    a.rounds = a.rounds if a.rounds is not None else 2 if a.quick else 20
+    a.timeout = a.timeout if a.timeout is not None else 60 if a.quick else \
+        600 + 60 * a.rounds if a.mode == "paired" else 600
     if a.threads_per_device is None:
         a.threads_per_device = 1 if a.mode == "scaling" else 0
-    if a.repeats < 1 or a.timeout <= 0 or a.cores < 1 or a.threads_per_device < 0:
-        p.error("--repeats and --cores must be at least 1, --timeout more than 0, "
+    if a.repeats < 1 or not 1 <= a.rounds <= 1000 or a.timeout <= 0 or a.cores < 1 or \
+            a.threads_per_device < 0:
+        p.error("--repeats and --cores must be at least 1, --rounds 1 to 1000, "
+                "--timeout more than 0, "
                 "--threads-per-device 0 or more")
     return a
 
@@ -683,7 +845,7 @@ def main(argv):
     if not examples or missing:
         die("cannot find the applications %s (use --examples DIR, or --apps for fewer)" %
             ", ".join(missing or a.apps))
-    ok = overhead(a) if a.mode == "overhead" else scaling(a)
+    ok = {"overhead": overhead, "scaling": scaling, "paired": paired}[a.mode](a)
     if not ok:
         print("%s: some runs FAILED, timed out or did not verify (see the table and the "
               "messages above)" % PROG)
