@@ -354,12 +354,24 @@ double app_random_real(uint64_t *state, double low, double high)
     return low + (high - low) * unit;
 }
 
-void app_print_turn(const char *app, uint64_t round, cl_uint device, double seconds,
-                    double rate, bool verified)
+double app_interleave(const char *app, uint64_t rounds, cl_uint count, app_turn_fn *turn,
+                      void *ctx, double flops, double tolerance, bool *verified)
 {
-    printf("TURN app=%s round=%" PRIu64 " device=%u seconds=%.6f rate=%.4g verified=%s\n", app,
-           round, device, seconds, rate, verified ? "yes" : "no");
-    fflush(stdout);
+    double total = 0.0;
+    *verified = true;
+    for (uint64_t r = 0; r < rounds; r++) {
+        for (cl_uint i = 0; i < count; i++) {
+            cl_uint d = r % 2 ? count - 1 - i : i;
+            double error, seconds = turn(ctx, d, r == 0, &error);
+            bool ok = error <= tolerance;
+            total += seconds;
+            *verified &= ok;
+            printf("TURN app=%s round=%" PRIu64 " device=%u seconds=%.6f rate=%.4g verified=%s\n",
+                   app, r, d, seconds, flops / seconds * 1e-9, ok ? "yes" : "no");
+            fflush(stdout);
+        }
+    }
+    return total;
 }
 
 void app_print_result(const char *app, const char *precision, uint64_t size, cl_uint devices,

@@ -125,10 +125,16 @@ uint64_t app_random(uint64_t *state);
 /* Uniform in [low, high). */
 double app_random_real(uint64_t *state, double low, double high);
 
-/* With --interleave: one turn, device `device` alone in round `round`,
- * as a TURN line on stdout (the RESULT line's fields, but for one turn). */
-void app_print_turn(const char *app, uint64_t round, cl_uint device, double seconds,
-                    double rate, bool verified);
+/* --interleave: one turn of `device` alone on the whole problem, its warm-up
+ * first when `first`; returns its timed seconds and sets *error. */
+typedef double app_turn_fn(void *ctx, cl_uint device, bool first, double *error);
+/* Runs `rounds` rounds of one turn per device, devices 0..count-1 in even
+ * rounds and the other way round in odd ones, and prints a TURN line for
+ * each (the RESULT line's fields for one turn, with round= and device=).
+ * `flops`: of one turn.  Returns the seconds of all turns; *verified is
+ * whether every error stayed within `tolerance`. */
+double app_interleave(const char *app, uint64_t rounds, cl_uint count, app_turn_fn *turn,
+                      void *ctx, double flops, double tolerance, bool *verified);
 /* The machine-readable last line of every application's stdout. */
 void app_print_result(const char *app, const char *precision, uint64_t size, cl_uint devices,
                       double seconds, double rate, const char *unit, bool verified);

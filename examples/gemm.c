@@ -237,6 +237,23 @@ static double max_error(const struct problem *p)
     return worst;
 }
 
+/* --interleave: one device's turn (app_turn_fn). */
+struct turn_ctx {
+    const struct device_work *work;
+    const struct problem *p;
+    uint64_t repeats;
+};
+
+static double gemm_turn(void *ctx, cl_uint device, bool first, double *error)
+{
+    const struct turn_ctx *t = ctx;
+    if (first)
+        multiply(&t->work[device], 1, t->p); /* its warm-up */
+    double seconds = timed_multiplies(&t->work[device], 1, t->p, t->repeats);
+    *error = max_error(t->p);
+    return seconds;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t n = DEFAULT_N, wanted = 0, repeats = DEFAULT_REPEATS, rounds = 0;
@@ -272,18 +289,9 @@ int main(int argc, char **argv)
     double seconds = 0.0;
     bool verified = true;
     if (rounds) {
-        for (uint64_t r = 0; r < rounds; r++) {
-            for (cl_uint i = 0; i < count; i++) {
-                cl_uint d = r % 2 ? count - 1 - i : i;
-                if (r == 0)
-                    multiply(&work[d], 1, &p); /* its warm-up */
-                double s = timed_multiplies(&work[d], 1, &p, repeats);
-                double error = max_error(&p);
-                seconds += s;
-                verified &= error <= tolerance;
-                app_print_turn("gemm", r, d, s, flops / s * 1e-9, error <= tolerance);
-            }
-        }
+        struct turn_ctx ctx = {work, &p, repeats};
+        seconds = app_interleave("gemm", rounds, count, gemm_turn, &ctx, flops, tolerance,
+                                 &verified);
         flops *= (double)rounds * (double)count; /* RESULT: all turns together */
     } else {
         /* The warm-up also gets PoCL's compilation at the first launch out

@@ -342,6 +342,21 @@ static double simulate(const struct device_work *work, cl_uint count, const stru
     return seconds;
 }
 
+/* --interleave: one device's turn (app_turn_fn); every turn is a whole
+ * simulation, its own warm-up included. */
+struct turn_ctx {
+    const struct device_work *work;
+    const struct system *s;
+    uint64_t steps;
+};
+
+static double nbody_turn(void *ctx, cl_uint device, bool first, double *error)
+{
+    const struct turn_ctx *t = ctx;
+    (void)first;
+    return simulate(&t->work[device], 1, t->s, t->steps, error);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t n = DEFAULT_BODIES, steps = DEFAULT_STEPS, wanted = 0, rounds = 0;
@@ -377,15 +392,9 @@ int main(int argc, char **argv)
     double seconds = 0.0;
     bool verified = true;
     if (rounds) {
-        for (uint64_t r = 0; r < rounds; r++) {
-            for (cl_uint i = 0; i < count; i++) {
-                cl_uint d = r % 2 ? count - 1 - i : i;
-                double error, t = simulate(&work[d], 1, &s, steps, &error);
-                seconds += t;
-                verified &= error <= tolerance;
-                app_print_turn("nbody", r, d, t, flops / t * 1e-9, error <= tolerance);
-            }
-        }
+        struct turn_ctx ctx = {work, &s, steps};
+        seconds = app_interleave("nbody", rounds, count, nbody_turn, &ctx, flops, tolerance,
+                                 &verified);
         flops *= (double)rounds * (double)count; /* RESULT: all turns together */
     } else {
         double error;

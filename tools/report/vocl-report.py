@@ -6,7 +6,8 @@ VOCL's local passthrough and through one proxy, and reports what VOCL adds
 (the paper's Figures 10 and 11); `scaling` runs each one on 1 to 32 virtual
 GPUs served by proxies and reports speedup and efficiency (Figures 12 and
 13); `paired` runs gemm and nbody at their largest sizes in one process on
-a local and a remote device in turn, so that both see the same machine.  Each prints a table, writes CSV and, with --plot, PNGs (matplotlib).
+a local and a remote device in turn, so that both see the same machine.
+Each prints a table, writes CSV and, with --plot, PNGs (matplotlib).
 The applications print `RESULT app=... seconds=... verified=yes` as their
 last line; that line is all this tool reads of them.
 """
@@ -434,6 +435,7 @@ def plot_paired(plt, path, app, series):
                label="target %+g %%" % PAIRED_TARGET_PCT)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xlabel("round")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_ylabel("remote over local (%)")
     ax.set_title("%s: remote against local, paired in one process" % app)
     ax.grid(True, alpha=0.3)
@@ -697,8 +699,8 @@ def paired(a):
          "on one proxy's device, one right after the other, in alternating order; "
          "local s, remote s: medians over the rounds",
          "remote/local: the mean of the rounds' ratios; 95%% interval: Student's t over "
-         "the rounds; %s: yes when the whole interval is at or below it" %
-         ("<= %g %%" % PAIRED_TARGET_PCT),
+         "the rounds; <= %g %%: yes when the whole interval is at or below it" %
+         PAIRED_TARGET_PCT,
          "run: vocl-run -n 1 -d 1 --local -- APP -d 2 --interleave %d (%s)" %
          (a.rounds, pool_words(a.threads_per_device))]
         + (["--quick: tiny sizes, the numbers mean little"] if a.quick else [])
