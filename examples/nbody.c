@@ -179,7 +179,6 @@ static void setup_work(struct device_work *w, const struct app_device *device,
     CL_CHECK(clSetKernelArg(w->kernel, 5, sizeof(cl_uint), &n));
     set_real_arg(w->kernel, 6, DT, s->precision);
     set_real_arg(w->kernel, 7, EPS * EPS, s->precision);
-
 }
 
 /* The initial state; the steps keep it up to date from then on. */
