@@ -186,18 +186,6 @@ static void multiply(const struct device_work *work, cl_uint count, const struct
         CL_CHECK(clFinish(work[d].device->queue));
 }
 
-/* REPEATS timed multiplications; C is cleared first, so that whatever ran
- * before cannot pass for their result. */
-static double timed_multiplies(const struct device_work *work, cl_uint count,
-                               const struct problem *p, uint64_t repeats)
-{
-    memset(p->c, 0, p->n * p->n * app_real_size(p->precision));
-    double start = app_seconds();
-    for (uint64_t r = 0; r < repeats; r++)
-        multiply(work, count, p);
-    return app_seconds() - start;
-}
-
 /* Largest error of row i of C relative to the rounding scale of each
  * element; `sum` and `scale` are scratch rows of n doubles. */
 static double row_error(const struct problem *p, size_t i, double *sum, double *scale)
@@ -237,7 +225,25 @@ static double max_error(const struct problem *p)
     return worst;
 }
 
-/* --interleave: one device's turn (app_turn_fn). */
+/* One run on `count` devices: the warm-up if asked (it also gets PoCL's
+ * compilation at the first launch out of the timed part), then REPEATS
+ * timed multiplications, C cleared first so that whatever ran before cannot
+ * pass for their result.  Returns the timed seconds; *error is max_error(). */
+static double run(const struct device_work *work, cl_uint count, const struct problem *p,
+                  uint64_t repeats, bool warm_up, double *error)
+{
+    if (warm_up)
+        multiply(work, count, p);
+    memset(p->c, 0, p->n * p->n * app_real_size(p->precision));
+    double start = app_seconds();
+    for (uint64_t r = 0; r < repeats; r++)
+        multiply(work, count, p);
+    double seconds = app_seconds() - start;
+    *error = max_error(p);
+    return seconds;
+}
+
+/* --interleave: one device's turn (app_turn_fn), its warm-up in the first. */
 struct turn_ctx {
     const struct device_work *work;
     const struct problem *p;
@@ -247,11 +253,7 @@ struct turn_ctx {
 static double gemm_turn(void *ctx, cl_uint device, bool first, double *error)
 {
     const struct turn_ctx *t = ctx;
-    if (first)
-        multiply(&t->work[device], 1, t->p); /* its warm-up */
-    double seconds = timed_multiplies(&t->work[device], 1, t->p, t->repeats);
-    *error = max_error(t->p);
-    return seconds;
+    return run(&t->work[device], 1, t->p, t->repeats, first, error);
 }
 
 int main(int argc, char **argv)
@@ -286,19 +288,16 @@ int main(int argc, char **argv)
 
     double tolerance = precision == APP_DOUBLE ? TOLERANCE_DOUBLE : TOLERANCE_SINGLE;
     double flops = 2.0 * (double)n * (double)n * (double)n * (double)repeats;
-    double seconds = 0.0;
-    bool verified = true;
+    double seconds;
+    bool verified;
     if (rounds) {
         struct turn_ctx ctx = {work, &p, repeats};
         seconds = app_interleave("gemm", rounds, count, gemm_turn, &ctx, flops, tolerance,
                                  &verified);
         flops *= (double)rounds * (double)count; /* RESULT: all turns together */
     } else {
-        /* The warm-up also gets PoCL's compilation at the first launch out
-         * of the timed part. */
-        multiply(work, count, &p);
-        seconds = timed_multiplies(work, count, &p, repeats);
-        double error = max_error(&p);
+        double error;
+        seconds = run(work, count, &p, repeats, true, &error);
         verified = error <= tolerance;
         fprintf(stderr, "max relative error %.3g (tolerance %g)\n", error, tolerance);
     }

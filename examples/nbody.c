@@ -388,8 +388,8 @@ int main(int argc, char **argv)
 
     double tolerance = precision == APP_DOUBLE ? TOLERANCE_DOUBLE : TOLERANCE_SINGLE;
     double flops = FLOPS_PER_INTERACTION * (double)n * (double)n * (double)steps;
-    double seconds = 0.0;
-    bool verified = true;
+    double seconds;
+    bool verified;
     if (rounds) {
         struct turn_ctx ctx = {work, &s, steps};
         seconds = app_interleave("nbody", rounds, count, nbody_turn, &ctx, flops, tolerance,
