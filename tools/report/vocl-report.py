@@ -14,6 +14,7 @@ last line; that line is all this tool reads of them.
 import argparse
 import contextlib
 import csv
+import json
 import math
 import os
 import shutil
@@ -21,6 +22,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 VERSION = "@VERSION@"
@@ -650,6 +652,43 @@ def paired_rounds(cfg, rounds):
     return [(got[(r, 0)], got[(r, 1)]) for r in range(rounds)], None
 
 
+def vocl_added(path):
+    """From the VOCL_TRACE file of a paired run: (seconds VOCL added to the
+    remote steps, seconds of those steps, their number), or an error.  A
+    step is what the application enqueued since its last clFinish, up to the
+    end of the next one; a remote step is one in which a proxy ran clFinish
+    on the native driver.  What VOCL added to it is the step's time less
+    that native clFinish: an upper bound, which also counts the native
+    enqueue calls in the proxy (microseconds; a local step makes them too)."""
+    try:
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+        apps = {e["pid"] for e in events
+                if e.get("ph") == "M" and e["args"]["name"].startswith("application")}
+        spans = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e["ts"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return None, "cannot read its trace %s: %s" % (path, e)
+    # A proxy runs requests on its thread 0 (its other threads stream reads).
+    native = [(e["ts"], e["ts"] + e["dur"]) for e in spans
+              if e["pid"] not in apps and e["tid"] == 0 and e["name"] == "clFinish"]
+    added = total = 0.0
+    steps, start = 0, None
+    for e in (e for e in spans if e["pid"] in apps):
+        start = e["ts"] if start is None else start
+        if e["name"] != "clFinish":
+            continue
+        end = e["ts"] + e["dur"]
+        inside = [b - a for a, b in native if start <= a and b <= end]
+        if inside:
+            added += end - start - max(inside)
+            total += end - start
+            steps += 1
+        start = None
+    if not steps:
+        return None, "its trace %s has no remote step" % path
+    return (added * 1e-6, total * 1e-6, steps), None
+
+
 def paired(a):
     configs = []
     for app, prec, size in series_keys(a):
@@ -658,7 +697,14 @@ def paired(a):
         cmd = [a.vocl_run, "-n", "1", "-d", "1", "--local", "--"] + args
         configs.append(Config(app.name, prec, size, 2, "paired", cmd,
                               vocl_env(1, a.threads_per_device)))
-    run_all(configs, 1, a.timeout)
+    with tempfile.TemporaryDirectory(prefix=PROG + "-") as traces:
+        for c in configs:
+            c.env["VOCL_TRACE"] = os.path.join(traces, "%s-%s.json" % (c.app, c.precision))
+        run_all(configs, 1, a.timeout)
+        added = {}
+        for c in configs:
+            if c.ok:
+                added[c.name], c.error = vocl_added(c.env["VOCL_TRACE"])
 
     rows, csv_rows, turn_rows, per_app = [], [], [], {}
     for c in configs:
@@ -668,7 +714,7 @@ def paired(a):
         prec = shown_precision([c])
         if not pairs:
             rows.append([c.app, prec, str(c.size), str(a.rounds)] + [fmt_secs(c)] * 2 +
-                        ["-"] * 4 + ["NO"])
+                        ["-"] * 6 + ["NO"])
             continue
         ratios = [r / l for l, r in pairs]
         mean = statistics.mean(ratios)
@@ -680,11 +726,15 @@ def paired(a):
             "no" if lo > PAIRED_TARGET_PCT else "not resolved"
         local_s = statistics.median(l for l, _ in pairs)
         remote_s = statistics.median(r for _, r in pairs)
+        added_s, steps_s, steps = added[c.name]
+        step_ms, added_pct = added_s / steps * 1e3, added_s / steps_s * 100
         rows.append([c.app, prec, str(c.size), str(a.rounds), "%.4g" % local_s,
                      "%.4g" % remote_s, "%.4f" % mean, fmt((mean - 1) * 100, "%+.1f"),
-                     "-" if lo is None else "%+.1f .. %+.1f" % (lo, hi), target, "yes"])
+                     "-" if lo is None else "%+.1f .. %+.1f" % (lo, hi), target,
+                     "%.3g" % step_ms, "%.3f" % added_pct, "yes"])
         csv_rows.append([c.app, prec, c.size, a.rounds, "%.6g" % local_s, "%.6g" % remote_s,
-                         "%.6f" % mean, fmt(lo, "%.3f"), fmt(hi, "%.3f"), target])
+                         "%.6f" % mean, fmt(lo, "%.3f"), fmt(hi, "%.3f"), target, steps,
+                         "%.4f" % step_ms, "%.4f" % added_pct])
         for r, (l, rem) in enumerate(pairs):
             turn_rows.append([c.app, prec, c.size, r, "%.6g" % l, "%.6g" % rem,
                               "%.6f" % (rem / l)])
@@ -693,7 +743,8 @@ def paired(a):
     print_table(
         "%s %s: remote against local, paired in one process" % (PROG, VERSION),
         ["app", "precision", "size", "rounds", "local s", "remote s", "remote/local",
-         "overhead %", "95% interval", "<= %g %%" % PAIRED_TARGET_PCT, "verified"], rows, 2,
+         "overhead %", "95% interval", "<= %g %%" % PAIRED_TARGET_PCT, "VOCL ms/step",
+         "VOCL %", "verified"], rows, 2,
         ["each round runs the whole problem on this node's device (libvocl's local "
          "passthrough: the native driver called with the application's own pointers) and "
          "on one proxy's device, one right after the other, in alternating order; "
@@ -701,6 +752,10 @@ def paired(a):
          "remote/local: the mean of the rounds' ratios; 95%% interval: Student's t over "
          "the rounds; <= %g %%: yes when the whole interval is at or below it" %
          PAIRED_TARGET_PCT,
+         "VOCL ms/step, VOCL %: from VOCL_TRACE, what the application waited in a remote "
+         "step (its calls since its last clFinish, up to the end of the next) beyond the "
+         "proxy's native clFinish, per step and as a share of the remote steps' time: "
+         "an upper bound on what forwarding adds, free of the machine's drift",
          "run: vocl-run -n 1 -d 1 --local -- APP -d 2 --interleave %d (%s)" %
          (a.rounds, pool_words(a.threads_per_device))]
         + (["--quick: tiny sizes, the numbers mean little"] if a.quick else [])
@@ -708,7 +763,8 @@ def paired(a):
     ok = write_files(a, "paired", configs,
                      ["app", "precision", "size", "rounds", "local_s", "remote_s",
                       "remote_over_local", "overhead_low_pct", "overhead_high_pct",
-                      "within_target"], csv_rows,
+                      "within_target", "remote_steps", "vocl_ms_per_step", "vocl_pct"],
+                     csv_rows,
                      (["app", "precision", "size", "round", "local_s", "remote_s",
                        "remote_over_local"], turn_rows))
     ok &= make_plots(a, "paired", per_app, plot_paired)
