@@ -225,9 +225,12 @@ def run_config(cfg, timeout, label):
 
 def run_all(configs, repeats, timeout):
     """Repeat by repeat over every config, so that a slow spell of a busy
-    machine spreads over all of them rather than falling on one."""
+    machine spreads over all of them rather than falling on one; every other
+    repeat in reverse order, so that a steady drift of its speed favours no
+    config over another."""
     for rep in range(repeats):
-        for i, cfg in enumerate(configs):
+        order = list(enumerate(configs))
+        for i, cfg in order if rep % 2 == 0 else reversed(order):
             if cfg.error is None:
                 run_config(cfg, timeout, "[%d/%d, repeat %d/%d] %s" % (
                     i + 1, len(configs), rep + 1, repeats, cfg.name))
@@ -423,16 +426,15 @@ def plot_scaling(plt, path, app, series, ideal, cores):
 
 
 def plot_paired(plt, path, app, series):
-    """series: [(precision, size, ratios by round, mean, 95 % half-width)]"""
+    """series: [(precision, size, ratios by round, mean_interval's three)]"""
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, (prec, size, ratios, mean, half) in enumerate(series):
+    for i, (prec, size, ratios, mean, lo, hi) in enumerate(series):
         pct = [(r - 1) * 100 for r in ratios]
         label = "%s n=%d" % (prec or "", size)
         ax.plot(range(len(pct)), pct, "o", color="C%d" % i, label=label + ", each round")
-        ax.axhline((mean - 1) * 100, color="C%d" % i, label=label + ", mean")
-        if half is not None:
-            ax.axhspan((mean - half - 1) * 100, (mean + half - 1) * 100, color="C%d" % i,
-                       alpha=0.15, label=label + ", 95 % interval")
+        ax.axhline(mean, color="C%d" % i, label=label + ", mean")
+        if lo is not None:
+            ax.axhspan(lo, hi, color="C%d" % i, alpha=0.15, label=label + ", 95 % interval")
     ax.axhline(PAIRED_TARGET_PCT, color="red", linestyle="--",
                label="target %+g %%" % PAIRED_TARGET_PCT)
     ax.axhline(0, color="black", linewidth=0.8)
@@ -497,10 +499,16 @@ def overhead(a):
         lo, ro = (overhead_pct(c.median("seconds"), native.median("seconds"))
                   for c in (local, remote))
         lb, rb = (overhead_pct(c.best(), native.best()) for c in (local, remote))
+        # Repeat by repeat: remote/native of the same repeat, minutes apart at most.
+        pp, plo, phi = mean_interval(
+            [float(r["seconds"]) / float(n["seconds"])
+             for n, r in zip(native.samples, remote.samples)]) \
+            if native.ok and remote.ok else (None, None, None)
         prec = shown_precision(group)
         unit = next((c.unit for c in group if c.unit), "-")
         rows.append([native.app, prec, str(native.size)] + [fmt_secs(c) for c in group] +
-                    [fmt(lo, "%+.1f"), fmt(ro, "%+.1f"), fmt(rb, "%+.1f"),
+                    [fmt(lo, "%+.1f"), fmt(ro, "%+.1f"), fmt(rb, "%+.1f"), fmt(pp, "%+.1f"),
+                     fmt_interval(plo, phi),
                      fmt(native.median("rate")), fmt(remote.median("rate")), unit,
                      verdict(group)])
         csv_rows.append([native.app, prec, native.size] +
@@ -508,19 +516,23 @@ def overhead(a):
                         [fmt(c.spread(), "%.4f") for c in group] +
                         [fmt(lo, "%.2f"), fmt(ro, "%.2f")] +
                         [fmt(c.best(), "%.6g") for c in group] +
-                        [fmt(lb, "%.2f"), fmt(rb, "%.2f"), unit, a.repeats, verdict(group)])
+                        [fmt(lb, "%.2f"), fmt(rb, "%.2f"), fmt(pp, "%.2f"), fmt(plo, "%.2f"),
+                         fmt(phi, "%.2f"), unit, a.repeats, verdict(group)])
         per_app.setdefault(native.app, {}).setdefault(prec, []).append((native.size, lo, ro))
 
     print_table(
         "%s %s: overhead of VOCL on one device (the VOCL paper's Figures 10 and 11)" %
         (PROG, VERSION),
         ["app", "precision", "size", "native s", "local s", "remote s", "local ovh %",
-         "remote ovh %", "remote best %", "native rate", "remote rate", "unit",
+         "remote ovh %", "remote best %", "remote paired %", "95% interval",
+         "native rate", "remote rate", "unit",
          "verified (all three)"], rows, 2,
         ["seconds: the application's own timing (RESULT seconds=), median of %d run(s); "
          "±: half the range, relative to the median" % a.repeats,
          "best %: the remote overhead between the fastest native and the fastest remote run "
          "(another tenant of the machine only ever adds time)",
+         "remote paired %: the mean over the repeats of remote/native within a repeat, "
+         "with its 95% interval (Student's t); repeats alternate their order",
          "native: POCL_DEVICES=pthread; local: vocl-run -n 0 --local (libvocl, no proxy); "
          "remote: vocl-run -n 1 -d 1 (one proxy, same machine)",
          "overhead %% = (VOCL - native) / native; every run has -d 1 and %s" % pool_words(t)]
@@ -531,7 +543,9 @@ def overhead(a):
                       "local_rate", "remote_s", "remote_rate", "native_spread",
                       "local_spread", "remote_spread", "local_overhead_pct",
                       "remote_overhead_pct", "native_best_s", "local_best_s", "remote_best_s",
-                      "local_overhead_best_pct", "remote_overhead_best_pct", "unit",
+                      "local_overhead_best_pct", "remote_overhead_best_pct",
+                      "remote_paired_pct", "remote_paired_low_pct", "remote_paired_high_pct",
+                      "unit",
                       "repeats", "verified"], csv_rows)
     ok &= make_plots(a, "overhead", per_app, plot_overhead)
     return ok and all(c.ok for c in configs)
@@ -634,6 +648,20 @@ def t975(df):
     return T975[max(k for k in T975 if k <= df)]
 
 
+def mean_interval(ratios):
+    """The mean of `ratios` and the ends of its 95 % interval (Student's t),
+    all as percent above 1; no interval from one ratio."""
+    mean = statistics.mean(ratios)
+    if len(ratios) < 2:
+        return (mean - 1) * 100, None, None
+    half = t975(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+    return (mean - 1) * 100, (mean - half - 1) * 100, (mean + half - 1) * 100
+
+
+def fmt_interval(lo, hi):
+    return "-" if lo is None else "%+.1f .. %+.1f" % (lo, hi)
+
+
 def paired_rounds(cfg, rounds):
     """[(local s, remote s), ...] by round from the TURN lines (device 0:
     this node's, device 1: the proxy's), or an error."""
@@ -717,11 +745,7 @@ def paired(a):
                         ["-"] * 6 + ["NO"])
             continue
         ratios = [r / l for l, r in pairs]
-        mean = statistics.mean(ratios)
-        half = t975(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios)) \
-            if len(ratios) > 1 else None
-        lo, hi = ((mean - half - 1) * 100, (mean + half - 1) * 100) if half is not None else \
-            (None, None)
+        pct, lo, hi = mean_interval(ratios)
         target = "-" if hi is None else "yes" if hi <= PAIRED_TARGET_PCT else \
             "no" if lo > PAIRED_TARGET_PCT else "not resolved"
         local_s = statistics.median(l for l, _ in pairs)
@@ -729,16 +753,17 @@ def paired(a):
         added_s, steps_s, steps = added[c.name]
         step_ms, added_pct = added_s / steps * 1e3, added_s / steps_s * 100
         rows.append([c.app, prec, str(c.size), str(a.rounds), "%.4g" % local_s,
-                     "%.4g" % remote_s, "%.4f" % mean, fmt((mean - 1) * 100, "%+.1f"),
-                     "-" if lo is None else "%+.1f .. %+.1f" % (lo, hi), target,
+                     "%.4g" % remote_s, "%.4f" % (1 + pct / 100), fmt(pct, "%+.1f"),
+                     fmt_interval(lo, hi), target,
                      "%.3g" % step_ms, "%.3f" % added_pct, "yes"])
         csv_rows.append([c.app, prec, c.size, a.rounds, "%.6g" % local_s, "%.6g" % remote_s,
-                         "%.6f" % mean, fmt(lo, "%.3f"), fmt(hi, "%.3f"), target, steps,
+                         "%.6f" % (1 + pct / 100), fmt(lo, "%.3f"), fmt(hi, "%.3f"), target,
+                         steps,
                          "%.4f" % step_ms, "%.4f" % added_pct])
         for r, (l, rem) in enumerate(pairs):
             turn_rows.append([c.app, prec, c.size, r, "%.6g" % l, "%.6g" % rem,
                               "%.6f" % (rem / l)])
-        per_app.setdefault(c.app, []).append((prec, c.size, ratios, mean, half))
+        per_app.setdefault(c.app, []).append((prec, c.size, ratios, pct, lo, hi))
 
     print_table(
         "%s %s: remote against local, paired in one process" % (PROG, VERSION),
