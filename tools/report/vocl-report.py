@@ -6,7 +6,8 @@ VOCL's local passthrough and through one proxy, and reports what VOCL adds
 (the paper's Figures 10 and 11); `scaling` runs each one on 1 to 32 virtual
 GPUs served by proxies and reports speedup and efficiency (Figures 12 and
 13); `paired` runs gemm and nbody at their largest sizes in one process on
-a local and a remote device in turn, so that both see the same machine.
+a local and a remote device in turn, so that both see the same machine, and
+reads from a VOCL_TRACE of the run what forwarding added to each remote step.
 Each prints a table, writes CSV and, with --plot, PNGs (matplotlib).
 The applications print `RESULT app=... seconds=... verified=yes` as their
 last line; that line is all this tool reads of them.
@@ -758,8 +759,7 @@ def paired(a):
                      "%.3g" % step_ms, "%.3f" % added_pct, "yes"])
         csv_rows.append([c.app, prec, c.size, a.rounds, "%.6g" % local_s, "%.6g" % remote_s,
                          "%.6f" % (1 + pct / 100), fmt(lo, "%.3f"), fmt(hi, "%.3f"), target,
-                         steps,
-                         "%.4f" % step_ms, "%.4f" % added_pct])
+                         steps, "%.4f" % step_ms, "%.4f" % added_pct])
         for r, (l, rem) in enumerate(pairs):
             turn_rows.append([c.app, prec, c.size, r, "%.6g" % l, "%.6g" % rem,
                               "%.6f" % (rem / l)])
