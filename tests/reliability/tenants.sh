@@ -18,9 +18,9 @@ job "$@"
 # kernel at once with different grid sizes, as a proxy of several tenants
 # does: pocl_release_dlhandle_cache() looks the cached work-group function up
 # by kernel and local size alone, and may take the reference off another
-# ("Assertion `found->ref_count > 0' failed").  That bug is PoCL's; when it,
-# and nothing else, ended the job, the job runs once more, and that run must
-# pass in full.
+# ("Assertion `found->ref_count > 0' failed").  That bug is PoCL's; when a
+# failed job printed it, the job runs once more, and that run must pass in
+# full.
 if [ "$status" -ne 0 ] && grep -q "pocl_release_dlhandle_cache: Assertion" "$err"; then
     echo "tenants: PoCL's kernel-cache assertion killed a proxy (a PoCL 3.1 bug, see" \
          "tenants.sh); running the job once more" >&2

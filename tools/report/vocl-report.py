@@ -13,6 +13,7 @@ The applications print `RESULT app=... seconds=... verified=yes` as their
 last line; that line is all this tool reads of them.
 """
 import argparse
+import bisect
 import contextlib
 import csv
 import json
@@ -700,6 +701,7 @@ def vocl_added(path):
     # A proxy runs requests on its thread 0 (its other threads stream reads).
     native = [(e["ts"], e["ts"] + e["dur"]) for e in spans
               if e["pid"] not in apps and e["tid"] == 0 and e["name"] == "clFinish"]
+    starts = [a for a, _ in native]  # sorted, as spans are
     added = total = 0.0
     steps, start = 0, None
     for e in (e for e in spans if e["pid"] in apps):
@@ -707,7 +709,8 @@ def vocl_added(path):
         if e["name"] != "clFinish":
             continue
         end = e["ts"] + e["dur"]
-        inside = [b - a for a, b in native if start <= a and b <= end]
+        first, last = bisect.bisect_left(starts, start), bisect.bisect_right(starts, end)
+        inside = [b - a for a, b in native[first:last] if b <= end]
         if inside:
             added += end - start - max(inside)
             total += end - start
