@@ -187,9 +187,13 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
     }
+    /* Short: the lock orders this request and its chunks among the others
+     * of the proxy, and is let go before any wait (vocl_call_wait). */
     pthread_mutex_lock(&c->px->lock);
     c->locked = true;
-    vocl_wr_begin(c->w, (uint16_t)op, c->async ? 0 : VOCL_F_REPLY, ++c->px->seq);
+    c->seq = ++c->px->seq;
+    c->ticket = vocl_xport_ticket(c->px);
+    vocl_wr_begin(c->w, (uint16_t)op, c->async ? 0 : VOCL_F_REPLY, c->seq);
     return 0;
 }
 
@@ -276,7 +280,7 @@ int vocl_call_post(struct vocl_call *c)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
     }
-    if (vocl_xport_send(c->px, c->w->buf, c->w->len)) {
+    if (vocl_xport_post(c)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
@@ -285,25 +289,39 @@ int vocl_call_post(struct vocl_call *c)
 
 int vocl_call_wait(struct vocl_call *c)
 {
+    /* What this call posted is ordered: the proxy is the others' again. */
+    uint64_t posted = 0;
+    if (c->locked) {
+        posted = vocl_xport_ticket(c->px);
+        pthread_mutex_unlock(&c->px->lock);
+        c->locked = false;
+    }
+    if (c->err && !c->waiting && !c->sending)
+        return -1;
+    /* Even after an error, a request that left has its reply taken. */
+    int gone = vocl_xport_wait_reply(c);
     if (c->err)
         return -1;
-    if (c->async) {
-        /* No reply: reap what already completed, so the list stays short. */
-        vocl_xport_complete(c->px, false);
-        return 0;
-    }
-    if (vocl_xport_recv_reply(c->px, &c->r)) {
+    if (gone) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
+    }
+    if (c->async) {
+        vocl_xport_progress(c->px); /* completes done chunks: the list stays short */
+        return 0;
     }
     c->err = vocl_rd_i32(&c->r);
     if (c->r.fail) {
         vocl_xport_fail(c->px, "short reply");
         c->err = CL_OUT_OF_RESOURCES;
     }
-    cl_int data_err = vocl_xport_complete(c->px, c->sync);
-    if (c->err == CL_SUCCESS && data_err != CL_SUCCESS)
-        c->err = data_err;
+    /* A synchronisation: its own chunks, and those of its queue's earlier
+     * transfers, have landed when it returns. */
+    if (c->sync && !c->px->local) {
+        cl_int data_err = vocl_xport_land(c->px, c->queue, c->ticket, posted);
+        if (c->err == CL_SUCCESS && data_err != CL_SUCCESS)
+            c->err = data_err;
+    }
     return c->err != CL_SUCCESS;
 }
 
@@ -365,6 +383,9 @@ void vocl_call_end(struct vocl_call *c)
     if (c->locked)
         pthread_mutex_unlock(&c->px->lock);
     c->locked = false;
+    if (c->waiting || c->sending)
+        vocl_call_wait(c); /* posted but never waited for: a reply is due */
+    vocl_wr_free(&c->reply);
     if (c->nmirrors)
         vocl_call_release_mirrors(c);
     free(c->xw);

@@ -58,7 +58,7 @@ static struct vocl_proxy *proxy_new(int rank, bool local)
     px->local = local;
     pthread_mutex_init(&px->lock, NULL);
     atomic_init(&px->next_id, VOCL_ID_CLIENT_MIN);
-    vocl_wr_init(&px->reply);
+    vocl_wr_init(&px->rx);
     struct vocl_proxy **np = realloc(vocl.proxies, (vocl.nproxies + 1) * sizeof(*np));
     if (!np) {
         free(px);
@@ -121,15 +121,15 @@ static int greet(struct vocl_proxy *px)
     return c.err == CL_SUCCESS ? 0 : -1;
 }
 
-static int no_data(struct proxyd_session *s, void *buf, size_t n)
+static int no_data(struct proxyd_session *s, int tag, void *buf, size_t n)
 {
-    (void)s, (void)buf, (void)n;
+    (void)s, (void)tag, (void)buf, (void)n;
     return -1;
 }
 
-static int no_data_out(struct proxyd_session *s, const void *buf, size_t n)
+static int no_data_out(struct proxyd_session *s, int tag, const void *buf, size_t n)
 {
-    (void)s, (void)buf, (void)n;
+    (void)s, (void)tag, (void)buf, (void)n;
     return -1;
 }
 
@@ -157,7 +157,7 @@ static void open_local(void)
     struct vocl_proxy *px = proxy_new(-1, true);
     if (!px)
         return;
-    px->session = s;
+    vocl_xport_local(px, s);
     vocl.local_node = node;
     greet(px);
 }
@@ -232,6 +232,10 @@ static void open_job(void)
         vocl.init_error = "the MPI job has no proxy ranks (vocl-run -n PROXIES)";
         return;
     }
+    int *tag_ub, flag = 0;
+    MPI_Comm_get_attr(vocl.comm, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag)
+        vocl_data_tag_ub(*tag_ub); /* as the proxies do, on the same communicator */
     vocl_live_start(vocl.comm); /* answer the proxies' pings, notice their deaths */
     for (int r = vocl.app_ranks; r < size; r++) {
         struct vocl_proxy *px = proxy_new(r, false);
@@ -376,14 +380,14 @@ static void leave(void)
         if (px->dead || fin)
             continue;
         /* Whatever is still in flight must land before the proxy forgets us. */
-        vocl_xport_complete(px, true);
+        vocl_xport_land(px, NULL, 0, UINT64_MAX);
         /* Answered: whatever the proxy sent before (a ping) is here by then. */
-        uint8_t bye[VOCL_HDR_SIZE];
-        struct vocl_msg_hdr h = {VOCL_WIRE_MAGIC, VOCL_OP_BYE, VOCL_F_REPLY, 0, 0};
-        struct vocl_rd r;
-        vocl_hdr_put(bye, &h);
-        if (!px->dead && vocl_xport_send(px, bye, sizeof(bye)) == 0)
-            vocl_xport_recv_reply(px, &r);
+        struct vocl_call c;
+        memset(&c, 0, sizeof(c));
+        c.px = px;
+        if (vocl_call_start(&c, VOCL_OP_BYE) == 0)
+            vocl_call_send(&c);
+        vocl_call_end(&c);
         px->dead = true;
     }
     vocl_live_stop();

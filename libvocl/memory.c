@@ -41,7 +41,7 @@ int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
 {
     if (vocl_call_post(c))
         return -1;
-    if (p && !c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c->px, p, n)) {
+    if (p && !c->px->local && n > VOCL_INLINE_MAX && vocl_xport_send_data(c, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
@@ -69,7 +69,7 @@ void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
 int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n)
 {
     bool chunked = !c->px->local && (c->async || n > VOCL_INLINE_MAX);
-    if (chunked && !c->err && vocl_xport_recv_data(c->px, p, n)) {
+    if (chunked && !c->err && vocl_xport_recv_data(c, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }

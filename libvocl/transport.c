@@ -2,7 +2,17 @@
  * transport.c - moving requests, replies and bulk data between libvocl and
  * its proxies: MPI for voclproxyd ranks, a direct call for the in-process
  * executor that serves local passthrough devices.
- * Waits poll with vocl_backoff (backoff.h), never in a spinning MPI call.
+ *
+ * Any number of threads may wait on one proxy at once.  A request is posted
+ * under the proxy's lock (which orders it, with its data, against other
+ * requests) together with a waiter for its reply, named by its seq.  The
+ * lock is never held while waiting: a waiting thread takes it only for one
+ * non-blocking pass of progress (probe and take the replies that arrived,
+ * hand each to the waiter its seq names, complete the chunks that are done),
+ * then lets go and backs off (backoff.h).  Replies may come in any order:
+ * the proxy answers a clWaitForEvents when the events complete, and a later
+ * request of another thread (setting the user event it waits for) is
+ * answered meanwhile.
  */
 #include "vocl.h"
 
@@ -15,7 +25,8 @@
 #include "liveness.h"
 #include "proxyd.h"
 
-void vocl_xport_fail(struct vocl_proxy *px, const char *what)
+/* Under px->lock. */
+static void fail_locked(struct vocl_proxy *px, const char *what)
 {
     if (px->dead)
         return;
@@ -26,14 +37,20 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what)
     /* Nothing more will come: what was posted for it is given up. */
     struct vocl_pending *pd = &px->pending;
     for (size_t i = 0; i < pd->n; i++) {
-        if (pd->expect[i] >= 0)
+        if (pd->meta[i].expect >= 0)
             MPI_Cancel(&pd->reqs[i]);
         MPI_Request_free(&pd->reqs[i]);
     }
     if (pd->n && pd->failed == CL_SUCCESS)
         pd->failed = CL_DEVICE_NOT_AVAILABLE;
-    pd->done += pd->n;
     pd->n = 0;
+}
+
+void vocl_xport_fail(struct vocl_proxy *px, const char *what)
+{
+    pthread_mutex_lock(&px->lock);
+    fail_locked(px, what);
+    pthread_mutex_unlock(&px->lock);
 }
 
 /* Between polls of a wait on px: false once the proxy is known dead. */
@@ -41,7 +58,7 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
 {
     if (px->dead)
         return false;
-    if (vocl_live_ok(lw))
+    if (px->local || vocl_live_ok(lw))
         return true;
     char what[96];
     snprintf(what, sizeof(what), "no sign of life for %.1f s (VOCL_PEER_TIMEOUT): it died",
@@ -49,46 +66,6 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
     vocl_xport_fail(px, what);
     return false;
 }
-
-int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n)
-{
-    if (px->local) {
-        /* The executor runs right here; its reply waits in px->reply. */
-        if (proxyd_execute(px->session, buf, n, &px->reply) < 0)
-            return -1;
-        struct vocl_wr notes;
-        vocl_wr_init(&notes);
-        if (proxyd_notify_take(px->session, &notes))
-            vocl_context_notes(px, notes.buf + VOCL_HDR_SIZE, notes.len - VOCL_HDR_SIZE);
-        vocl_wr_free(&notes);
-        return 0;
-    }
-    /* Posted, then polled: a send to a dead proxy must not wait forever. */
-    MPI_Request req;
-    int done = 0;
-    if (MPI_Isend(buf, (int)n, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm, &req) != MPI_SUCCESS) {
-        vocl_xport_fail(px, "send failed");
-        return -1;
-    }
-    struct vocl_live lw;
-    vocl_live_begin(&lw, px->rank);
-    uint64_t start = vocl_now_ns();
-    for (;;) {
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            vocl_xport_fail(px, "send failed");
-            return -1;
-        }
-        if (done)
-            return 0;
-        if (!still_there(px, &lw)) {
-            MPI_Request_free(&req);
-            return -1;
-        }
-        vocl_backoff(start, 50000);
-    }
-}
-
-static size_t reap(struct vocl_proxy *px);
 
 /* What kernels printed on the proxy (an OUTPUT message before a reply):
  * to the application's stdout, before the call that saw them complete returns. */
@@ -104,75 +81,279 @@ static void put_output(const struct vocl_msg_hdr *h, const uint8_t *buf)
     }
 }
 
-int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r)
+/* The waiter of seq on px, taken off the list; NULL: none (under lock). */
+static struct vocl_waiter *take_waiter(struct vocl_proxy *px, uint32_t seq)
+{
+    for (struct vocl_waiter **p = &px->waiters; *p; p = &(*p)->next)
+        if ((*p)->seq == seq) {
+            struct vocl_waiter *w = *p;
+            *p = w->next;
+            return w;
+        }
+    return NULL;
+}
+
+/* A reply (or an OUTPUT or NOTIFY message) that arrived in px->rx: to its
+ * waiter, whose buffer it becomes.  NOTIFY calls the application's context
+ * callbacks: only after the lock is let go (*notes). */
+static void dispatch(struct vocl_proxy *px, struct vocl_wr *notes)
 {
     struct vocl_msg_hdr h;
-again:
-    if (!px->local) {
+    if (!vocl_hdr_get(px->rx.buf, px->rx.len, &h)) {
+        fail_locked(px, "malformed reply");
+        return;
+    }
+    if (h.opcode == VOCL_OP_OUTPUT) {
+        put_output(&h, px->rx.buf);
+        return;
+    }
+    if (h.opcode == VOCL_OP_NOTIFY) {
+        void *d = vocl_wr_reserve(notes, px->rx.len);
+        if (d)
+            memcpy(d, px->rx.buf, px->rx.len);
+        return;
+    }
+    struct vocl_waiter *w = take_waiter(px, h.seq);
+    if (!w) {
+        vocl_warn("proxy %d: a reply to %s (seq %u) that nobody waits for: dropped", px->index,
+                  vocl_op_name(h.opcode), h.seq);
+        return;
+    }
+    struct vocl_wr t = *w->buf;
+    *w->buf = px->rx;
+    px->rx = t;
+    w->done = true;
+}
+
+/* Completes the chunks that are done, in any order (under lock). */
+static void reap(struct vocl_proxy *px)
+{
+    struct vocl_pending *pd = &px->pending;
+    size_t keep = 0;
+    for (size_t i = 0; i < pd->n; i++) {
+        int flag = 0, count = 0;
+        MPI_Status st;
+        if (MPI_Test(&pd->reqs[i], &flag, &st) != MPI_SUCCESS) {
+            fail_locked(px, "data transfer failed");
+            return;
+        }
+        if (!flag) {
+            pd->reqs[keep] = pd->reqs[i];
+            pd->meta[keep++] = pd->meta[i];
+            continue;
+        }
+        if (pd->meta[i].expect >= 0) {
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            if (count != pd->meta[i].expect && pd->failed == CL_SUCCESS)
+                pd->failed = CL_OUT_OF_RESOURCES;
+        }
+    }
+    pd->n = keep;
+}
+
+/* One pass of progress on px, under its lock: every reply that arrived goes
+ * to its waiter, and done chunks complete.  Never waits. */
+static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
+{
+    if (px->local || px->dead)
+        return;
+    for (;;) {
         MPI_Message msg;
         MPI_Status st;
         int flag = 0, count = 0;
-        uint64_t start = vocl_now_ns();
-        struct vocl_live lw;
-        vocl_live_begin(&lw, px->rank);
-        for (;;) {
-            if (MPI_Improbe(px->rank, VOCL_TAG_REP, vocl.comm, &flag, &msg, &st) != MPI_SUCCESS) {
-                vocl_xport_fail(px, "probe failed");
-                return -1;
-            }
-            if (flag)
-                break;
-            /* Chunks still moving: this process copies them as it polls,
-             * so keep polling while they complete. */
-            if (reap(px))
-                start = vocl_now_ns();
-            if (!still_there(px, &lw))
-                return -1;
-            vocl_backoff(start, 50000);
+        if (MPI_Improbe(px->rank, VOCL_TAG_REP, vocl.comm, &flag, &msg, &st) != MPI_SUCCESS) {
+            fail_locked(px, "probe failed");
+            return;
         }
+        if (!flag)
+            break;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        vocl_wr_reset(&px->reply);
-        if (count < 0 || !vocl_wr_reserve(&px->reply, (size_t)count)) {
+        vocl_wr_reset(&px->rx);
+        if (count < 0 || !vocl_wr_reserve(&px->rx, (size_t)count)) {
             char dummy[1];
             MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            vocl_xport_fail(px, "reply too large");
-            return -1;
+            fail_locked(px, "reply too large");
+            return;
         }
-        if (MPI_Mrecv(px->reply.buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            vocl_xport_fail(px, "receive failed");
-            return -1;
+        if (MPI_Mrecv(px->rx.buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            fail_locked(px, "receive failed");
+            return;
         }
+        dispatch(px, notes);
+        if (px->dead)
+            return;
     }
-    if (!vocl_hdr_get(px->reply.buf, px->reply.len, &h)) {
-        vocl_xport_fail(px, "malformed reply");
+    reap(px);
+}
+
+/* The NOTIFY messages a pass collected: the application's callbacks run
+ * with no lock held (they may call OpenCL). */
+static void run_notes(struct vocl_proxy *px, struct vocl_wr *notes)
+{
+    struct vocl_msg_hdr h;
+    for (size_t off = 0; off < notes->len && vocl_hdr_get(notes->buf + off, notes->len - off, &h);
+         off += VOCL_HDR_SIZE + h.length)
+        vocl_context_notes(px, notes->buf + off + VOCL_HDR_SIZE, h.length);
+    vocl_wr_reset(notes);
+}
+
+void vocl_xport_progress(struct vocl_proxy *px)
+{
+    struct vocl_wr notes;
+    vocl_wr_init(&notes);
+    pthread_mutex_lock(&px->lock);
+    progress_locked(px, &notes);
+    pthread_mutex_unlock(&px->lock);
+    if (notes.len)
+        run_notes(px, &notes);
+    vocl_wr_free(&notes);
+}
+
+/* The in-process executor's replies that were not ready at once (complete.c). */
+static int local_reply(struct proxyd_session *s, struct vocl_wr *w)
+{
+    struct vocl_proxy *px = s->transport;
+    struct vocl_msg_hdr h;
+    if (!vocl_hdr_get(w->buf, w->len, &h))
+        return -1;
+    pthread_mutex_lock(&px->lock);
+    struct vocl_waiter *wt = take_waiter(px, h.seq);
+    if (wt) {
+        vocl_wr_reset(wt->buf);
+        void *d = vocl_wr_reserve(wt->buf, w->len);
+        if (d)
+            memcpy(d, w->buf, w->len);
+        wt->done = true;
+    }
+    pthread_mutex_unlock(&px->lock);
+    return wt ? 0 : -1;
+}
+
+void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s)
+{
+    px->session = s;
+    s->transport = px;
+    s->reply = local_reply;
+}
+
+int vocl_xport_post(struct vocl_call *c)
+{
+    struct vocl_proxy *px = c->px;
+    if (!c->async) {
+        c->waiter = (struct vocl_waiter){.next = px->waiters, .seq = c->seq, .buf = &c->reply};
+        px->waiters = &c->waiter;
+        c->waiting = true;
+    }
+    if (px->local) {
+        /* The executor runs right here; its reply goes to the waiter now,
+         * or later from its completion thread (local_reply). */
+        int rc = proxyd_execute(px->session, c->w->buf, c->w->len, &c->reply);
+        if (rc > 0 && c->waiting)
+            c->waiting = take_waiter(px, c->seq) == NULL; /* done: off the list */
+        struct vocl_wr notes;
+        vocl_wr_init(&notes);
+        if (proxyd_notify_take(px->session, &notes))
+            vocl_context_notes(px, notes.buf + VOCL_HDR_SIZE, notes.len - VOCL_HDR_SIZE);
+        vocl_wr_free(&notes);
+        return rc < 0 ? -1 : 0;
+    }
+    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm,
+                  &c->sreq) != MPI_SUCCESS) {
+        fail_locked(px, "send failed");
         return -1;
     }
-    if (h.opcode == VOCL_OP_OUTPUT && !px->local) {
-        put_output(&h, px->reply.buf);
-        goto again;
-    }
-    if (h.opcode == VOCL_OP_NOTIFY && !px->local) {
-        vocl_context_notes(px, px->reply.buf + VOCL_HDR_SIZE, h.length);
-        goto again;
-    }
-    vocl_rd_init(r, px->reply.buf + VOCL_HDR_SIZE, h.length);
+    c->sending = true;
     return 0;
 }
 
-/*
- * Bulk data.  Every chunk of a transfer is posted at once, so MPI streams
- * them back to back, and the requests join the proxy's pending list:
- * blocking transfers complete them before returning, non-blocking ones at
- * the next synchronisation (vocl_xport_complete).  Receives of a read are
- * posted before its request leaves, and MPI matches messages in order, so
- * the proxy's chunks land in the right place however many transfers are
- * in flight.
- */
-static int post_chunks(struct vocl_proxy *px, void *buf, size_t n, bool out)
+/* The request left this process (its buffer is the thread's again); a
+ * send to a dead proxy must not wait forever.  No lock held. */
+static int sent(struct vocl_call *c)
 {
+    struct vocl_proxy *px = c->px;
+    struct vocl_live lw;
+    vocl_live_begin(&lw, px->rank);
+    uint64_t start = vocl_now_ns();
+    while (c->sending) {
+        int done = 0;
+        if (MPI_Test(&c->sreq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            vocl_xport_fail(px, "send failed");
+            return -1;
+        }
+        if (done) {
+            c->sending = false;
+            break;
+        }
+        if (!still_there(px, &lw)) {
+            MPI_Request_free(&c->sreq);
+            c->sending = false;
+            return -1;
+        }
+        vocl_xport_progress(px); /* the proxy may wait for our chunks */
+        vocl_backoff(start, 50000);
+    }
+    return 0;
+}
+
+int vocl_xport_wait_reply(struct vocl_call *c)
+{
+    struct vocl_proxy *px = c->px;
+    if (sent(c))
+        goto dead;
+    if (c->async)
+        return 0;
+    struct vocl_live lw;
+    vocl_live_begin(&lw, px->rank);
+    uint64_t start = vocl_now_ns();
+    while (c->waiting) {
+        struct vocl_wr notes;
+        vocl_wr_init(&notes);
+        pthread_mutex_lock(&px->lock);
+        progress_locked(px, &notes);
+        if (c->waiter.done)
+            c->waiting = false;
+        pthread_mutex_unlock(&px->lock);
+        if (notes.len) {
+            run_notes(px, &notes);
+            start = vocl_now_ns();
+        }
+        vocl_wr_free(&notes);
+        if (!c->waiting)
+            break;
+        if (!still_there(px, &lw))
+            goto dead;
+        vocl_backoff(start, 50000);
+    }
+    struct vocl_msg_hdr h;
+    if (!vocl_hdr_get(c->reply.buf, c->reply.len, &h)) {
+        vocl_xport_fail(px, "malformed reply");
+        return -1;
+    }
+    vocl_rd_init(&c->r, c->reply.buf + VOCL_HDR_SIZE, h.length);
+    return 0;
+dead:
+    pthread_mutex_lock(&px->lock);
+    if (c->waiting)
+        take_waiter(px, c->seq);
+    c->waiting = false;
+    pthread_mutex_unlock(&px->lock);
+    return -1;
+}
+
+/*
+ * Bulk data.  Every chunk of a transfer is posted at once, on the
+ * transfer's own tag, so MPI streams them back to back and a transfer
+ * held up on the proxy holds up no other.  The requests join the proxy's
+ * pending list, each with a ticket (the order posted) and the queue of its
+ * command: a synchronisation completes those it must (vocl_xport_land).
+ */
+static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
+{
+    struct vocl_proxy *px = c->px;
     size_t chunk = px->chunk;
     size_t nchunks = (n + chunk - 1) / chunk;
     struct vocl_pending *pd = &px->pending;
+    int tag = vocl_data_tag(c->seq);
     if (pd->n + nchunks > pd->cap) {
         size_t cap = pd->cap ? pd->cap : 64;
         while (cap < pd->n + nchunks)
@@ -180,10 +361,10 @@ static int post_chunks(struct vocl_proxy *px, void *buf, size_t n, bool out)
         MPI_Request *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
         if (reqs)
             pd->reqs = reqs;
-        int *expect = reqs ? realloc(pd->expect, cap * sizeof(*expect)) : NULL;
-        if (expect)
-            pd->expect = expect;
-        if (!reqs || !expect)
+        struct vocl_chunk *meta = reqs ? realloc(pd->meta, cap * sizeof(*meta)) : NULL;
+        if (meta)
+            pd->meta = meta;
+        if (!reqs || !meta)
             return -1;
         pd->cap = cap;
     }
@@ -191,60 +372,39 @@ static int post_chunks(struct vocl_proxy *px, void *buf, size_t n, bool out)
         size_t off = i * chunk;
         int len = (int)(n - off < chunk ? n - off : chunk);
         MPI_Request *r = &pd->reqs[pd->n];
-        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA,
-                                 vocl.comm, r)
-                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, VOCL_TAG_DATA,
-                                 vocl.comm, r);
+        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, tag, vocl.comm, r)
+                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, tag, vocl.comm, r);
         if (rc != MPI_SUCCESS) {
-            vocl_xport_fail(px, out ? "data send failed" : "data receive failed");
+            fail_locked(px, out ? "data send failed" : "data receive failed");
             return -1;
         }
-        pd->expect[pd->n++] = out ? -1 : len;
+        pd->meta[pd->n++] =
+            (struct vocl_chunk){.ticket = ++pd->posted, .queue = c->queue, .expect = out ? -1 : len};
     }
     return 0;
 }
 
-int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n)
+int vocl_xport_send_data(struct vocl_call *c, const void *buf, size_t n)
 {
-    return post_chunks(px, (void *)buf, n, true);
+    return post_chunks(c, (void *)buf, n, true);
 }
 
-int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n)
+int vocl_xport_recv_data(struct vocl_call *c, void *buf, size_t n)
 {
-    return post_chunks(px, buf, n, false);
+    return post_chunks(c, buf, n, false);
 }
 
-/* Completes the pending requests at the front that are done; how many. */
-static size_t reap(struct vocl_proxy *px)
+/* Whether a chunk the range names is still pending (under lock): tickets
+ * in (lo, hi], and those up to hi of queue (when not NULL). */
+static bool in_flight(const struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi)
 {
-    struct vocl_pending *pd = &px->pending;
-    size_t done = 0;
-    while (done < pd->n) {
-        int flag = 0, count = 0;
-        MPI_Status st;
-        if (MPI_Test(&pd->reqs[done], &flag, &st) != MPI_SUCCESS) {
-            vocl_xport_fail(px, "data transfer failed");
-            pd->failed = CL_DEVICE_NOT_AVAILABLE;
-            done = pd->n; /* the requests are lost with the proxy */
-            break;
-        }
-        if (!flag)
-            break;
-        if (pd->expect[done] >= 0) {
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            if (count != pd->expect[done] && pd->failed == CL_SUCCESS)
-                pd->failed = CL_OUT_OF_RESOURCES;
-        }
-        done++;
+    const struct vocl_pending *pd = &px->pending;
+    for (size_t i = 0; i < pd->n; i++) {
+        const struct vocl_chunk *m = &pd->meta[i];
+        if (m->ticket <= hi && (m->ticket > lo || (queue && m->queue == queue)))
+            return true;
     }
-    if (done == 0)
-        return 0;
-    /* They complete in the order posted: the done ones leave from the front. */
-    memmove(pd->reqs, pd->reqs + done, (pd->n - done) * sizeof(*pd->reqs));
-    memmove(pd->expect, pd->expect + done, (pd->n - done) * sizeof(*pd->expect));
-    pd->n -= done;
-    pd->done += done;
-    return done;
+    return false;
 }
 
 /* A read whose device command failed, reported once by a synchronisation. */
@@ -258,28 +418,40 @@ static cl_int take_failure(struct vocl_proxy *px)
 }
 
 /*
- * Completes the proxy's pending transfers (wait), or reaps those already
- * done.  A read chunk shorter than posted is the proxy saying the read
- * failed: a wait reports that, reaping keeps it for the synchronisation.
+ * Waits, holding nothing, until the chunks (lo, hi] and those of queue up
+ * to hi have completed.  A read chunk shorter than posted is the proxy
+ * saying the read failed: reported here.
  */
-cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait)
+cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi)
 {
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
     vocl_live_begin(&lw, px->rank);
     for (;;) {
-        if (reap(px))
+        struct vocl_wr notes;
+        vocl_wr_init(&notes);
+        pthread_mutex_lock(&px->lock);
+        size_t before = px->pending.n;
+        progress_locked(px, &notes);
+        if (px->pending.n != before)
             start = vocl_now_ns(); /* data is flowing: keep polling */
-        if (!wait || px->pending.n == 0 || !still_there(px, &lw))
-            break;
+        bool landed = px->dead || !in_flight(px, queue, lo, hi);
+        cl_int err = landed ? (px->dead ? CL_DEVICE_NOT_AVAILABLE : take_failure(px)) : 0;
+        pthread_mutex_unlock(&px->lock);
+        if (notes.len)
+            run_notes(px, &notes);
+        vocl_wr_free(&notes);
+        if (landed)
+            return err;
+        if (!still_there(px, &lw))
+            return CL_DEVICE_NOT_AVAILABLE;
         vocl_backoff(start, 50000);
     }
-    return wait ? take_failure(px) : CL_SUCCESS;
 }
 
 uint64_t vocl_xport_ticket(struct vocl_proxy *px)
 {
-    return px->pending.done + px->pending.n;
+    return px->pending.posted;
 }
 
 bool vocl_event_data_pending(struct vocl_obj *e)
@@ -287,31 +459,21 @@ bool vocl_event_data_pending(struct vocl_obj *e)
     if (!e->data_ticket)
         return false;
     pthread_mutex_lock(&e->px->lock);
-    reap(e->px);
-    bool pending = e->px->pending.done < e->data_ticket;
+    struct vocl_wr notes;
+    vocl_wr_init(&notes);
+    progress_locked(e->px, &notes);
+    bool pending = in_flight(e->px, e->parent, e->data_ticket, e->data_ticket);
     pthread_mutex_unlock(&e->px->lock);
+    if (notes.len)
+        run_notes(e->px, &notes);
+    vocl_wr_free(&notes);
     return pending;
 }
 
-/* Polls without holding the proxy between polls, so that other threads can
- * go on calling it (one may set the user event the read waits for). */
+/* A non-blocking read's data: its queue's chunks up to the event's ticket. */
 cl_int vocl_event_data_wait(struct vocl_obj *e)
 {
-    struct vocl_proxy *px = e->px;
-    uint64_t start = vocl_now_ns();
-    struct vocl_live lw;
-    vocl_live_begin(&lw, px->rank);
-    cl_int err = CL_SUCCESS;
-    for (bool landed = !e->data_ticket; !landed;) {
-        pthread_mutex_lock(&px->lock);
-        if (reap(px))
-            start = vocl_now_ns();
-        landed = px->pending.done >= e->data_ticket || !still_there(px, &lw);
-        if (landed)
-            err = px->dead ? CL_DEVICE_NOT_AVAILABLE : take_failure(px);
-        pthread_mutex_unlock(&px->lock);
-        if (!landed)
-            vocl_backoff(start, 50000);
-    }
-    return err;
+    if (!e->data_ticket)
+        return CL_SUCCESS;
+    return vocl_xport_land(e->px, e->parent, e->data_ticket, e->data_ticket);
 }

@@ -40,12 +40,25 @@ struct vocl_rep {
 };
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */
+struct vocl_chunk {
+    uint64_t ticket;   /* the order posted, from 1 */
+    const void *queue; /* the queue of its command (NULL: none) */
+    int expect;        /* bytes a receive must get; -1 for sends */
+};
 struct vocl_pending {
     MPI_Request *reqs;
-    int *expect; /* bytes a receive must get; -1 for sends */
+    struct vocl_chunk *meta;
     size_t n, cap;
-    uint64_t done; /* requests completed so far: reqs[i] is ticket done + i + 1 */
-    cl_int failed; /* a read that failed, reported when all have completed */
+    uint64_t posted; /* tickets given so far */
+    cl_int failed;   /* a read that failed, reported by a synchronisation */
+};
+
+/* A thread waiting for the reply to request seq (transport.c). */
+struct vocl_waiter {
+    struct vocl_waiter *next;
+    uint32_t seq;
+    bool done;           /* the reply is in *buf */
+    struct vocl_wr *buf; /* the caller's: the reply takes its place */
 };
 
 /* A proxy: a voclproxyd rank, or the in-process executor for local devices. */
@@ -54,14 +67,17 @@ struct vocl_proxy {
     int rank;   /* MPI rank on vocl.comm; -1 in-process */
     bool local; /* in-process executor (local passthrough) */
     atomic_bool dead; /* the transport failed: every call fails fast */
-    pthread_mutex_t lock; /* one request/reply exchange at a time */
+    /* Posting a request (its seq, message and chunks), the waiters, the
+     * pending chunks and one pass of progress; never held while waiting. */
+    pthread_mutex_t lock;
     atomic_uint_fast64_t next_id;
     uint32_t seq;
     cl_uint ndev;
     size_t chunk;                   /* chunk size of transfers (the proxy's staging buffers) */
     struct vocl_pending pending;    /* under lock */
+    struct vocl_waiter *waiters;    /* under lock */
+    struct vocl_wr rx;              /* under lock: the message being received */
     struct proxyd_session *session; /* in-process only */
-    struct vocl_wr reply;           /* in-process reply buffer, under lock */
 };
 
 /*
@@ -164,6 +180,13 @@ struct vocl_call {
     struct vocl_wr *w;
     struct vocl_rd r;
     bool locked;
+    uint32_t seq; /* the request's: its reply and its data's tag say it */
+    struct vocl_wr reply; /* the reply, once it came (c->r reads it) */
+    struct vocl_waiter waiter;
+    bool waiting;  /* the waiter is on px's list */
+    bool sending;  /* sreq: the request is still leaving */
+    MPI_Request sreq;
+    uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     bool async; /* set before vocl_call_start: no reply; errors are deferred */
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
@@ -255,12 +278,22 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event);
 void vocl_call_release_mirrors(struct vocl_call *c);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
-int vocl_xport_send(struct vocl_proxy *px, const void *buf, size_t n);
-int vocl_xport_recv_reply(struct vocl_proxy *px, struct vocl_rd *r);
-/* Post the chunks of a transfer (px->chunk each) on the pending list. */
-int vocl_xport_send_data(struct vocl_proxy *px, const void *buf, size_t n);
-int vocl_xport_recv_data(struct vocl_proxy *px, void *buf, size_t n);
-cl_int vocl_xport_complete(struct vocl_proxy *px, bool wait);
+/* Serves px in-process with session s. */
+void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s);
+/* Posts c's request (and its waiter, unless async); under px->lock. */
+int vocl_xport_post(struct vocl_call *c);
+/* Waits, holding nothing, for c's request to leave and its reply to come
+ * (into c->reply, read by c->r); -1 when the proxy is gone. */
+int vocl_xport_wait_reply(struct vocl_call *c);
+/* One pass of progress on px (replies to their waiters, done chunks), from
+ * a thread that holds nothing. */
+void vocl_xport_progress(struct vocl_proxy *px);
+/* Post the chunks of c's transfer (px->chunk each) on the pending list; under px->lock. */
+int vocl_xport_send_data(struct vocl_call *c, const void *buf, size_t n);
+int vocl_xport_recv_data(struct vocl_call *c, void *buf, size_t n);
+/* Waits, holding nothing, for the chunks with tickets in (lo, hi] and those
+ * of queue (if not NULL) up to hi; a failed read's error, or CL_SUCCESS. */
+cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi);
 /* The ticket of the last chunk posted. */
 uint64_t vocl_xport_ticket(struct vocl_proxy *px);
 /* A non-blocking read's event: whether its data is still on the way (reaps). */

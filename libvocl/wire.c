@@ -227,3 +227,23 @@ bool vocl_rd_done(const struct vocl_rd *r)
 {
     return !r->fail && r->p == r->end;
 }
+
+/* First tag and count of data tags: [VOCL_TAG_DATA_MIN, VOCL_TAG_DATA_MAX],
+ * or past the peer tags when MPI_TAG_UB is large (MPICH: 2^28 - 1). */
+static int data_tag_first = VOCL_TAG_DATA_MIN;
+static uint32_t data_tag_span = VOCL_TAG_DATA_MAX - VOCL_TAG_DATA_MIN + 1;
+
+void vocl_data_tag_ub(int tag_ub)
+{
+    if (tag_ub >= VOCL_TAG_PEER_MAX + (1 << 20)) {
+        data_tag_first = VOCL_TAG_PEER_MAX + 1;
+        data_tag_span = (uint32_t)(tag_ub - VOCL_TAG_PEER_MAX);
+        if (data_tag_span > (1u << 30))
+            data_tag_span = 1u << 30;
+    }
+}
+
+int vocl_data_tag(uint32_t seq)
+{
+    return data_tag_first + (int)(seq % data_tag_span);
+}

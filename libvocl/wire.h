@@ -28,13 +28,26 @@
 enum vocl_tag {
     VOCL_TAG_REQ = 1,  /* client -> proxy: requests */
     VOCL_TAG_REP = 2,  /* proxy -> client: replies */
-    VOCL_TAG_DATA = 3, /* both ways: bulk chunks of a transfer */
     VOCL_TAG_PING = 4, /* any rank -> any rank: are you there? (liveness.c) */
     VOCL_TAG_PONG = 5, /* the answer, from the peer's liveness thread */
+    /* both ways: the chunks of one transfer, on a tag of its own (vocl_data_tag) */
+    VOCL_TAG_DATA_MIN = 8,
+    VOCL_TAG_DATA_MAX = 1023,
     /* proxy -> proxy: the chunks of one migration each, the client picks the tag */
     VOCL_TAG_PEER_MIN = 1024,
     VOCL_TAG_PEER_MAX = 32767, /* the least MPI_TAG_UB the standard allows */
 };
+
+/*
+ * The tag of the chunks of the transfer that request seq starts.  Each
+ * transfer has its own, so a read held up by a user event holds up no other
+ * read's chunks, and a chunk can never land in another transfer's memory.
+ * Tags are reused after the span: where MPI_TAG_UB allows (set it with
+ * vocl_data_tag_ub, the same on both sides), the span is above the peer tags
+ * and large enough that no transfer lives that long.
+ */
+int vocl_data_tag(uint32_t seq);
+void vocl_data_tag_ub(int tag_ub);
 
 /* Header flags. */
 #define VOCL_F_REPLY 0x1u /* the sender waits for a reply */

@@ -213,6 +213,7 @@ void proxyd_session_end(struct proxyd_session *s)
     const struct vocl_native_api *cl = s->node->cl;
     size_t leaked = 0;
 
+    atomic_store(&s->closed, true); /* replies still due have no one to go to */
     proxyd_stream_flush(s->node); /* nothing may still be sending from its objects */
 
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
@@ -669,13 +670,21 @@ static void settle_deferred(const struct proxyd_req *q, bool wants_reply, struct
     }
     if (err != CL_SUCCESS || s->deferred == CL_SUCCESS || !is_sync_op(op))
         return;
-    vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->peer,
-              vocl_op_name(s->deferred_op), vocl_err_name(s->deferred), vocl_op_name(op));
     uint8_t *p = reply->buf + VOCL_HDR_SIZE;
-    uint32_t v = (uint32_t)s->deferred;
+    uint32_t v = (uint32_t)proxyd_take_deferred(q);
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));
+}
+
+cl_int proxyd_take_deferred(const struct proxyd_req *q)
+{
+    struct proxyd_session *s = q->s;
+    cl_int err = s->deferred;
+    if (err != CL_SUCCESS)
+        vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->peer,
+                  vocl_op_name(s->deferred_op), vocl_err_name(err), vocl_op_name(q->op));
     s->deferred = CL_SUCCESS;
+    return err;
 }
 
 /* --- entry point ---------------------------------------------------------------------------------- */
@@ -693,8 +702,9 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
     vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
     bool wants_reply = h.flags & VOCL_F_REPLY;
     uint64_t start = s->trace ? vocl_now_ns() : 0;
-    struct proxyd_req q = {
-        .s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode, .async = !wants_reply};
+    struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode,
+                           .seq = h.seq, .async = !wants_reply};
+    s->data_tag = vocl_data_tag(h.seq);
 
     vocl_wr_begin(reply, h.opcode, 0, h.seq);
     if (h.opcode == VOCL_OP_BYE) {
@@ -727,12 +737,22 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         proxyd_op_event_out(&q);
     } else if (h.opcode == VOCL_OP_EVENT_IN) {
         proxyd_op_event_in(&q);
+    } else if (h.opcode == VOCL_OP_clFinish) {
+        /* A gen entry on the client; here it must not wait (complete.c). */
+        proxyd_op_finish(&q);
     } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
     for (unsigned i = 0; i < q.ntmp; i++)
         free(q.tmp[i]);
+    if (q.later) {
+        /* Answered when its commands complete (complete.c). */
+        vocl_wr_reset(reply);
+        if (s->trace && start)
+            proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
+        return 0;
+    }
     vocl_wr_finish(reply);
     if (reply->fail) {
         /* The reply could not be built (too large, out of memory). */

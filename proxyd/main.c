@@ -257,7 +257,7 @@ static int client_died(struct proxyd_session *s)
     return -1;
 }
 
-static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
+static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
 {
     MPI_Message msg;
     MPI_Status st;
@@ -266,7 +266,7 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
     struct vocl_live lw;
     vocl_live_begin(&lw, s->peer);
     while (!flag) {
-        if (MPI_Improbe(s->peer, VOCL_TAG_DATA, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
+        if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
         if (!flag && !vocl_live_ok(&lw))
             return client_died(s);
@@ -289,11 +289,11 @@ static int mpi_recv(struct proxyd_session *s, void *buf, size_t n)
 }
 
 /* A chunk of a read: sent once the client takes it, but not waited for forever. */
-static int mpi_send(struct proxyd_session *s, const void *buf, size_t n)
+static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
 {
     MPI_Request req;
     int done = 0;
-    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, VOCL_TAG_DATA, session_comm(s), &req) !=
+    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), &req) !=
         MPI_SUCCESS)
         return -1;
     uint64_t start = vocl_now_ns();
@@ -489,6 +489,7 @@ static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
     cl->own_comm = own;
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.data = &mpi_data;
+    cl->s.reply = mpi_reply;
     cl->s.transport = &cl->comm;
     vocl_live_begin(&cl->lw, peer);
     /* The serving thread reads the array under the lock (connect mode). */
@@ -535,30 +536,54 @@ static void check_clients(struct server *sv)
     }
 }
 
+/* A request refused whole (too large, or no memory for it): answered with
+ * err, by its seq, if its sender waits for a reply.  Its header is read
+ * from a copy of it (MPI fills nothing of a message cut short); a message
+ * too large even for that ends the session, since it cannot be answered. */
+static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int count, cl_int err)
+{
+    uint8_t *copy = count >= (int)VOCL_HDR_SIZE && (size_t)count <= 4 * (size_t)VOCL_MSG_MAX
+                        ? malloc((size_t)count)
+                        : NULL;
+    struct vocl_msg_hdr h = {0};
+    if (copy)
+        MPI_Mrecv(copy, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    else
+        MPI_Mrecv(&h, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    if (copy)
+        vocl_hdr_get(copy, VOCL_HDR_SIZE, &h); /* only the length disagrees */
+    free(copy);
+    vocl_warn("client %d: refused a message of %d bytes (%s)", cl->s.peer, count,
+              err == CL_OUT_OF_HOST_MEMORY ? "out of memory" : "over the limit");
+    if (h.magic != VOCL_WIRE_MAGIC) {
+        atomic_store(&cl->s.broken, true); /* unanswerable: the session ends */
+        return;
+    }
+    if (!(h.flags & VOCL_F_REPLY))
+        return;
+    vocl_wr_begin(&sv->reply, h.opcode, 0, h.seq);
+    vocl_wr_i32(&sv->reply, err);
+    vocl_wr_finish(&sv->reply);
+    mpi_reply(&cl->s, &sv->reply);
+}
+
 /* Receives and executes one request of client cl; msg was probed. */
 static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_Status *st)
 {
     int count = 0;
     MPI_Get_count(st, MPI_BYTE, &count);
     if (count < 0 || (size_t)count > VOCL_MSG_MAX) {
-        /* Take it off the queue (truncated) and answer, so the client does not wait. */
-        uint8_t head[VOCL_HDR_SIZE];
-        struct vocl_msg_hdr h = {0};
-        MPI_Mrecv(head, sizeof(head), MPI_BYTE, msg, MPI_STATUS_IGNORE);
-        vocl_hdr_get(head, sizeof(head), &h);
-        vocl_warn("client %d: refused a message of %d bytes (limit %u)", cl->s.peer, count,
-                  VOCL_MSG_MAX);
-        vocl_wr_begin(&sv->reply, h.opcode, 0, h.seq);
-        vocl_wr_i32(&sv->reply, CL_OUT_OF_RESOURCES);
-        vocl_wr_finish(&sv->reply);
-        mpi_reply(&cl->s, &sv->reply);
+        refuse(sv, cl, msg, count, CL_OUT_OF_RESOURCES);
+        if (cl->s.broken)
+            close_client(sv, cl, "an unreadable message");
         return;
     }
     if ((size_t)count > sv->cap) {
         uint8_t *nb = realloc(sv->buf, (size_t)count);
         if (!nb) {
-            char dummy;
-            MPI_Mrecv(&dummy, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+            refuse(sv, cl, msg, count, CL_OUT_OF_HOST_MEMORY);
+            if (cl->s.broken)
+                close_client(sv, cl, "a message it had no memory for");
             return;
         }
         sv->buf = nb;
@@ -688,6 +713,10 @@ static int job_mode(struct proxyd_node *node, int nclients)
     MPI_Comm_rank(peer_comm, &peer_self);
     MPI_Comm_size(peer_comm, &peer_size);
     vocl_wr_init(&sv.reply);
+    int *tag_ub, flag = 0;
+    MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag)
+        vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
         if (add_client(&sv, comm, false, r)) {

@@ -87,7 +87,7 @@ static size_t chunk_len(const struct xfer *x, size_t done)
 static int recv_chunks(struct proxyd_req *q, const struct xfer *x, uint8_t *dst)
 {
     for (size_t done = 0; done < x->size; done += x->chunk)
-        if (q->s->data->recv(q->s, dst + done, chunk_len(x, done))) {
+        if (q->s->data->recv(q->s, q->s->data_tag, dst + done, chunk_len(x, done))) {
             q->s->broken = true; /* the data channel is out of step */
             return -1;
         }
@@ -104,7 +104,7 @@ static void drain_chunks(struct proxyd_req *q, const struct xfer *x)
         return;
     uint8_t *buf = malloc(x->chunk);
     for (size_t done = 0; buf && done < x->size; done += x->chunk)
-        if (q->s->data->recv(q->s, buf, chunk_len(x, done)))
+        if (q->s->data->recv(q->s, q->s->data_tag, buf, chunk_len(x, done)))
             break;
     if (!buf)
         q->s->broken = true;
@@ -178,12 +178,14 @@ static bool direct_ok(struct proxyd_req *q, cl_command_queue queue)
            unified;
 }
 
-/* The end of a command made of several: waits if blocking, hands over its event. */
+/* The end of a command: a blocking one is answered when e completes
+ * (complete.c; q->later, and the status the handler writes is dropped), or
+ * now if it has; its event is handed over. */
 static cl_int finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
                          cl_event *ev)
 {
     if (rc == CL_SUCCESS && e && blocking)
-        rc = q->cl->clWaitForEvents(1, &e);
+        proxyd_reply_after(q, 1, &e, NULL, 0, &rc);
     if (rc == CL_SUCCESS && ev)
         *ev = e;
     else if (e)
@@ -238,7 +240,7 @@ static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem 
         size_t n = chunk_len(x, done);
         unsigned slot;
         uint8_t *stage = proxyd_pool_take(pool, &slot);
-        if (q->s->data->recv(q->s, stage, n)) {
+        if (q->s->data->recv(q->s, q->s->data_tag, stage, n)) {
             q->s->broken = true;
             rc = CL_OUT_OF_RESOURCES;
             break;
@@ -379,7 +381,14 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
         if (mem && !tq)
             err = CL_OUT_OF_RESOURCES;
         if (tq) {
-            err = write_chunks(q, tq, mem, 0, &x, 0, NULL, CL_TRUE, NULL);
+            /* A new buffer on a queue of its own: nothing can hold this up. */
+            cl_event e = NULL;
+            err = write_chunks(q, tq, mem, 0, &x, 0, NULL, CL_FALSE, &e);
+            if (e) {
+                if (err == CL_SUCCESS)
+                    err = q->cl->clWaitForEvents(1, &e);
+                q->cl->clReleaseEvent(e);
+            }
             q->cl->clReleaseCommandQueue(tq);
         } else {
             drain_chunks(q, &x);
@@ -456,30 +465,28 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
         drain_chunks(q, &b.x);
         return;
     }
+    cl_event e = NULL;
     switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
         rc = write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
         break;
     case VOCL_DATA_HOSTPTR:
-        rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
-                                         b.nwl, b.wl, evp);
+        /* Blocking or not, the request thread does not wait (finish_cmd). */
+        rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
+                                         b.nwl, b.wl, &e);
+        rc = finish_cmd(q, rc, e, b.blocking, evp);
         break;
-    default:
-        if (b.blocking) {
-            rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size,
-                                             b.x.inline_data, b.nwl, b.wl, evp);
-        } else {
-            /* The message is gone after this call: write from a copy. */
-            cl_event e = NULL;
-            void *copy = malloc(b.size);
-            if (copy)
-                memcpy(copy, b.x.inline_data, b.size);
-            rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size,
-                                                    copy, b.nwl, b.wl, &e)
-                      : CL_OUT_OF_HOST_MEMORY;
-            keep_until_done(q, rc, e, copy);
-            rc = finish_cmd(q, rc, e, CL_FALSE, evp);
-        }
+    default: {
+        /* The message is gone after this call: write from a copy. */
+        void *copy = malloc(b.size);
+        if (copy)
+            memcpy(copy, b.x.inline_data, b.size);
+        rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, copy,
+                                                b.nwl, b.wl, &e)
+                  : CL_OUT_OF_HOST_MEMORY;
+        keep_until_done(q, rc, e, copy);
+        rc = finish_cmd(q, rc, e, b.blocking, evp);
+    }
     }
     proxyd_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
@@ -492,24 +499,36 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
     cl_event ev = NULL, *evp = b.ev_id ? &ev : NULL;
     cl_int rc;
 
-    void *out = b.x.mode == VOCL_DATA_INLINE ? proxyd_tmp(q, b.size) : NULL;
     if (!proxyd_req_begin(q)) {
         fail_chunks(q, &b.x);
         return;
     }
+    cl_event e = NULL;
     switch (b.x.mode) {
     case VOCL_DATA_HOSTPTR:
-        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, b.blocking, b.offset, b.size, b.x.host,
-                                        b.nwl, b.wl, evp);
+        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
+                                        b.nwl, b.wl, &e);
+        rc = finish_cmd(q, rc, e, b.blocking, evp);
         break;
-    case VOCL_DATA_INLINE:
-        rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_TRUE, b.offset, b.size, out, b.nwl,
-                                        b.wl, evp);
+    case VOCL_DATA_INLINE: {
+        /* The data goes in the reply, once the read has completed. */
+        void *out = malloc(b.size ? b.size : 1);
+        rc = out ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, out,
+                                              b.nwl, b.wl, &e)
+                 : CL_OUT_OF_HOST_MEMORY;
+        if (rc == CL_SUCCESS && proxyd_reply_after(q, 1, &e, out, b.size, &rc)) {
+            rc = finish_cmd(q, CL_SUCCESS, e, CL_FALSE, evp);
+            proxyd_put_event(q, rc, b.ev_id, ev);
+            return;
+        }
+        rc = finish_cmd(q, rc, e, CL_FALSE, evp);
         vocl_wr_i32(q->w, rc);
         if (rc == CL_SUCCESS)
             vocl_wr_bytes(q->w, out, b.size);
+        free(out);
         proxyd_put_event(q, rc, b.ev_id, ev);
         return;
+    }
     default:
         rc = read_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
     }

@@ -85,11 +85,12 @@ struct proxyd_session;
 
 /* How bulk data moves between the client and this session. */
 struct proxyd_data_ops {
-    /* Receive exactly n bytes of the next chunk; 0 or -1. */
-    int (*recv)(struct proxyd_session *s, void *buf, size_t n);
-    /* Send n bytes as the next chunk; 0 or -1.  Called from the stream
-     * thread (stream.c) while the request thread goes on. */
-    int (*send)(struct proxyd_session *s, const void *buf, size_t n);
+    /* Receive exactly n bytes of the next chunk of the transfer the
+     * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
+    int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
+     * Called from the stream thread (stream.c) while the request thread goes on. */
+    int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
     /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
      * peer_recv takes the next message from rank on tag: *got is its size,
      * its bytes land in buf when they fit (else they are dropped). */
@@ -108,6 +109,12 @@ struct proxyd_session {
     bool hello;
     uint32_t serial; /* names the session in context notifications (notify.c) */
     atomic_bool broken; /* a protocol violation ended the session */
+    atomic_bool closed; /* ended: replies still due are dropped */
+    /* Sends a reply that was not ready when its request was handled
+     * (complete.c); from another thread than the request's.  NULL: none
+     * can be (every reply is given at once). */
+    int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
+    int data_tag; /* the tag of the current request's transfer */
     bool lost;          /* the client died (its transport noticed) */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the
@@ -127,7 +134,9 @@ struct proxyd_req {
     struct vocl_rd *r;
     struct vocl_wr *w;
     unsigned op;
+    uint32_t seq;     /* the request's, echoed in its reply */
     bool async;       /* the client waits for no reply (a non-blocking command) */
+    bool later;       /* the reply goes when commands complete (complete.c) */
     cl_int err;       /* first OpenCL error met while decoding (a bad handle) */
     const char *fail; /* a protocol violation: the request is rejected */
     void *queue;      /* the first queue or context it names, and its type: */
@@ -191,6 +200,7 @@ struct proxyd_stream_chunk {
     size_t n;
     bool ok;          /* false, or ready failed: sent empty (the read failed) */
     atomic_int *slot; /* a pool buffer, given back once sent */
+    int tag;          /* the transfer's (set by proxyd_stream_send) */
     cl_event gate;    /* a user event completed once sent (then released) */
     void *free_after;
 };
@@ -234,6 +244,22 @@ void CL_CALLBACK proxyd_notify_native(const char *errinfo, const void *priv, siz
 void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char *errinfo);
 bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
 void proxyd_notify_drop(const struct proxyd_session *s);
+
+/*
+ * A reply that waits for the n events (complete.c): false when they are all
+ * complete already (then *status is CL_SUCCESS or
+ * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, and the handler answers,
+ * payload still its own); true when the reply (that status, then payload's
+ * npayload bytes if it is CL_SUCCESS) will be sent once they complete: the
+ * handler writes nothing, and payload (malloc'd, may be NULL) is freed then.
+ */
+bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, void *payload,
+                        size_t npayload, cl_int *status);
+/* The error a request without a reply deferred (CL_SUCCESS: none), for the
+ * synchronising request q to report: logged, and the session's is cleared. */
+cl_int proxyd_take_deferred(const struct proxyd_req *q);
+/* clFinish: a marker, answered when it completes. */
+void proxyd_op_finish(struct proxyd_req *q);
 
 /* Protocol-only handlers. */
 void proxyd_op_program_binaries(struct proxyd_req *q);

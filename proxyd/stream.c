@@ -47,7 +47,7 @@ static void run(const struct vocl_native_api *cl, struct proxyd_stream_chunk *c)
                                 NULL) == CL_SUCCESS &&
              st == CL_COMPLETE;
     }
-    if (!c->s->broken && c->s->data->send(c->s, c->data, ok ? c->n : 0)) {
+    if (!c->s->broken && c->s->data->send(c->s, c->tag, c->data, ok ? c->n : 0)) {
         vocl_warn("client %d: a read's data could not be sent: session ended", c->s->peer);
         c->s->broken = true;
     }
@@ -125,11 +125,13 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
     struct job *j = st ? malloc(sizeof(*j)) : NULL;
     if (!j) {
         struct proxyd_stream_chunk now = *c;
+        now.tag = c->s->data_tag;
         run(node->cl, &now);
         return;
     }
     j->next = NULL;
     j->c = *c;
+    j->c.tag = c->s->data_tag;
     pthread_mutex_lock(&st->lock);
     if (st->tail)
         st->tail->next = j;

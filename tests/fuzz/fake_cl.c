@@ -1538,6 +1538,25 @@ cl_int CL_API_CALL fake_clWaitForEvents(cl_uint num_events, const cl_event *even
     return err;
 }
 
+/* A callback is a wait too: the command runs now, and the callback with it
+ * (the executor must cope with a callback inside the call that sets it). */
+cl_int CL_API_CALL fake_clSetEventCallback(cl_event event, cl_int type,
+                                           void(CL_CALLBACK *fn)(cl_event, cl_int, void *),
+                                           void *user_data)
+{
+    fake_enter("clSetEventCallback");
+    cl_int err = CL_SUCCESS;
+    FAIL_IF(!fn || (type != CL_COMPLETE && type != CL_RUNNING && type != CL_SUBMITTED),
+            CL_INVALID_VALUE);
+    err = fake_use_list(err, &event, 1, VOCL_T_EVENT);
+    if (err != CL_SUCCESS)
+        return err;
+    struct fake_obj *e = lookup(event);
+    complete(e->seq);
+    fn(event, e->status < 0 ? e->status : type, user_data);
+    return CL_SUCCESS;
+}
+
 cl_int CL_API_CALL fake_clGetEventInfo(cl_event event, cl_event_info param, size_t size,
                                        void *value, size_t *size_ret)
 {

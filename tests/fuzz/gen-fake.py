@@ -39,6 +39,7 @@ HAND = {
     'clSetKernelArg',
     # events, and where commands complete
     'clFinish', 'clWaitForEvents', 'clGetEventInfo', 'clCreateUserEvent', 'clSetUserEventStatus',
+    'clSetEventCallback',
     # commands whose host memory the fake must touch
     'clEnqueueReadBuffer', 'clEnqueueWriteBuffer', 'clEnqueueReadBufferRect',
     'clEnqueueWriteBufferRect', 'clEnqueueReadImage', 'clEnqueueWriteImage',

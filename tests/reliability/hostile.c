@@ -126,7 +126,9 @@ static void send_raw(const void *p, size_t n)
     MPI_Send(p, (int)n, MPI_BYTE, proxy, VOCL_TAG_REQ, comm);
 }
 
-/* The next reply (what kernels printed and notifications are passed over);
+/* The reply to the last request sent (seq): replies come in any order (a
+ * wait is answered when its events complete), so what kernels printed,
+ * notifications and late replies to earlier requests are passed over;
  * -1 when none comes in time. */
 static int await_reply(double secs)
 {
@@ -143,7 +145,7 @@ static int await_reply(double secs)
             struct vocl_msg_hdr h;
             if (!vocl_hdr_get(rep, (size_t)rep_len, &h))
                 return -1;
-            if (h.opcode == VOCL_OP_OUTPUT || h.opcode == VOCL_OP_NOTIFY)
+            if (h.opcode == VOCL_OP_OUTPUT || h.opcode == VOCL_OP_NOTIFY || h.seq != seq)
                 continue;
             return 0;
         }
@@ -297,8 +299,9 @@ static void hostile(void)
     memcpy(huge, w.buf, VOCL_HDR_SIZE);
     send_raw(huge, big);
     free(huge);
-    check(await_reply(reply_wait) == 0 && reply_err() == CL_OUT_OF_RESOURCES,
-          "a message over VOCL_MSG_MAX", rep_len);
+    int got_reply = await_reply(reply_wait);
+    check(got_reply == 0 && reply_err() == CL_OUT_OF_RESOURCES, "a message over VOCL_MSG_MAX",
+          got_reply == 0 ? reply_err() : got_reply);
 
     /* Rank 0's ids, of every type: its session's objects are not ours. */
     static const struct {

@@ -14,14 +14,14 @@
 struct proxyd_node node;
 const struct vocl_native_api *cl;
 
-static int no_recv(struct proxyd_session *s, void *b, size_t n)
+static int no_recv(struct proxyd_session *s, int tag, void *b, size_t n)
 {
-    (void)s, (void)b, (void)n;
+    (void)s, (void)tag, (void)b, (void)n;
     return -1;
 }
-static int no_send(struct proxyd_session *s, const void *b, size_t n)
+static int no_send(struct proxyd_session *s, int tag, const void *b, size_t n)
 {
-    (void)s, (void)b, (void)n;
+    (void)s, (void)tag, (void)b, (void)n;
     return -1;
 }
 const struct proxyd_data_ops no_data = {.recv = no_recv, .send = no_send};

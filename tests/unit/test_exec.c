@@ -140,9 +140,9 @@ static void create_queue(struct proxyd_session *s, uint64_t ctx, uint64_t q)
  */
 static int chunks_sent;
 
-static int count_send(struct proxyd_session *s, const void *buf, size_t n)
+static int count_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
 {
-    (void)s, (void)buf, (void)n;
+    (void)s, (void)tag, (void)buf, (void)n;
     chunks_sent++;
     return 0;
 }

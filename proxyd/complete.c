@@ -1,0 +1,162 @@
+/*
+ * complete.c - replies that wait for device commands, sent when they complete.
+ *
+ * A request whose answer depends on commands completing (clWaitForEvents,
+ * clFinish, a blocking transfer) must not hold up the thread that reads
+ * requests: the command may wait for a user event that the same client sets
+ * in its next request, from another thread.  So the handler registers a
+ * native callback on each event and returns; when the last one completes,
+ * the reply is built and handed to the session's transport (s->reply), by
+ * this file's thread, never by the driver's callback thread (which must not
+ * wait for our locks).  Replies carry the request's seq: the client matches
+ * them by it, so they may go out in any order.
+ *
+ * When every event has already completed by the time the callbacks are set,
+ * the handler answers at once, as before: the usual case costs no thread.
+ */
+#include "proxyd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "thread.h"
+
+struct later {
+    struct later *next;
+    struct proxyd_session *s;
+    const struct vocl_native_api *cl;
+    unsigned op;
+    uint32_t seq;
+    atomic_uint left;  /* callbacks to come, plus one while registering */
+    atomic_int failed; /* an event ended in error: the reply says so */
+    cl_int deferred;   /* an earlier request's error this reply reports */
+    void *payload;     /* bytes after the status when it is CL_SUCCESS (owned) */
+    size_t npayload;
+    cl_uint nev;
+    cl_event ev[]; /* retained */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct later *head, **tail;
+    bool running; /* the thread is there (started on first use) */
+} done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &done.head, false};
+
+/* The reply a finished wait gives, built into w. */
+static void build(const struct later *l, struct vocl_wr *w)
+{
+    cl_int st = atomic_load(&l->failed);
+    if (st == CL_SUCCESS)
+        st = l->deferred;
+    vocl_wr_begin(w, (uint16_t)l->op, 0, l->seq);
+    vocl_wr_i32(w, st);
+    if (atomic_load(&l->failed) == CL_SUCCESS && l->payload)
+        vocl_wr_bytes(w, l->payload, l->npayload);
+    vocl_wr_finish(w);
+}
+
+static void later_free(struct later *l)
+{
+    for (cl_uint i = 0; i < l->nev; i++)
+        l->cl->clReleaseEvent(l->ev[i]);
+    free(l->payload);
+    free(l);
+}
+
+static void *deliver_thread(void *arg)
+{
+    (void)arg;
+    struct vocl_wr w;
+    vocl_wr_init(&w);
+    pthread_mutex_lock(&done.lock);
+    for (;;) {
+        while (!done.head)
+            pthread_cond_wait(&done.wake, &done.lock);
+        struct later *l = done.head;
+        done.head = l->next;
+        if (!done.head)
+            done.tail = &done.head;
+        pthread_mutex_unlock(&done.lock);
+        if (!atomic_load(&l->s->closed)) {
+            build(l, &w);
+            if (w.fail || l->s->reply(l->s, &w))
+                vocl_warn("client %d: the reply to %s could not be sent", l->s->peer,
+                          vocl_op_name(l->op));
+        }
+        later_free(l);
+        pthread_mutex_lock(&done.lock);
+    }
+    return NULL;
+}
+
+/* The last event completed: the reply goes out from the thread. */
+static void queue_reply(struct later *l)
+{
+    pthread_mutex_lock(&done.lock);
+    if (!done.running)
+        done.running = vocl_thread_detached(deliver_thread, NULL) == 0;
+    l->next = NULL;
+    *done.tail = l;
+    done.tail = &l->next;
+    pthread_cond_signal(&done.wake);
+    pthread_mutex_unlock(&done.lock);
+}
+
+static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev;
+    struct later *l = arg;
+    if (status < 0) {
+        int ok = CL_SUCCESS;
+        atomic_compare_exchange_strong(&l->failed, &ok, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    }
+    if (atomic_fetch_sub(&l->left, 1) == 1)
+        queue_reply(l);
+}
+
+bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, void *payload,
+                        size_t npayload, cl_int *status)
+{
+    struct later *l = q->s->reply ? calloc(1, sizeof(*l) + n * sizeof(cl_event)) : NULL;
+    if (!l) {
+        /* Nothing to answer later with: wait here, as a driver would. */
+        cl_int rc = n ? q->cl->clWaitForEvents(n, evs) : CL_SUCCESS;
+        *status = rc == CL_SUCCESS ? CL_SUCCESS : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+        return false;
+    }
+    *l = (struct later){.s = q->s, .cl = q->cl, .op = q->op, .seq = q->seq, .nev = n};
+    atomic_init(&l->left, n + 1);
+    atomic_init(&l->failed, CL_SUCCESS);
+    for (cl_uint i = 0; i < n; i++) {
+        l->ev[i] = evs[i];
+        q->cl->clRetainEvent(evs[i]);
+    }
+    for (cl_uint i = 0; i < n; i++)
+        if (q->cl->clSetEventCallback(evs[i], CL_COMPLETE, on_event, l) != CL_SUCCESS) {
+            /* Not an event the driver can call back on: wait for it here. */
+            cl_int st = CL_COMPLETE;
+            q->cl->clWaitForEvents(1, &evs[i]);
+            q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                                  NULL);
+            on_event(evs[i], st, l);
+        }
+    /* Everything the reply needs is in l before the guard goes: the last
+     * callback may send it at once.  An error an earlier request deferred
+     * is this synchronisation's to report. */
+    l->payload = payload;
+    l->npayload = npayload;
+    l->deferred = q->s->deferred;
+    if (atomic_fetch_sub(&l->left, 1) != 1) {
+        proxyd_take_deferred(q); /* l has it (if the wait fails, its own error wins) */
+        q->later = true;
+        return true;
+    }
+    l->payload = NULL; /* still the caller's */
+    /* All complete already: the request's own reply answers, now. */
+    /* (An earlier deferred error: settle_deferred reports it, as for any sync request.) */
+    *status = atomic_load(&l->failed);
+    later_free(l);
+    return false;
+}
