@@ -1,0 +1,210 @@
+/*
+ * waits.c - threads that block on commands gated by a user event while
+ * another thread sets it: natively nothing hangs, so nothing may hang here.
+ *
+ *  callback  a kernel gated by a user event, an event callback on it (VOCL
+ *            waits for it on a thread of its own), then the main thread
+ *            sets the user event: the callback must run.
+ *  blockers  8 threads, spread over every device of one context, each
+ *            blocking in clFinish, a blocking read or clWaitForEvents on a
+ *            command gated by one user event; after 200 ms the main thread
+ *            sets it, and every thread must return with the right data.
+ *
+ * Rounds of both (-r N, default 3).  A hang is caught by alarm(): exit 3.
+ * The output is the same natively and through VOCL (compare.sh).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CL/cl.h>
+
+#define THREADS 8
+#define N 1024
+#define MAXDEV 8
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cl_int err_ = (call);                                                                      \
+        if (err_ != CL_SUCCESS) {                                                                  \
+            fprintf(stderr, "waits: %s failed: %d (line %d)\n", #call, err_, __LINE__);         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static const char *src = "kernel void fill(global int *x, int v) { x[get_global_id(0)] = v; }";
+
+static cl_context ctx;
+static cl_program prog;
+static cl_device_id devs[MAXDEV];
+static cl_uint ndev;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "waits: HANG: a wait did not return in time\n";
+    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+        _exit(3);
+    _exit(3);
+}
+
+static cl_kernel fill_kernel(cl_mem buf, int v)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, "fill", &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k, 0, sizeof(buf), &buf));
+    CHECK(clSetKernelArg(k, 1, sizeof(v), &v));
+    return k;
+}
+
+static atomic_int called;
+
+static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *data)
+{
+    (void)ev, (void)data;
+    if (status == CL_COMPLETE)
+        atomic_fetch_add(&called, 1);
+}
+
+/* A gated kernel with a callback; the main thread sets the gate. */
+static int callback_round(int round)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[round % ndev], 0, &err);
+    CHECK(err);
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err), done;
+    CHECK(err);
+    cl_kernel k = fill_kernel(buf, 7 + round);
+    size_t g = N;
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &gate, &done));
+    CHECK(clFlush(q));
+    atomic_store(&called, 0);
+    CHECK(clSetEventCallback(done, CL_COMPLETE, on_complete, NULL));
+    usleep(50000); /* the callback's wait is under way */
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clWaitForEvents(1, &done));
+    for (int i = 0; i < 2000 && !atomic_load(&called); i++)
+        usleep(1000);
+    int got[N];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0, NULL, NULL));
+    int ok = atomic_load(&called) == 1 && got[0] == 7 + round && got[N - 1] == 7 + round;
+    clReleaseEvent(done), clReleaseEvent(gate), clReleaseKernel(k);
+    clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+struct blocker {
+    int id;
+    cl_event gate;
+    atomic_bool returned;
+    int ok;
+};
+
+/* One blocking wait of three kinds on a command held by the gate. */
+static void *blocker(void *arg)
+{
+    struct blocker *b = arg;
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[b->id % ndev], 0, &err);
+    CHECK(err);
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_kernel k = fill_kernel(buf, 100 + b->id);
+    size_t g = N;
+    int got[N];
+    memset(got, 0, sizeof(got));
+    cl_event ev;
+    switch (b->id % 3) {
+    case 0: /* clFinish of a queue whose kernel waits for the gate */
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, NULL));
+        CHECK(clFinish(q));
+        atomic_store(&b->returned, true);
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0, NULL, NULL));
+        break;
+    case 1: /* a blocking read after the gated kernel */
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, &ev));
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 1, &ev, NULL));
+        atomic_store(&b->returned, true);
+        clReleaseEvent(ev);
+        break;
+    default: /* clWaitForEvents on the gated kernel */
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, &ev));
+        CHECK(clFlush(q));
+        CHECK(clWaitForEvents(1, &ev));
+        atomic_store(&b->returned, true);
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0, NULL, NULL));
+        clReleaseEvent(ev);
+    }
+    b->ok = got[0] == 100 + b->id && got[N - 1] == 100 + b->id;
+    clReleaseKernel(k), clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return NULL;
+}
+
+static int blockers_round(int *early)
+{
+    cl_int err;
+    struct blocker b[THREADS];
+    pthread_t t[THREADS];
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    for (int i = 0; i < THREADS; i++) {
+        b[i] = (struct blocker){.id = i, .gate = gate};
+        if (pthread_create(&t[i], NULL, blocker, &b[i]))
+            exit(1);
+    }
+    usleep(200000);
+    for (int i = 0; i < THREADS; i++)
+        *early += atomic_load(&b[i].returned);
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    int ok = 1;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ok &= b[i].ok;
+    }
+    clReleaseEvent(gate);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 2 && !strcmp(argv[1], "-r") ? atoi(argv[2]) : 3;
+    signal(SIGALRM, on_alarm);
+    alarm(30 + 5 * (unsigned)rounds);
+
+    cl_platform_id plat;
+    CHECK(clGetPlatformIDs(1, &plat, NULL));
+    CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, MAXDEV, devs, &ndev));
+    if (ndev > MAXDEV)
+        ndev = MAXDEV;
+    cl_int err;
+    ctx = clCreateContext(NULL, ndev, devs, NULL, NULL, &err);
+    CHECK(err);
+    prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, ndev, devs, NULL, NULL, NULL));
+
+    int failed = 0, early = 0;
+    for (int r = 0; r < rounds; r++) {
+        int cb = callback_round(r), bl = blockers_round(&early);
+        failed += !cb + !bl;
+        if (!cb || !bl)
+            fprintf(stderr, "waits: round %d: callback %s, blockers %s\n", r, cb ? "ok" : "WRONG",
+                    bl ? "ok" : "WRONG");
+    }
+    /* A wait that returned before its gate was set is wrong too. */
+    printf("callback after a gated kernel: %s\n", failed ? "FAILED" : "ran");
+    printf("%d threads blocked on one user event: %s\n", THREADS,
+           failed ? "FAILED" : "all returned with their data");
+    printf("waits returned before the gate was set: %d\n", early);
+    clReleaseProgram(prog);
+    clReleaseContext(ctx);
+    return failed || early ? 1 : 0;
+}
