@@ -238,14 +238,7 @@ bool kmer_read_file(const char *path, unsigned k, struct kmer_input *in, char *e
     }
     struct stat st;
     double total = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (double)st.st_size : 0.0;
-    /* One k-mer takes at least k + 4 bytes; guess the count from the size
-     * so that the arrays rarely grow. */
     size_t capacity = 0;
-    if (total > 0.0) {
-        capacity = (size_t)(total / (k ? k + 4 : 20)) + 1;
-        in->kmers = xrealloc(NULL, capacity * sizeof(*in->kmers));
-        in->exts = xrealloc(NULL, capacity * sizeof(*in->exts));
-    }
 
     double t0 = now(), done = 0.0;
     int shown_tenth = 0;
@@ -259,6 +252,14 @@ bool kmer_read_file(const char *path, unsigned k, struct kmer_input *in, char *e
         }
         bool last = got == 0 || feof(f);
         size_t len = held + got;
+        const char *nl = memchr(buf, '\n', len);
+        if (capacity == 0 && total > 0.0 && nl) {
+            /* Guess the count from the size and the first line, with a
+             * little to spare, so that the arrays rarely grow. */
+            capacity = (size_t)(1.02 * total / (double)(nl - buf + 1)) + 1024;
+            in->kmers = xrealloc(NULL, capacity * sizeof(*in->kmers));
+            in->exts = xrealloc(NULL, capacity * sizeof(*in->exts));
+        }
         size_t used = parse_lines(path, buf, len, last, &lineno, in, &capacity, error, error_size);
         if (used == SIZE_MAX)
             goto out;
