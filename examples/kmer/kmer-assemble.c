@@ -482,7 +482,9 @@ static void traverse(struct table *t, const struct kmer_input *in, struct contig
             CL_CHECK(clFlush(q));
         }
         /* Each device has its own context, and a wait list may not mix
-         * contexts: one wait per device, all after every enqueue. */
+         * contexts: one wait per device, all after every enqueue.  (Waiting
+         * once on a condition that event callbacks signal took twice as
+         * long through VOCL, whose callbacks run on a thread of its own.) */
         for (cl_uint e = 0; e < waiting; e++) {
             CL_CHECK(clWaitForEvents(1, &done[e]));
             CL_CHECK(clReleaseEvent(done[e]));
