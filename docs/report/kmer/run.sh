@@ -9,9 +9,10 @@
 # each configuration, of which the table shows the median of each figure;
 # DATA (default a temporary directory) where the generated inputs go.
 #
-# It writes OUT_DIR/runs.txt (every command and its RESULT line) and
-# OUT_DIR/results.md (the table).  Every run must say verified=yes, or the
-# script stops.  TABLE_ONLY=1 remakes results.md from runs.txt alone.
+# It writes OUT_DIR/runs.txt (every command and its RESULT line),
+# OUT_DIR/results.md (the table) and OUT_DIR/scaling.png (plot.py).  Every
+# run must say verified=yes, or the script stops.  TABLE_ONLY=1 remakes
+# results.md and the plot from runs.txt alone.
 set -eu
 out=${1:-docs/report/kmer}
 build=${BUILD:-build}
@@ -138,3 +139,6 @@ END {
     }
 }' "$runs" >"$out/results.md"
 echo "wrote $out/results.md and $runs"
+# The plot of set S against the device count (needs python3-matplotlib).
+python3 "$(dirname "$0")/plot.py" "$runs" "$out/scaling.png" ||
+    echo "no plot: plot.py needs python3 with matplotlib" >&2
