@@ -200,6 +200,32 @@ static cl_int retain_native(const struct vocl_native_api *cl, enum vocl_type t, 
     return CL_INVALID_VALUE;
 }
 
+/*
+ * Fails the user events the client left unset: no one will set them now,
+ * and the commands they gate (reads the stream thread waits to send among
+ * them) must end rather than wait for ever.
+ */
+static void fail_user_events(struct proxyd_session *s)
+{
+    const struct vocl_native_api *cl = s->node->cl;
+    size_t pos = 0;
+    uint64_t id;
+    void *v;
+    while (vocl_map_next(&s->objs, &pos, &id, &v)) {
+        struct proxyd_obj *o = v;
+        cl_command_type type;
+        cl_int status;
+        if (o->type == VOCL_T_EVENT &&
+            cl->clGetEventInfo(o->native, CL_EVENT_COMMAND_TYPE, sizeof(type), &type, NULL) ==
+                CL_SUCCESS &&
+            type == CL_COMMAND_USER &&
+            cl->clGetEventInfo(o->native, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                               &status, NULL) == CL_SUCCESS &&
+            status > CL_COMPLETE)
+            cl->clSetUserEventStatus(o->native, CL_DEVICE_NOT_AVAILABLE);
+    }
+}
+
 void proxyd_session_end(struct proxyd_session *s)
 {
     /*
@@ -214,7 +240,8 @@ void proxyd_session_end(struct proxyd_session *s)
     size_t leaked = 0;
 
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
-    proxyd_stream_flush(s->node); /* nothing may still be sending from its objects */
+    fail_user_events(s);
+    proxyd_stream_flush(s->node, s); /* nothing may still be sending from its objects */
 
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
         size_t pos = 0;

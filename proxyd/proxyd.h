@@ -206,10 +206,11 @@ struct proxyd_stream_chunk {
 };
 struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
 void proxyd_stream_stop(struct proxyd_stream *st);
-/* Queues a chunk behind the ones already queued (node without a stream: sends it now). */
+/* Queues a chunk, sent once ready after the earlier chunks of its transfer
+ * (node without a stream: sends it now). */
 void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chunk *c);
-/* Waits until every queued chunk is sent. */
-void proxyd_stream_flush(struct proxyd_node *node);
+/* Waits until every queued chunk of session s is sent. */
+void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s);
 
 /* Staging pool (pool.c). */
 struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);

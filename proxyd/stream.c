@@ -1,13 +1,17 @@
 /*
- * stream.c - the network stage of reads: chunks go back to clients in the
- * order they were queued, each once the device command that produced it has
- * completed, sent by a thread of its own.
+ * stream.c - the network stage of reads: chunks go back to clients once the
+ * device command that produced each has completed, sent by a thread of its
+ * own.
  *
  * The request thread enqueues the device reads (without waiting) and queues
  * one job per chunk here; while this thread sends chunk k, the device fills
- * chunk k+1.  A chunk whose command failed is sent empty: the client counts
- * the chunks it gets, so an empty one marks the read failed without putting
- * the data channel out of step.
+ * chunk k+1.  A native event callback marks a job ready, and the thread
+ * sends whichever job is ready first, so a read held by a user event holds
+ * up no other read.  Only the chunks of one transfer (one session and tag)
+ * keep their order: the client receives them in order on that tag.  A chunk
+ * whose command failed is sent empty: the client counts the chunks it gets,
+ * so an empty one marks the read failed without putting the transfer out of
+ * step.
  *
  * Without a thread (the in-process executor, or no thread could be started)
  * every job runs at once, in the caller.
@@ -23,6 +27,8 @@
 
 struct job {
     struct job *next;
+    struct proxyd_stream *st;
+    bool ready; /* c.ready has completed (or failed), under st->lock */
     struct proxyd_stream_chunk c;
 };
 
@@ -32,7 +38,7 @@ struct proxyd_stream {
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
     struct job *head, *tail;
-    unsigned busy; /* jobs queued or being sent */
+    const struct proxyd_session *sending; /* the job being sent's */
     bool stop;
 };
 
@@ -64,28 +70,60 @@ static void run(const struct vocl_native_api *cl, struct proxyd_stream_chunk *c)
     free(c->free_after);
 }
 
+/* The first ready job that no earlier job of its transfer precedes; NULL if none. */
+static struct job *take_ready(struct proxyd_stream *st)
+{
+    for (struct job **pj = &st->head, *prev = NULL; *pj; prev = *pj, pj = &(*pj)->next) {
+        struct job *j = *pj;
+        if (!j->ready)
+            continue;
+        bool first = true;
+        for (struct job *e = st->head; e != j && first; e = e->next)
+            first = e->c.s != j->c.s || e->c.tag != j->c.tag;
+        if (!first)
+            continue;
+        *pj = j->next;
+        if (st->tail == j)
+            st->tail = prev;
+        return j;
+    }
+    return NULL;
+}
+
 static void *stream_main(void *arg)
 {
     struct proxyd_stream *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!st->head && !st->stop)
+        struct job *j = take_ready(st);
+        if (!j) {
+            if (st->stop && !st->head)
+                break;
             pthread_cond_wait(&st->wake, &st->lock);
-        struct job *j = st->head;
-        if (!j)
-            break;
-        st->head = j->next;
-        if (!st->head)
-            st->tail = NULL;
+            continue;
+        }
+        st->sending = j->c.s;
         pthread_mutex_unlock(&st->lock);
         run(st->cl, &j->c);
         free(j);
         pthread_mutex_lock(&st->lock);
-        if (--st->busy == 0)
-            pthread_cond_broadcast(&st->idle);
+        st->sending = NULL;
+        pthread_cond_broadcast(&st->idle);
     }
     pthread_mutex_unlock(&st->lock);
     return NULL;
+}
+
+/* Native callback (a driver thread): j's command is over. */
+static void CL_CALLBACK on_ready(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev, (void)status;
+    struct job *j = arg;
+    struct proxyd_stream *st = j->st;
+    pthread_mutex_lock(&st->lock);
+    j->ready = true;
+    pthread_cond_signal(&st->wake);
+    pthread_mutex_unlock(&st->lock);
 }
 
 struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl)
@@ -129,8 +167,7 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
         run(node->cl, &now);
         return;
     }
-    j->next = NULL;
-    j->c = *c;
+    *j = (struct job){.st = st, .ready = !c->ready, .c = *c};
     j->c.tag = c->s->data_tag;
     pthread_mutex_lock(&st->lock);
     if (st->tail)
@@ -138,18 +175,33 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
     else
         st->head = j;
     st->tail = j;
-    st->busy++;
+    pthread_mutex_unlock(&st->lock);
+    /* Outside the lock: a driver may call on_ready at once, in this thread.
+     * Without a callback, run() waits for the event itself. */
+    if (c->ready && node->cl->clSetEventCallback(c->ready, CL_COMPLETE, on_ready, j) == CL_SUCCESS)
+        return;
+    pthread_mutex_lock(&st->lock);
+    j->ready = true;
     pthread_cond_signal(&st->wake);
     pthread_mutex_unlock(&st->lock);
 }
 
-void proxyd_stream_flush(struct proxyd_node *node)
+/* Whether a job of session s is queued or being sent. */
+static bool has_jobs(const struct proxyd_stream *st, const struct proxyd_session *s)
+{
+    for (const struct job *j = st->head; j; j = j->next)
+        if (j->c.s == s)
+            return true;
+    return st->sending == s;
+}
+
+void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s)
 {
     struct proxyd_stream *st = node->stream;
     if (!st)
         return;
     pthread_mutex_lock(&st->lock);
-    while (st->busy)
+    while (has_jobs(st, s))
         pthread_cond_wait(&st->idle, &st->lock);
     pthread_mutex_unlock(&st->lock);
 }
