@@ -35,7 +35,9 @@ struct vocl_karg {
     uint8_t decl;       /* enum vocl_arg_kind */
     uint8_t ro;         /* a buffer or image the kernel cannot write (const, read_only) */
     uint16_t decl_size; /* decl VALUE of a built-in type: its size; else 0 */
-    uint64_t sent;      /* the kernel's replicas that have this value (bit per replica) */
+    /* The kernel's replicas that have this value (bit per replica): atomic,
+     * as two threads may enqueue one kernel at once. */
+    _Atomic uint64_t sent;
     size_t size;
     struct vocl_obj *obj; /* ARG_MEM, ARG_SAMPLER (held; NULL: NULL) */
     uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
@@ -1011,17 +1013,18 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
     return CL_SUCCESS;
 }
 
-/* Writes the arguments that replica bit of the kernel has not had yet. */
+/* Writes the arguments that replica bit of the kernel has not had yet (each
+ * mask read once: another launch may be setting bits meanwhile). */
 static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
 {
     uint32_t n = 0;
-    for (cl_uint i = 0; i < ka->n; i++)
-        n += !(ka->a[i].sent & bit);
-    vocl_wr_u32(c->w, n);
+    size_t count_at = c->w->len;
+    vocl_wr_u32(c->w, 0);
     for (cl_uint i = 0; i < ka->n; i++) {
         struct vocl_karg *a = &ka->a[i];
-        if (a->sent & bit)
+        if (atomic_load_explicit(&a->sent, memory_order_relaxed) & bit)
             continue;
+        n++;
         vocl_wr_u32(c->w, i);
         vocl_wr_u8(c->w, a->kind);
         switch (a->kind) {
@@ -1031,6 +1034,7 @@ static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
         default: vocl_wr_u64(c->w, a->size); break;
         }
     }
+    vocl_wr_u32_at(c->w, count_at, n);
 }
 
 /* The bit of the kernel's replica on px in its arguments' sent masks. */
@@ -1083,7 +1087,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
         if (vocl_call_post(&c) == 0) {
             /* The proxy has applied the arguments, whatever the launch does. */
             for (cl_uint i = 0; i < k->kargs->n; i++)
-                k->kargs->a[i].sent |= bit;
+                atomic_fetch_or_explicit(&k->kargs->a[i].sent, bit, memory_order_relaxed);
             if (vocl_call_wait(&c) == 0 && event)
                 *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }

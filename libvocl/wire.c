@@ -86,6 +86,12 @@ void vocl_wr_u64(struct vocl_wr *w, uint64_t v)
     wr_le(w, v, 8);
 }
 
+void vocl_wr_u32_at(struct vocl_wr *w, size_t at, uint32_t v)
+{
+    if (!w->fail && at + 4 <= w->len)
+        put_le(w->buf + at, v, 4);
+}
+
 void vocl_wr_i32(struct vocl_wr *w, int32_t v)
 {
     wr_le(w, (uint32_t)v, 4);

@@ -82,6 +82,8 @@ void vocl_wr_finish(struct vocl_wr *w);
 void vocl_wr_u8(struct vocl_wr *w, uint8_t v);
 void vocl_wr_u32(struct vocl_wr *w, uint32_t v);
 void vocl_wr_u64(struct vocl_wr *w, uint64_t v);
+/* Overwrites the u32 written at offset at (a count known only later). */
+void vocl_wr_u32_at(struct vocl_wr *w, size_t at, uint32_t v);
 void vocl_wr_i32(struct vocl_wr *w, int32_t v);
 /* Length-prefixed (u64) bytes; p may be NULL only when n is 0. */
 void vocl_wr_bytes(struct vocl_wr *w, const void *p, size_t n);

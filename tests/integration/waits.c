@@ -10,7 +10,11 @@
  *            command gated by one user event; after 200 ms the main thread
  *            sets it, and every thread must return with the right data.
  *
- * Rounds of both (-r N, default 3).  A hang is caught by alarm(): exit 3.
+ *  shared    4 threads, each with a queue on its own device, launch one
+ *            kernel object (arguments set once) 20 times at once, as the
+ *            spec allows: every launch must reach its device whole.
+ *
+ * Rounds of each (-r N, default 3).  A hang is caught by alarm(): exit 3.
  * The output is the same natively and through VOCL (compare.sh).
  */
 #include <pthread.h>
@@ -98,6 +102,59 @@ static int callback_round(int round)
     int ok = atomic_load(&called) == 1 && got[0] == 7 + round && got[N - 1] == 7 + round;
     clReleaseEvent(done), clReleaseEvent(gate), clReleaseKernel(k);
     clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+struct sharer {
+    int id;
+    cl_kernel k;
+    cl_int err;
+};
+
+#define SHARERS 4
+#define LAUNCHES 20
+
+static void *sharer(void *arg)
+{
+    struct sharer *sh = arg;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[sh->id % ndev], 0, &sh->err);
+    size_t g = N;
+    for (int i = 0; q && i < LAUNCHES && sh->err == CL_SUCCESS; i++)
+        sh->err = clEnqueueNDRangeKernel(q, sh->k, 1, NULL, &g, NULL, 0, NULL, NULL);
+    if (q && sh->err == CL_SUCCESS)
+        sh->err = clFinish(q);
+    if (q)
+        clReleaseCommandQueue(q);
+    return NULL;
+}
+
+/* One kernel object launched from SHARERS threads at once. */
+static int shared_round(int round)
+{
+    cl_int err;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_kernel k = fill_kernel(buf, 40 + round);
+    struct sharer sh[SHARERS];
+    pthread_t t[SHARERS];
+    for (int i = 0; i < SHARERS; i++) {
+        sh[i] = (struct sharer){.id = i, .k = k};
+        if (pthread_create(&t[i], NULL, sharer, &sh[i]))
+            exit(1);
+    }
+    int ok = 1;
+    for (int i = 0; i < SHARERS; i++) {
+        pthread_join(t[i], NULL);
+        if (sh[i].err != CL_SUCCESS)
+            fprintf(stderr, "waits: shared kernel, thread %d: error %d\n", i, sh[i].err), ok = 0;
+    }
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[0], 0, &err);
+    CHECK(err);
+    int got[N];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(got), got, 0, NULL, NULL));
+    for (int i = 0; i < N; i++)
+        ok &= got[i] == 40 + round;
+    clReleaseCommandQueue(q), clReleaseKernel(k), clReleaseMemObject(buf);
     return ok;
 }
 
@@ -193,17 +250,19 @@ int main(int argc, char **argv)
 
     int failed = 0, early = 0;
     for (int r = 0; r < rounds; r++) {
-        int cb = callback_round(r), bl = blockers_round(&early);
-        failed += !cb + !bl;
-        if (!cb || !bl)
-            fprintf(stderr, "waits: round %d: callback %s, blockers %s\n", r, cb ? "ok" : "WRONG",
-                    bl ? "ok" : "WRONG");
+        int cb = callback_round(r), bl = blockers_round(&early), sh = shared_round(r);
+        failed += !cb + !bl + !sh;
+        if (!cb || !bl || !sh)
+            fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s\n", r,
+                    cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG");
     }
     /* A wait that returned before its gate was set is wrong too. */
     printf("callback after a gated kernel: %s\n", failed ? "FAILED" : "ran");
     printf("%d threads blocked on one user event: %s\n", THREADS,
            failed ? "FAILED" : "all returned with their data");
     printf("waits returned before the gate was set: %d\n", early);
+    printf("one kernel launched by %d threads at once: %s\n", SHARERS,
+           failed ? "FAILED" : "every launch ran");
     clReleaseProgram(prog);
     clReleaseContext(ctx);
     return failed || early ? 1 : 0;

@@ -80,6 +80,27 @@ static void byte_order_is_fixed(void **state)
     vocl_wr_free(&w);
 }
 
+/* A count patched in later lands where it was reserved, and only there. */
+static void patched_count(void **state)
+{
+    struct vocl_wr w;
+    (void)state;
+    vocl_wr_init(&w);
+    vocl_wr_u8(&w, 9);
+    size_t at = w.len;
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 7);
+    vocl_wr_u32_at(&w, at, 0x0a0b0c0d);
+    vocl_wr_u32_at(&w, w.len - 2, 0xffffffff); /* past the end: ignored */
+    struct vocl_rd r;
+    vocl_rd_init(&r, w.buf, w.len);
+    assert_int_equal(vocl_rd_u8(&r), 9);
+    assert_int_equal(vocl_rd_u32(&r), 0x0a0b0c0d);
+    assert_int_equal(vocl_rd_u64(&r), 7);
+    assert_false(r.fail);
+    vocl_wr_free(&w);
+}
+
 /* Every prefix of a message fails cleanly and reads nothing beyond it. */
 static void truncation_is_sticky(void **state)
 {
@@ -168,6 +189,7 @@ int main(void)
         cmocka_unit_test(round_trip_fields),     cmocka_unit_test(byte_order_is_fixed),
         cmocka_unit_test(truncation_is_sticky),  cmocka_unit_test(oversized_lengths_fail),
         cmocka_unit_test(headers_are_checked),   cmocka_unit_test(writer_refuses_huge_messages),
+        cmocka_unit_test(patched_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
