@@ -141,6 +141,8 @@ void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
             vocl_call_error(c, CL_INVALID_CONTEXT);
             return;
         }
+        if (i == 0)
+            c->wl_px = e->px;
     }
     c->wl_n = n;
     c->wl = list;
@@ -150,8 +152,9 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
 {
     if (c->err)
         return -1;
-    if (!c->px && c->wl_n)
-        c->px = vocl_lookup(c->wl[0], VOCL_T_EVENT)->px;
+    /* Not looked up again: another thread may have released the event since. */
+    if (!c->px)
+        c->px = c->wl_px;
     if (!c->px && c->nspread)
         c->px = c->spread[0]->px;
     if (!c->px) {

@@ -191,6 +191,7 @@ struct vocl_call {
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
     const cl_event *wl;
+    struct vocl_proxy *wl_px; /* its first event's proxy, read once by vocl_call_wl */
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
     cl_uint nxw, capxw;
     struct vocl_obj *queue;     /* the command's queue, if it has one */

@@ -345,12 +345,24 @@ void proxyd_op_clEnqueueNDRangeKernel(struct proxyd_req *q)
     const size_t *offset = proxyd_rd_va(q, sizeof(size_t), dim);
     const size_t *global = proxyd_rd_va(q, sizeof(size_t), dim);
     const size_t *local = proxyd_rd_va(q, sizeof(size_t), dim);
-    /* Arguments are applied while decoding; a bad one fails the launch. */
-    cl_int arg_err = set_args(q, q->err == CL_SUCCESS ? k : NULL);
+    /* The arguments are read twice: once to reach the end of the request,
+     * then applied only if the whole request is well formed, so a rejected
+     * message changes nothing.  A request that is well formed applies its
+     * arguments even if the launch then fails (a stale event, say), as the
+     * application's clSetKernelArg calls would have natively; a bad
+     * argument fails the launch. */
+    struct vocl_rd args = *q->r;
+    cl_int arg_err = set_args(q, NULL);
     cl_uint nwl;
     const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
     uint64_t ev_id = proxyd_rd_newid(q);
     cl_event ev = NULL;
+    if (!q->fail && !q->r->fail && q->r->p == q->r->end && k) {
+        struct vocl_rd end = *q->r;
+        *q->r = args;
+        arg_err = set_args(q, k);
+        *q->r = end;
+    }
     if (!proxyd_req_begin(q))
         return;
     if (arg_err != CL_SUCCESS) {

@@ -489,6 +489,48 @@ static void compute_through_requests(void **state)
         assert_int_equal(c[i], 4 * i);
     vocl_wr_free(&rep.w);
 
+    /* A launch whose arguments swap a and c but which ends in a stray byte
+     * is rejected whole: the next launch, which sends no arguments, still
+     * runs c = a + b, and a is untouched. */
+    for (int bad = 1; bad >= 0; bad--) {
+        begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
+        vocl_wr_u64(&w, q);
+        vocl_wr_u64(&w, kern);
+        vocl_wr_u32(&w, 1);
+        vocl_wr_u8(&w, 0);
+        vocl_wr_u8(&w, 1);
+        vocl_wr_u64(&w, N);
+        vocl_wr_u8(&w, 0);
+        vocl_wr_u32(&w, bad ? 2 : 0);
+        for (uint32_t i = 0; bad && i < 3; i += 2) {
+            vocl_wr_u32(&w, i);
+            vocl_wr_u8(&w, 1);
+            vocl_wr_u64(&w, bufs[2 - i]);
+        }
+        vocl_wr_u32(&w, 0);
+        vocl_wr_u64(&w, 0);
+        if (bad)
+            vocl_wr_u8(&w, 0);
+        assert_int_equal(run(&s, &w, &rep), bad ? CL_INVALID_VALUE : CL_SUCCESS);
+        vocl_wr_free(&rep.w);
+    }
+    begin(&w, VOCL_OP_clEnqueueReadBuffer);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, bufs[0]);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, sizeof(c));
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    bytes = vocl_rd_bytes(&rep.r, &got);
+    assert_int_equal(got, sizeof(c));
+    memcpy(c, bytes, sizeof(c));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(c[i], a[i]);
+    vocl_wr_free(&rep.w);
+
     /* A read past the buffer's end: the native error, not a crash. */
     begin(&w, VOCL_OP_clEnqueueReadBuffer);
     vocl_wr_u64(&w, q);
