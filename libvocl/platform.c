@@ -3,8 +3,13 @@
  *
  * The platform is libvocl's own: it lists the devices of every proxy in a
  * stable order (local passthrough devices first, then proxy rank, then each
- * proxy's native order).  Its info is the first proxy's native platform's,
- * with the name changed to say VOCL; device info comes from the real device.
+ * proxy's native order).  It tells one story about itself: its name, vendor
+ * and ICD suffix say VOCL, and its version is "OpenCL X.Y VOCL <version>
+ * over <the native platform's version>", X.Y being what the first proxy's
+ * native platform supports (so a client that recognises a driver by name,
+ * vendor or version sees VOCL, never half of PoCL).  Its other info
+ * (profile, extensions, numeric version) is that native platform's; device
+ * info comes from the real device, which keeps its own identity.
  */
 #include "vocl.h"
 
@@ -82,19 +87,10 @@ static struct vocl_proxy *first_live_proxy(void)
     return NULL;
 }
 
-cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
-                                                  cl_platform_info param_name,
-                                                  size_t param_value_size, void *param_value,
-                                                  size_t *param_value_size_ret)
+/* The first live proxy's native platform info. */
+static cl_int native_platform_info(cl_platform_info param_name, size_t param_value_size,
+                                   void *param_value, size_t *param_value_size_ret)
 {
-    cl_int err = vocl_init();
-    if (err != CL_SUCCESS)
-        return err;
-    if (!is_our_platform(platform))
-        return CL_INVALID_PLATFORM;
-    if (param_name == CL_PLATFORM_NAME || param_name == CL_PLATFORM_ICD_SUFFIX_KHR)
-        return vocl_info_answer("VOCL", 5, param_value_size, param_value, param_value_size_ret);
-
     struct vocl_call c;
     vocl_call_init(&c);
     c.px = first_live_proxy();
@@ -111,6 +107,52 @@ cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
     }
     vocl_call_end(&c);
     return c.err;
+}
+
+/* "OpenCL X.Y VOCL <version> over <native version>" (the spec's form:
+ * "OpenCL", the version it supports, then anything). */
+static cl_int version_string(char *out, size_t size)
+{
+    char native[512];
+    cl_int err = native_platform_info(CL_PLATFORM_VERSION, sizeof(native), native, NULL);
+    if (err != CL_SUCCESS)
+        return err;
+    native[sizeof(native) - 1] = '\0';
+    int major = 1, minor = 2, used = 0;
+    if (sscanf(native, "OpenCL %d.%d %n", &major, &minor, &used) < 2)
+        used = 0;
+    snprintf(out, size, "OpenCL %d.%d VOCL " VOCL_VERSION " over %s", major, minor,
+             native + used);
+    return CL_SUCCESS;
+}
+
+cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
+                                                  cl_platform_info param_name,
+                                                  size_t param_value_size, void *param_value,
+                                                  size_t *param_value_size_ret)
+{
+    cl_int err = vocl_init();
+    if (err != CL_SUCCESS)
+        return err;
+    if (!is_our_platform(platform))
+        return CL_INVALID_PLATFORM;
+    char version[640];
+    const char *own = NULL;
+    switch (param_name) {
+    case CL_PLATFORM_NAME:
+    case CL_PLATFORM_ICD_SUFFIX_KHR: own = "VOCL"; break;
+    case CL_PLATFORM_VENDOR: own = "The VOCL project"; break;
+    case CL_PLATFORM_VERSION:
+        if ((err = version_string(version, sizeof(version))) != CL_SUCCESS)
+            return err;
+        own = version;
+        break;
+    default:
+        return native_platform_info(param_name, param_value_size, param_value,
+                                    param_value_size_ret);
+    }
+    return vocl_info_answer(own, strlen(own) + 1, param_value_size, param_value,
+                            param_value_size_ret);
 }
 
 cl_int CL_API_CALL vocl_hand_clGetDeviceIDs(cl_platform_id platform, cl_device_type device_type,
