@@ -16,9 +16,10 @@
  *   TRACE   req: (empty)  rep: i32 err, u32 n, n x (u32 opcode, u32 thread
  *           (0 requests, 1 stream), u64 start ns, u64 duration ns, u64 bytes):
  *           the session's timeline, when HELLO asked for one (VOCL_HELLO_TRACE)
- *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 queue
- *           (the last writer, or 0), u32 n, n x u64 event: no reply.  Reads
- *           all of mem after the queue's commands, once the events complete, and
+ *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u32 nq,
+ *           nq x u64 queue (those that wrote mem here; a queue already
+ *           released is skipped), u32 n, n x u64 event: no reply.  Reads
+ *           all of mem after the queues' commands, once the events complete, and
  *           sends it to the peer proxy in chunks on the tag (one empty
  *           message if the read failed)
  *   EVENT_OUT  req: u64 event, u32 peer rank, u32 tag: no reply.  Sends the

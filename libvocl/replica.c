@@ -17,7 +17,8 @@
  * land; a command that may write the object leaves P the only holder.  The
  * migration reads the source once the events the command waits for (and
  * that live on the source) have completed, and after what was enqueued
- * before on the queue that last wrote the object there.
+ * before on every queue that wrote the object there since it became the
+ * only holder (two devices of one proxy may each have written a part).
  */
 #include "vocl.h"
 
@@ -30,6 +31,34 @@ static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void add_wait(struct vocl_call *c, uint64_t id);
 static void release_id(struct vocl_proxy *px, uint64_t id);
+
+static void forget_writers(struct vocl_rep *r)
+{
+    for (cl_uint i = 0; i < r->nwriters; i++)
+        vocl_obj_drop(r->writers[i]);
+    free(r->writers);
+    r->writers = NULL;
+    r->nwriters = r->capwriters = 0;
+}
+
+/* Adds q to r's writers (held), once; -1 when out of memory. */
+static int add_writer(struct vocl_rep *r, struct vocl_obj *q)
+{
+    for (cl_uint i = 0; i < r->nwriters; i++)
+        if (r->writers[i] == q)
+            return 0;
+    if (r->nwriters == r->capwriters) {
+        cl_uint cap = r->capwriters ? 2 * r->capwriters : 4;
+        struct vocl_obj **w = realloc(r->writers, cap * sizeof(*w));
+        if (!w)
+            return -1;
+        r->writers = w;
+        r->capwriters = cap;
+    }
+    vocl_obj_hold(q);
+    r->writers[r->nwriters++] = q;
+    return 0;
+}
 
 cl_uint vocl_nreps(const struct vocl_obj *o)
 {
@@ -109,8 +138,7 @@ int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy
 void vocl_reps_free(struct vocl_obj *o)
 {
     for (cl_uint i = 0; o->reps && i < o->nreps; i++) {
-        if (o->reps[i].writer)
-            vocl_obj_drop(o->reps[i].writer);
+        forget_writers(&o->reps[i]);
         /* The last migration's event into it, which nothing else holds (kept
          * until now: commands on its sub-buffers wait for it too). */
         if (o->reps[i].arrive && !o->reps[i].px->dead)
@@ -179,7 +207,9 @@ static void fill_out(struct vocl_call *c, const void *arg)
     vocl_wr_u32(c->w, (uint32_t)m->to->px->rank);
     vocl_wr_u32(c->w, (uint32_t)m->tag);
     vocl_wr_u64(c->w, m->chunk);
-    vocl_wr_u64(c->w, m->from->writer ? m->from->writer->id : 0);
+    vocl_wr_u32(c->w, m->from->nwriters);
+    for (cl_uint i = 0; i < m->from->nwriters; i++)
+        vocl_wr_u64(c->w, m->from->writers[i]->id);
     /* The command's events that live here, and the source's own arrival. */
     c->wl_n = m->cmd->wl_n;
     c->wl = m->cmd->wl;
@@ -336,11 +366,15 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         if (err != CL_SUCCESS)
             vocl_call_error(c, err);
     }
-    if (!c->err && use != VOCL_USE_R && c->queue && root->reps[to].writer != c->queue) {
-        if (root->reps[to].writer)
-            vocl_obj_drop(root->reps[to].writer);
-        vocl_obj_hold(c->queue);
-        root->reps[to].writer = c->queue;
+    /* A writer leaves `to` the only holder: what the others' writers did
+     * has reached it (or is overwritten), and the next migration out of
+     * `to` reads after every queue that wrote it since. */
+    if (!c->err && use != VOCL_USE_R) {
+        for (cl_uint i = 0; i < root->nreps; i++)
+            if (i != to)
+                forget_writers(&root->reps[i]);
+        if (c->queue && add_writer(&root->reps[to], c->queue))
+            vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
     }
     if (!c->err) {
         root->valid = use == VOCL_USE_R ? root->valid | bit : bit;

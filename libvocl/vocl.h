@@ -36,7 +36,10 @@ struct vocl_rep {
     struct vocl_proxy *px;
     uint64_t id;     /* 0: none there (a kernel of a program not built there) */
     uint64_t arrive; /* memory: the event on px the last migration into it completes */
-    struct vocl_obj *writer; /* memory: the queue on px that last wrote it (held) */
+    /* memory: the queues on px that wrote it since it became the only
+     * holder of its data (held): a migration out reads after all of them */
+    struct vocl_obj **writers;
+    cl_uint nwriters, capwriters;
 };
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */

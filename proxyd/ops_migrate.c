@@ -208,13 +208,21 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     struct migration *m = rd_head(q, &mem);
     if (!m)
         return;
-    uint64_t writer_id = vocl_rd_u64(q->r);
+    /* The queues that wrote mem here: after their commands (a queue may be
+     * gone already, and then so are they). */
+    uint32_t nq = vocl_rd_u32(q->r);
+    if (nq > (size_t)(q->r->end - q->r->p) / 8)
+        proxyd_fail(q, "migration writer count beyond the request");
+    cl_command_queue *writers = proxyd_tmp(q, (nq ? nq : 1) * sizeof(*writers));
+    cl_uint nw = 0;
+    for (uint32_t i = 0; i < nq && !q->fail && !q->r->fail; i++) {
+        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_rd_u64(q->r), VOCL_T_QUEUE);
+        if (o && writers)
+            writers[nw++] = o->native;
+    }
     cl_uint nwl = 0;
     const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    /* The queue that last wrote mem here: after its commands (it may be
-     * gone already, and then so are they). */
-    struct proxyd_obj *writer = writer_id ? proxyd_lookup(q->s, writer_id, VOCL_T_QUEUE) : NULL;
-    cl_event *wl2 = proxyd_tmp(q, (nwl + 1) * sizeof(*wl2));
+    cl_event *wl2 = proxyd_tmp(q, (nwl + nw + 1) * sizeof(*wl2));
     size_t region[3];
     bool image = false;
     if (!proxyd_req_begin(q)) {
@@ -228,20 +236,21 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     m->size = whole_size(q->cl, mem, region, &image);
     m->buf = m->size ? malloc(m->size) : NULL;
     cl_command_queue queue = m->buf && wl2 ? mem_queue(q->cl, mem) : NULL;
-    cl_event after = NULL;
     if (queue) {
         if (nwl)
             memcpy(wl2, wl, nwl * sizeof(*wl2));
-        if (writer && q->cl->clEnqueueMarkerWithWaitList(writer->native, 0, NULL, &after) ==
-                          CL_SUCCESS) {
-            q->cl->clFlush(writer->native);
-            wl2[nwl++] = after;
-        }
+        cl_uint first_marker = nwl;
+        for (cl_uint i = 0; i < nw; i++)
+            if (q->cl->clEnqueueMarkerWithWaitList(writers[i], 0, NULL, &wl2[nwl]) ==
+                CL_SUCCESS) {
+                q->cl->clFlush(writers[i]);
+                nwl++;
+            }
         /* (An empty list must be NULL: the native call checks.) */
         rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl,
                         nwl ? wl2 : NULL, &m->ev);
-        if (after)
-            q->cl->clReleaseEvent(after);
+        for (cl_uint i = first_marker; i < nwl; i++)
+            q->cl->clReleaseEvent(wl2[i]);
         q->cl->clFlush(queue);
         q->cl->clReleaseCommandQueue(queue);
     }
