@@ -1,0 +1,65 @@
+/*
+ * apps.h: what the all-pairs applications (allpairs-cv, allpairs-prnu,
+ * allpairs-fusion) share: their command line (the runtime's options and
+ * their own numbers), the directory their generated files go to, and the
+ * figures and RESULT line they print.
+ */
+#ifndef ALLPAIRS_APPS_H
+#define ALLPAIRS_APPS_H
+
+#include "allpairs.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* An option of the application's own: "--flag N", min <= N <= max. */
+struct apps_number {
+    const char *flag;
+    uint64_t *value;
+    uint64_t min, max;
+    const char *help; /* one line for --help */
+};
+
+struct apps_options {
+    struct allpairs_config cfg;
+    uint64_t items, seed;
+    const char *dir; /* where the inputs are written; NULL: a temporary one */
+    bool keep;       /* --dir given: leave the files there */
+    bool reuse;      /* --reuse: the files in --dir are the input, none generated */
+    char path[4096]; /* the directory used */
+};
+
+/* Parses argv: the runtime's options, then `numbers`.  --help prints
+ * `summary`, the options and the numbers, and exits 0; anything wrong
+ * prints a message and the usage on stderr and exits 2.  Defaults: the
+ * caller fills o->cfg and o->items before the call. */
+void apps_parse(const char *name, const char *summary, int argc, char **argv,
+                struct apps_options *o, const struct apps_number *numbers, size_t n_numbers);
+
+/* Makes the input directory (--dir, or a temporary one). */
+void apps_make_dir(const char *name, struct apps_options *o);
+/* Removes the files of a temporary directory (the caller names them). */
+void apps_remove(const struct apps_options *o, const char *file);
+void apps_remove_dir(const struct apps_options *o);
+
+/* Prints "NAME: message" on stderr and exits 2. */
+_Noreturn void apps_die(const char *name, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Runs the runtime, exiting 2 with its message on failure. */
+void apps_run(const char *name, const struct allpairs_app *app, const struct apps_options *o,
+              struct allpairs_stats *stats);
+
+/* The figures on stderr, then the RESULT line on stdout:
+ * RESULT app=NAME items=N devices=P seconds=T pairs_per_s=... R=...
+ * hit_device=... hit_host=... hit_peer=... bytes_host=... bytes_peer=...
+ * t_min=... efficiency=... EXTRA verified=yes|no */
+void apps_result(const char *name, const struct apps_options *o, const struct allpairs_stats *s,
+                 const char *extra, bool verified);
+
+uint64_t apps_random(uint64_t *state);
+double apps_uniform(uint64_t *state); /* [0, 1) */
+double apps_normal(uint64_t *state);  /* mean 0, deviation 1 */
+
+#endif
