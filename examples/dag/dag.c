@@ -63,6 +63,11 @@ struct dag_device {
 };
 
 struct dag_buffer {
+    /* The user's reference (dropped by its release command) and one for
+     * each copy that still has to be enqueued: a buffer released in device
+     * order may still be the source of a copy that an optimisation put on
+     * another device's queue or later in the order. */
+    atomic_uint refs;
     dag_device *dev;
     size_t size;
     cl_mem_flags flags;
@@ -132,6 +137,7 @@ struct cmd {
     /* For a gather: the data is in host memory only when `then` is done. */
     struct cmd *then;
 
+    bool d2d;         /* a copy between two devices */
     unsigned waiting; /* dependencies not yet met */
     enum state state;
     struct cmd *ready_next;
@@ -370,6 +376,26 @@ static void add_guard(dag_buffer *b, struct cmd *c)
     b->guards[b->num_guards++] = cmd_ref(c);
 }
 
+static dag_buffer *buffer_ref(dag_buffer *b)
+{
+    atomic_fetch_add(&b->refs, 1);
+    return b;
+}
+
+/* Scheduler thread, without the lock: OpenCL keeps the memory object for
+ * the commands already enqueued on it. */
+static void buffer_unref(dag_buffer *b)
+{
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    if (b->mem)
+        clReleaseMemObject(b->mem);
+    for (unsigned i = 0; i < b->num_guards; i++)
+        cmd_unref(b->guards[i]);
+    free(b->guards);
+    free(b);
+}
+
 /* ---- the scheduler ---- */
 
 static bool same_device(const struct cmd *d, const struct cmd *c)
@@ -504,12 +530,7 @@ static cl_int execute(struct cmd *c)
         c->buf->mem = clCreateBuffer(dev->ctx->context, c->buf->flags, c->buf->size, NULL, &err);
         break;
     case K_RELEASE_BUFFER:
-        if (c->buf->mem)
-            err = clReleaseMemObject(c->buf->mem);
-        for (unsigned i = 0; i < c->buf->num_guards; i++)
-            cmd_unref(c->buf->guards[i]);
-        free(c->buf->guards);
-        free(c->buf);
+        buffer_unref(c->buf);
         c->buf = NULL;
         break;
     case K_CREATE_KERNEL: {
@@ -540,6 +561,11 @@ static cl_int execute(struct cmd *c)
     case K_COPY:
         err = clEnqueueCopyBuffer(dev->queue, c->src->mem, c->buf->mem, c->src_offset, c->offset,
                                   c->size, 0, NULL, &c->event);
+        if (c->src->dev != c->buf->dev)
+            c->d2d = true;
+        buffer_unref(c->src);
+        buffer_unref(c->buf);
+        c->src = c->buf = NULL;
         break;
     case K_RUN: {
         cl_kernel k = c->kernel->kernel;
@@ -578,7 +604,7 @@ static void count_locked(const struct cmd *c)
         s->d2h_ops++;
         break;
     case K_COPY:
-        if (c->src->dev != c->buf->dev) {
+        if (c->d2d) {
             s->d2d_bytes += c->size;
             s->d2d_ops++;
         } else {
@@ -692,7 +718,6 @@ static bool modifies(const struct cmd *c, const dag_buffer *b)
     switch (c->kind) {
     case K_WRITE:
     case K_COPY:
-    case K_RELEASE_BUFFER:
         return c->buf == b;
     case K_RUN: /* any buffer argument may be written */
         for (unsigned i = 0; i < c->num_args; i++) {
@@ -759,6 +784,19 @@ static struct cmd *new_internal(enum kind kind, dag_device *dev, const char *lab
     return c;
 }
 
+static void make_copy(struct cmd *c, dag_buffer *src, size_t src_offset, dag_buffer *dst,
+                      size_t dst_offset, size_t size, const char *label)
+{
+    c->kind = K_COPY;
+    c->label = label;
+    c->src = buffer_ref(src);
+    c->src_offset = src_offset;
+    c->buf = buffer_ref(dst);
+    c->offset = dst_offset;
+    c->size = size;
+    c->host = NULL;
+}
+
 /* DHDCR: a write whose host range window reads filled becomes direct copies
  * from the devices those reads came from; the reads stay, so host memory is
  * still updated, asynchronously. */
@@ -808,6 +846,8 @@ static void dhdcr(void)
         /* w becomes the copy of the last piece; the others run just before
          * it on the same queue, so w completes last. */
         struct cmd *orig_prev = w->prev;
+        dag_buffer *dst = w->buf;
+        size_t dst_offset = w->offset;
         for (int p = 0; p < np; p++) {
             struct cmd *r = reads[pieces[p].read];
             remove_dep(w, r);
@@ -821,13 +861,8 @@ static void dhdcr(void)
                 for (unsigned k = 0; k < w->num_deps; k++)
                     add_dep(c, w->deps[k]);
             }
-            c->kind = K_COPY;
-            c->label = "dhdcr";
-            c->src = r->buf;
-            c->src_offset = r->offset + pieces[p].src;
-            c->offset = w->offset + pieces[p].dst;
-            c->size = pieces[p].size;
-            c->host = NULL;
+            make_copy(c, r->buf, r->offset + pieces[p].src, dst, dst_offset + pieces[p].dst,
+                      pieces[p].size, "dhdcr");
             add_dep(c, r->prev);
             for (unsigned k = 0; k < r->num_deps; k++)
                 add_dep(c, r->deps[k]);
@@ -849,6 +884,7 @@ static void dhdcr(void)
 static dag_buffer *staging(dag_device *dev, size_t size, struct cmd **create)
 {
     dag_buffer *b = xcalloc(1, sizeof(*b));
+    atomic_init(&b->refs, 1);
     b->dev = dev;
     b->size = size;
     b->flags = CL_MEM_READ_WRITE;
@@ -865,18 +901,6 @@ static void release_staging(dag_buffer *b, struct cmd **after, size_t n)
         add_dep(c, after[i]);
 }
 
-static void make_copy(struct cmd *c, dag_buffer *src, size_t src_offset, dag_buffer *dst,
-                      size_t dst_offset, size_t size, const char *label)
-{
-    c->kind = K_COPY;
-    c->label = label;
-    c->src = src;
-    c->src_offset = src_offset;
-    c->buf = dst;
-    c->offset = dst_offset;
-    c->size = size;
-    c->host = NULL;
-}
 
 /* Broadcast: t[0] writes the host region; every other device copies it
  * from its parent in the tree. */
@@ -1238,6 +1262,7 @@ dag_buffer *dag_create_buffer(dag_device *dev, size_t size, cl_mem_flags flags)
         return NULL;
     }
     dag_buffer *b = xcalloc(1, sizeof(*b));
+    atomic_init(&b->refs, 1);
     b->dev = dev;
     b->size = size;
     b->flags = flags;
@@ -1255,7 +1280,6 @@ void dag_release_buffer(dag_buffer *b, dag_event *wait)
     struct cmd *c = new_cmd(K_RELEASE_BUFFER, b->dev);
     c->buf = b;
     add_event_deps(c, wait);
-    take_guards(c, b);
     append_to_order(c);
     flush_if_full();
 }
