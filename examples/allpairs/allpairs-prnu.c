@@ -237,7 +237,7 @@ int main(int argc, char **argv)
     apps_parse(NAME,
                "Common-source identification: which generated images come from the same\n"
                "camera, by the normalised cross-correlation of their noise residuals on\n"
-               "every pair, on the all-pairs runtime (allpairs(3)).",
+               "every pair, on the all-pairs runtime (allpairs(1)).",
                argc, argv, &o, numbers, sizeof(numbers) / sizeof(numbers[0]));
     if (cameras > o.items)
         apps_die(NAME, "--cameras %" PRIu64 " is more than the %" PRIu64 " images", cameras,
@@ -336,6 +336,11 @@ int main(int argc, char **argv)
     char extra[128];
     snprintf(extra, sizeof(extra), "cameras=%" PRIu64 " groups=%u size=%u max_error=%.2g", cameras,
              groups, s, worst);
+    FILE *out = apps_open_output(NAME, &o);
+    for (uint32_t i = 0; out && i < n; i++)
+        for (uint32_t j = i + 1; j < n; j++)
+            fprintf(out, "%u %u %.9g %u\n", i, j, p.matrix[(size_t)i * n + j], find(parent, i));
+    apps_close_output(NAME, &o, out);
     apps_result(NAME, &o, &st, extra, verified);
 
     if (!o.keep) {

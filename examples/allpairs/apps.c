@@ -46,6 +46,7 @@ static void usage(FILE *out, const char *name, const char *summary, const struct
             "  --dir DIR          write the generated inputs to DIR and keep them\n"
             "                     (default: a temporary directory, removed at the end)\n"
             "  --reuse            do not generate: read the files already in --dir\n"
+            "  -o FILE            write the results to FILE\n"
             "  --trace FILE       write a timeline of every thread (Chrome trace format)\n"
             "  --no-progress      no progress bar on stderr\n"
             "  --help             show this help\n"
@@ -86,13 +87,15 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
             o->reuse = true;
             continue;
         }
-        if (strcmp(flag, "--dir") == 0 || strcmp(flag, "--trace") == 0) {
+        if (strcmp(flag, "--dir") == 0 || strcmp(flag, "--trace") == 0 || strcmp(flag, "-o") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') {
                 fprintf(stderr, "%s: %s needs a value\n", name, flag);
                 usage(stderr, name, summary, common, n_common, numbers, n_numbers);
                 exit(2);
             }
-            if (flag[2] == 'd')
+            if (flag[1] == 'o')
+                o->output = argv[++i];
+            else if (flag[2] == 'd')
                 o->dir = argv[++i];
             else
                 c->trace = argv[++i];
@@ -168,6 +171,22 @@ void apps_remove_dir(const struct apps_options *o)
 {
     if (!o->keep)
         rmdir(o->path);
+}
+
+FILE *apps_open_output(const char *name, const struct apps_options *o)
+{
+    if (!o->output)
+        return NULL;
+    FILE *f = fopen(o->output, "w");
+    if (!f)
+        apps_die(name, "cannot create %s: %s", o->output, strerror(errno));
+    return f;
+}
+
+void apps_close_output(const char *name, const struct apps_options *o, FILE *f)
+{
+    if (f && (ferror(f) | fclose(f)))
+        apps_die(name, "cannot write %s", o->output);
 }
 
 void apps_run(const char *name, const struct allpairs_app *app, const struct apps_options *o,

@@ -27,6 +27,7 @@ struct apps_options {
     const char *dir; /* where the inputs are written; NULL: a temporary one */
     bool keep;       /* --dir given: leave the files there */
     bool reuse;      /* --reuse: the files in --dir are the input, none generated */
+    const char *output; /* -o: where the application writes its results */
     char path[4096]; /* the directory used */
 };
 
@@ -42,6 +43,11 @@ void apps_make_dir(const char *name, struct apps_options *o);
 /* Removes the files of a temporary directory (the caller names them). */
 void apps_remove(const struct apps_options *o, const char *file);
 void apps_remove_dir(const struct apps_options *o);
+
+/* Opens -o's file for writing (exits 2 if it cannot), or returns NULL
+ * without -o; apps_close() checks that everything was written. */
+FILE *apps_open_output(const char *name, const struct apps_options *o);
+void apps_close_output(const char *name, const struct apps_options *o, FILE *f);
 
 /* Prints "NAME: message" on stderr and exits 2. */
 _Noreturn void apps_die(const char *name, const char *format, ...)

@@ -1,0 +1,148 @@
+#!/bin/bash
+# allpairs-test.sh: the integration tests of the all-pairs applications
+# (tests/apps/meson.build).
+#
+#   allpairs-test.sh run COMMAND...
+#     runs COMMAND (an application and its arguments, or vocl-run ... --
+#     and one) and passes when it exits 0 with a RESULT line saying
+#     verified=yes for every pair (n(n-1)/2 of them at pairs_per_s x seconds).
+#   allpairs-test.sh identical VOCL_RUN PROGRAM ARGS...
+#     runs PROGRAM ARGS natively on two PoCL devices and under
+#     VOCL_RUN -n 2 -d 1, each writing its results with -o; both must be
+#     verified and the two result files identical, byte for byte.
+#   allpairs-test.sh caches PROGRAM ARGS...
+#     small caches (5 slots a device, a host cache of 2): items are evicted
+#     and loaded again (R > 1), the third level serves some (hit_peer > 0),
+#     and the results still verify; with --hops 0 nothing goes device to
+#     device (bytes_peer=0).
+#   allpairs-test.sh trace PROGRAM ARGS...
+#     --trace writes Chrome trace JSON with the runtime's threads in it.
+#   allpairs-test.sh bad-input PROGRAM
+#     broken options and files, case by case: each must end with exit
+#     status 2 and a message naming the problem, never a RESULT line.
+set -u
+mode=$1
+shift
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+
+# field NAME LINE: the value of NAME= in a RESULT line.
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+# check COMMAND...: runs it; sets $last to its RESULT line; fails unless
+# it exited 0 and verified.
+check() {
+    local out rc
+    out=$("$@" 2>"$dir/stderr")
+    rc=$?
+    tail -n 6 "$dir/stderr"
+    printf '%s\n' "$out"
+    last=$(grep '^RESULT ' <<<"$out" | tail -n 1)
+    [[ $rc == 0 ]] || { echo "FAIL: exit status $rc"; return 1; }
+    [[ $last == RESULT\ *\ verified=yes ]] || { echo "FAIL: not verified"; return 1; }
+}
+
+run() {
+    check "$@" || return 1
+    local n pairs
+    n=$(field items "$last")
+    pairs=$(awk -v r="$(field pairs_per_s "$last")" -v s="$(field seconds "$last")" \
+        'BEGIN { printf "%.0f", r * s }')
+    [[ $pairs == $((n * (n - 1) / 2)) ]] || { echo "FAIL: $pairs pairs of $n items"; return 1; }
+    echo "ok: $pairs pairs"
+}
+
+identical() {
+    local vocl_run=$1
+    shift
+    POCL_DEVICES="pthread pthread" check "$@" -o "$dir/native.txt" || return 1
+    [[ $(field devices "$last") == 2 ]] || { echo "FAIL: native on $(field devices "$last") devices"; return 1; }
+    check "$vocl_run" -n 2 -d 1 -- "$@" -o "$dir/vocl.txt" || return 1
+    [[ $(field devices "$last") == 2 ]] || { echo "FAIL: vocl on $(field devices "$last") devices"; return 1; }
+    [[ -s $dir/native.txt ]] || { echo "FAIL: no results written"; return 1; }
+    cmp "$dir/native.txt" "$dir/vocl.txt" || { echo "FAIL: results differ"; return 1; }
+    echo "ok: $(wc -l <"$dir/native.txt") results identical natively and under vocl-run"
+}
+
+caches() {
+    check "$@" --device-slots 5 --jobs 2 --host-slots 2 --hops 1 || return 1
+    local r peer
+    r=$(field R "$last")
+    peer=$(field hit_peer "$last")
+    awk -v r="$r" 'BEGIN { exit !(r > 1) }' || { echo "FAIL: R = $r, expected evictions"; return 1; }
+    awk -v p="$peer" 'BEGIN { exit !(p > 0) }' || { echo "FAIL: no third-level hit"; return 1; }
+    echo "ok: R = $r, third level hit $peer %"
+    check "$@" --device-slots 5 --jobs 2 --host-slots 2 --hops 0 || return 1
+    [[ $(field bytes_peer "$last") == 0 ]] || { echo "FAIL: device to device with --hops 0"; return 1; }
+    echo "ok: R = $(field R "$last") without the third level"
+}
+
+trace() {
+    check "$@" --trace "$dir/trace.json" || return 1
+    python3 - "$dir/trace.json" <<'EOF' || return 1
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+spans = {e["name"] for e in events if e["ph"] == "X"}
+for want in ("io", "completion", "worker 0", "submitter 1", "parser 0"):
+    assert want in names, "no thread " + want
+for want in ("read", "parse", "load", "compare", "postprocess"):
+    assert want in spans, "no span " + want
+print("ok: %d spans, threads %s" % (sum(e["ph"] == "X" for e in events), sorted(names)))
+EOF
+}
+
+failures=0
+# expect NAME PATTERN ARGS...: PROGRAM ARGS must fail with status 2 and say
+# PATTERN on stderr.
+expect() {
+    local name=$1 pattern=$2
+    shift 2
+    local out rc
+    out=$(POCL_DEVICES="pthread pthread" "$program" "$@" 2>&1 >"$dir/stdout")
+    rc=$?
+    if [[ $rc != 2 ]] || ! grep -q -- "$pattern" <<<"$out" || grep -q '^RESULT' "$dir/stdout"; then
+        echo "FAIL $name: status $rc, wanted 2 and '$pattern'; it said:"
+        printf '%s\n' "$out" | head -n 5
+        failures=$((failures + 1))
+    else
+        echo "ok $name: $(grep -m 1 -- "$pattern" <<<"$out")"
+    fi
+}
+
+bad_input() {
+    program=$1
+    local small=(-n 4 --no-progress)
+    expect unknown-option "unknown argument '--frobnicate'" --frobnicate
+    expect one-item '-n needs an integer from 2' -n 1
+    expect not-a-number '-n needs an integer' -n 12x
+    expect missing-value '--dir needs a value' --dir
+    expect few-slots '--device-slots needs an integer from 3' --device-slots 2
+    expect jobs-too-many 'needs more than 6 device slots' --device-slots 5 --jobs 3
+    expect too-many-devices 'devices asked for' "${small[@]}" -d 99
+    expect reuse-without-dir '--reuse needs --dir' --reuse
+    # The files of a real run, then broken one at a time and read again.
+    mkdir -p "$dir/in"
+    "$program" "${small[@]}" --dir "$dir/in" >/dev/null 2>&1 || { echo "FAIL: no input made"; return 1; }
+    local first
+    first=$(ls "$dir/in" | head -n 1)
+    mv "$dir/in/$first" "$dir/saved"
+    expect missing-file "cannot open .*$first" "${small[@]}" --dir "$dir/in" --reuse
+    printf 'garbage\n' >"$dir/in/$first"
+    expect garbage-file "$first: " "${small[@]}" --dir "$dir/in" --reuse
+    head -c 40 "$dir/saved" >"$dir/in/$first"
+    expect truncated-file "$first: " "${small[@]}" --dir "$dir/in" --reuse
+    [[ $failures == 0 ]] || { echo "$failures case(s) failed"; return 1; }
+}
+
+case $mode in
+run) run "$@" ;;
+identical) identical "$@" ;;
+caches) caches "$@" ;;
+trace) trace "$@" ;;
+bad-input) bad_input "$@" ;;
+*)
+    echo "usage: allpairs-test.sh run|identical|caches|trace|bad-input ..." >&2
+    exit 2
+    ;;
+esac
