@@ -8,6 +8,7 @@
 #include "dag.h"
 #include "dagapp.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 static void usage(FILE *out)
@@ -78,7 +79,9 @@ int main(int argc, char **argv)
     }
 
     bool ok = floyd_check(n, d0, result);
-    dagapp_result("dag-floyd", n, p, seconds, "", ok);
+    char sum[32];
+    snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(result, n * row));
+    dagapp_result("dag-floyd", n, p, seconds, sum, ok);
     dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(dist), free(rowk), free(first), free(count), free(d0), free(rows), free(result);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;

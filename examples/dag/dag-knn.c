@@ -6,6 +6,7 @@
 #include "dag.h"
 #include "dagapp.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 static void usage(FILE *out)
@@ -62,7 +63,9 @@ int main(int argc, char **argv)
         dag_release_kernel(k[d], NULL);
 
     bool ok = knn_check(nq, nr, q, ref, nearest);
-    dagapp_result("dag-knn", nq, p, seconds, "", ok);
+    char sum[32];
+    snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(nearest, nq * 4));
+    dagapp_result("dag-knn", nq, p, seconds, sum, ok);
     dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(q), free(ref), free(nearest);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;

@@ -5,6 +5,7 @@
 #include "dag.h"
 #include "dagapp.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 static void usage(FILE *out)
@@ -51,7 +52,9 @@ int main(int argc, char **argv)
         dag_release_kernel(k[d], NULL);
 
     bool ok = perlin_check(n, o.seed, image);
-    dagapp_result("dag-perlin", n, p, seconds, "", ok);
+    char sum[32];
+    snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(image, n * n * 4));
+    dagapp_result("dag-perlin", n, p, seconds, sum, ok);
     dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(image);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;

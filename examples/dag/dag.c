@@ -177,6 +177,7 @@ static struct {
     pthread_cond_t wake; /* the scheduler: a command became ready, or stop */
     pthread_cond_t done; /* waiters: some command completed */
     struct cmd *ready_head, *ready_tail;
+    struct cmd *sync_head; /* reads whose host memory to make sure of */
     bool stopping;
     unsigned live; /* submitted commands not yet complete */
     cl_int error;
@@ -398,15 +399,20 @@ static void buffer_unref(dag_buffer *b)
 
 /* ---- the scheduler ---- */
 
-static bool same_device(const struct cmd *d, const struct cmd *c)
+/* Is c's dependency on d met as soon as d is enqueued, because c goes
+ * after it on the same in-order queue?  Not when d reads into host memory
+ * and c is a write, which may send that memory: an implementation may take
+ * a write's host data when the write is enqueued rather than when it runs
+ * (VOCL does), so the write waits until the read is complete. */
+static bool queue_orders(const struct cmd *d, const struct cmd *c)
 {
-    return d->dev == c->dev;
+    return d->dev == c->dev && !(d->kind == K_READ && c->kind == K_WRITE);
 }
 
 /* Is c's dependency on d met? */
 static bool met(const struct cmd *d, const struct cmd *c)
 {
-    return d->state == S_COMPLETE || (d->state == S_DISPATCHED && same_device(d, c));
+    return d->state == S_COMPLETE || (d->state == S_DISPATCHED && queue_orders(d, c));
 }
 
 static void push_ready_locked(struct cmd *c)
@@ -475,8 +481,8 @@ static void complete_locked(struct cmd *c, cl_int status)
         rt.trace[c->trace - 1].completed = now() - rt.t0;
     for (unsigned i = 0; i < c->num_succ; i++) {
         struct cmd *s = c->succ[i];
-        /* Successors on the same device were counted off at dispatch. */
-        if (!same_device(c, s) && --s->waiting == 0)
+        /* Successors that the queue orders were counted off at dispatch. */
+        if (!queue_orders(c, s) && --s->waiting == 0)
             push_ready_locked(s);
         cmd_unref(s);
     }
@@ -620,10 +626,37 @@ static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *data)
 {
     struct cmd *c = data;
     pthread_mutex_lock(&rt.lock);
+    if (c->kind == K_READ && status >= 0) {
+        /* The scheduler makes sure the data is in host memory first. */
+        c->ready_next = rt.sync_head;
+        rt.sync_head = c;
+        pthread_cond_signal(&rt.wake);
+        pthread_mutex_unlock(&rt.lock);
+        return;
+    }
     c->event = NULL;
     complete_locked(c, status);
     pthread_mutex_unlock(&rt.lock);
     clReleaseEvent(event);
+}
+
+/* A read reported complete may not have filled host memory yet: an
+ * implementation may fill it at the next synchronisation (VOCL fills a
+ * non-blocking read's memory at the next clFinish or clWaitForEvents, as
+ * libvocl(7) says).  clWaitForEvents on the complete event is that
+ * synchronisation; it does not wait for anything else. */
+static void sync_reads(struct cmd *list)
+{
+    for (struct cmd *c = list, *next; c; c = next) {
+        next = c->ready_next;
+        cl_event e = c->event;
+        cl_int err = clWaitForEvents(1, &e);
+        pthread_mutex_lock(&rt.lock);
+        c->event = NULL;
+        complete_locked(c, err);
+        pthread_mutex_unlock(&rt.lock);
+        clReleaseEvent(e);
+    }
 }
 
 /* After c was enqueued (or done): count off its same-device successors. */
@@ -635,7 +668,7 @@ static void dispatched_locked(struct cmd *c)
         rt.trace[c->trace - 1].dispatched = now() - rt.t0;
     for (unsigned i = 0; i < c->num_succ; i++) {
         struct cmd *s = c->succ[i];
-        if (same_device(c, s) && --s->waiting == 0)
+        if (queue_orders(c, s) && --s->waiting == 0)
             push_ready_locked(s);
     }
     /* The graph behind a dispatched command is no longer needed. */
@@ -651,8 +684,16 @@ static void *scheduler(void *arg)
     (void)arg;
     pthread_mutex_lock(&rt.lock);
     for (;;) {
-        while (!rt.ready_head && !(rt.stopping && rt.live == 0))
+        while (!rt.ready_head && !rt.sync_head && !(rt.stopping && rt.live == 0))
             pthread_cond_wait(&rt.wake, &rt.lock);
+        if (rt.sync_head) {
+            struct cmd *list = rt.sync_head;
+            rt.sync_head = NULL;
+            pthread_mutex_unlock(&rt.lock);
+            sync_reads(list);
+            pthread_mutex_lock(&rt.lock);
+            continue;
+        }
         if (!rt.ready_head)
             break; /* stopping, and nothing is left */
         struct cmd *batch = rt.ready_head;

@@ -118,6 +118,16 @@ cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const
     return kernel;
 }
 
+uint64_t dagapp_checksum(const void *data, size_t size)
+{
+    /* FNV-1a: the same bytes give the same sum, natively or not. */
+    const unsigned char *p = data;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
 double dagapp_rel_error(double got, double want)
 {
     double e = fabs(got - want) / (fabs(want) > 1.0 ? fabs(want) : 1.0);

@@ -51,6 +51,10 @@ struct plain_device {
 void plain_open(struct plain_device *dev);
 cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const char *name);
 
+/* A checksum of the result's bytes, for the RESULT line's checksum=: runs
+ * natively, under VOCL and with each optimisation on or off must agree. */
+uint64_t dagapp_checksum(const void *data, size_t size);
+
 /* Relative difference, NaN-safe (a NaN counts as a large error). */
 double dagapp_rel_error(double got, double want);
 

@@ -1,0 +1,168 @@
+#!/bin/bash
+# dag-test.sh: the integration tests of the DAG runtime's applications
+# (tests/apps/meson.build).
+#
+#   dag-test.sh native APP ARGS...
+#     runs APP on the PoCL devices of POCL_DEVICES with DCR and DHDCR both
+#     on, both off, and each alone; every run must say verified=yes, all
+#     must give the same checksum=, and the counters must show what the
+#     optimisations promise (see expect below).
+#   dag-test.sh vocl VOCL_RUN P D APP ARGS...
+#     the same with every run under `VOCL_RUN -n P -d D --`, plus one native
+#     run on two PoCL devices whose checksum the others must match.
+#   dag-test.sh bad-input APP
+#     broken command lines and queries: each must end with exit status 2 and
+#     a message naming the problem, never a crash or a RESULT line.
+set -u
+mode=$1
+shift
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# field NAME LINE: the value of NAME= in a RESULT line.
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+# run LABEL DCR DHDCR COMMAND...: prints the RESULT line into $dir/LABEL.
+run() {
+    local label=$1 dcr=$2 dhdcr=$3
+    shift 3
+    local out rc
+    out=$(DAG_DCR=$dcr DAG_DHDCR=$dhdcr "$@" 2>"$dir/$label.err")
+    rc=$?
+    local last
+    last=$(tail -n 1 <<<"$out")
+    echo "$label: $last"
+    if [[ $rc != 0 || $last != RESULT\ *\ verified=yes ]]; then
+        fail "$label: exit status $rc"
+        tail -n 5 "$dir/$label.err"
+    fi
+    printf '%s\n' "$last" >"$dir/$label"
+}
+
+# expect APP: what the counters of the runs must show, for two or more
+# devices (with one, nothing is replicated and nothing changes).
+expect() {
+    local app=$1 on off dcr dhdcr devices
+    on=$(<"$dir/on") off=$(<"$dir/off") dcr=$(<"$dir/dcr") dhdcr=$(<"$dir/dhdcr")
+    devices=$(field devices "$on")
+    local sum
+    sum=$(field checksum "$on")
+    for l in off dcr dhdcr; do
+        [[ $(field checksum "$(<"$dir/$l")") == "$sum" ]] ||
+            fail "checksum of '$l' differs from 'on' ($sum)"
+    done
+    [[ $(field broadcasts "$off") == 0 && $(field dhdcr_writes "$off") == 0 ]] ||
+        fail "collectives or copies replaced with both optimisations off"
+    [[ $devices -ge 2 ]] || return 0
+    local h2d_off h2d_dcr h2d_dhdcr
+    h2d_off=$(field h2d_bytes "$off") h2d_dcr=$(field h2d_bytes "$dcr")
+    h2d_dhdcr=$(field h2d_bytes "$dhdcr")
+    case $app in
+    dag-linreg | dag-matmul | dag-knn | dag-nbody)
+        # A broadcast's bytes leave the host once instead of once per device.
+        [[ $(field broadcasts "$dcr") -ge 1 && $h2d_dcr -lt $h2d_off ]] ||
+            fail "DCR made no broadcast, or the host sent as much ($h2d_dcr vs $h2d_off)"
+        ;;
+    esac
+    case $app in
+    dag-abcd)
+        # Only the inputs go from the host to a device: A and C split, B and
+        # D to every device (once, with DCR too); no part of AB or CD.
+        local n m h2d_on
+        n=$(field size "$on") h2d_on=$(field h2d_bytes "$on")
+        m=$((n * n * 4))
+        [[ $h2d_dhdcr == $(((2 + 2 * devices) * m)) && $(field dhdcr_writes "$dhdcr") -gt 0 ]] ||
+            fail "with DHDCR the host sent $h2d_dhdcr bytes, not the inputs' $(((2 + 2 * devices) * m))"
+        [[ $h2d_on == $((4 * m)) ]] ||
+            fail "with DHDCR and DCR the host sent $h2d_on bytes, not the inputs' $((4 * m))"
+        ;;
+    dag-floyd)
+        # Only the initial matrix goes from the host to a device.
+        local n
+        n=$(field size "$on")
+        [[ $h2d_dhdcr == $((n * n * 4)) ]] ||
+            fail "with DHDCR the host sent $h2d_dhdcr bytes, not the matrix's $((n * n * 4))"
+        ;;
+    dag-nbody)
+        [[ $(field dhdcr_writes "$dhdcr") -gt 0 ]] || fail "DHDCR replaced no write"
+        ;;
+    dag-perlin)
+        [[ $(field gathers "$dcr") -ge 1 && $(field d2h_ops "$dcr") == 1 ]] ||
+            fail "DCR made no gather, or the host read more than once"
+        ;;
+    esac
+}
+
+configs() { # COMMAND...
+    run on 1 1 "$@"
+    run off 0 0 "$@"
+    run dcr 1 0 "$@"
+    run dhdcr 0 1 "$@"
+}
+
+native() {
+    configs "$@"
+    expect "$(basename "$1")"
+}
+
+vocl() {
+    local vocl_run=$1 p=$2 d=$3
+    shift 3
+    POCL_DEVICES="pthread pthread" run native 1 1 "$@"
+    configs "$vocl_run" -n "$p" -d "$d" -- "$@"
+    expect "$(basename "$1")"
+    [[ $(field checksum "$(<"$dir/native")") == $(field checksum "$(<"$dir/on")") ]] ||
+        fail "the result under vocl-run differs from the native one"
+}
+
+# bad CASE PATTERN ARGS...: APP ARGS must fail with status 2 and say PATTERN.
+bad() {
+    local name=$1 pattern=$2
+    shift 2
+    local out rc
+    out=$("$program" "$@" 2>&1 >"$dir/stdout")
+    rc=$?
+    if [[ $rc != 2 ]] || ! grep -q -- "$pattern" <<<"$out" || grep -q '^RESULT' "$dir/stdout"; then
+        fail "$name: status $rc, wanted 2 and '$pattern'; it said:"
+        printf '%s\n' "$out" | head -n 5
+    else
+        echo "ok $name: $(grep -m 1 -- "$pattern" <<<"$out")"
+    fi
+}
+
+bad_input() {
+    program=$1
+    local help
+    help=$("$program" --help) && grep -q '^Usage: ' <<<"$help" || fail "--help"
+    bad unknown-option "unknown argument '--frobnicate'" --frobnicate
+    bad zero-size '-n needs an integer from 1' -n 0
+    bad not-a-number '-n needs an integer' -n 12x
+    bad missing-value '-n needs an integer' -n
+    bad no-query '--query needs a DQL query' --query
+    bad syntax 'DQL: at position 11 of "SELECT ALL WHER": expected FROM NODE, WHERE, ORDER BY' \
+        --query 'SELECT ALL WHER'
+    bad attribute "unknown device attribute 'SPEED'" --query 'SELECT ALL WHERE SPEED > 1'
+    bad type-value 'expected GPU, CPU, ACCELERATOR' --query 'SELECT ALL WHERE TYPE = FPGA'
+    bad selects-none 'selects none of the' --query 'SELECT ALL WHERE MAX_COMPUTE_UNITS > 1000000'
+    bad no-node 'selects none of the' --query 'SELECT ALL FROM NODE 5'
+    bad too-many-devices 'device(s) requested, only' -d 99
+    bad too-few-units 'cannot keep' -n 1 -d 2
+}
+
+case $mode in
+native) native "$@" ;;
+vocl) vocl "$@" ;;
+bad-input) bad_input "$@" ;;
+*)
+    echo "usage: dag-test.sh native|vocl|bad-input ..." >&2
+    exit 2
+    ;;
+esac
+[[ $failures == 0 ]] || { echo "$failures failure(s)"; exit 1; }
+echo "all passed"
