@@ -2,11 +2,12 @@
 # dag-test.sh: the integration tests of the DAG runtime's applications
 # (tests/apps/meson.build).
 #
-#   dag-test.sh native APP ARGS...
+#   dag-test.sh native PLAIN APP ARGS...
 #     runs APP on the PoCL devices of POCL_DEVICES with DCR and DHDCR both
 #     on, both off, and each alone; every run must say verified=yes, all
-#     must give the same checksum=, and the counters must show what the
-#     optimisations promise (see expect below).
+#     must give the same checksum= as PLAIN (the same application written
+#     directly on OpenCL, run on one device), and the counters must show
+#     what the optimisations promise (see expect below).
 #   dag-test.sh vocl VOCL_RUN P D APP ARGS...
 #     the same with every run under `VOCL_RUN -n P -d D --`, plus one native
 #     run on two PoCL devices whose checksum the others must match.
@@ -107,8 +108,13 @@ configs() { # COMMAND...
 }
 
 native() {
+    local plain=$1
+    shift
+    POCL_DEVICES=pthread run plain 1 1 "$plain" "${@:2}"
     configs "$@"
     expect "$(basename "$1")"
+    [[ $(field checksum "$(<"$dir/plain")") == $(field checksum "$(<"$dir/on")") ]] ||
+        fail "the result differs from the plain OpenCL version's"
 }
 
 vocl() {

@@ -3,19 +3,17 @@
  */
 #include "dagapp.h"
 
-#include "dag.h"
-
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *app_name = "dag-app";
+const char *dagapp_name = "dag-app";
 
 void dagapp_parse(const char *name, int argc, char **argv, struct dagapp_opts *opts,
                   uint64_t max_size, void (*usage)(FILE *))
 {
-    app_name = name;
+    dagapp_name = name;
     /* --query takes a string: take it out before the numeric options. */
     char **rest = app_calloc((size_t)argc + 1, sizeof(*rest));
     int n = 0;
@@ -41,56 +39,12 @@ void dagapp_parse(const char *name, int argc, char **argv, struct dagapp_opts *o
     free(rest);
 }
 
-void dagapp_check(int err, const char *what)
+void dagapp_plain_result(const char *app, uint64_t size, double seconds, uint64_t checksum,
+                         bool verified)
 {
-    if (err != 0) {
-        fprintf(stderr, "%s: %s: %s\n", app_name, what, dag_error());
-        exit(APP_EXIT_ERROR);
-    }
-}
-
-int dagapp_init(const struct dagapp_opts *opts)
-{
-    char query[64] = "SELECT ALL";
-    if (opts->devices)
-        snprintf(query, sizeof(query), "SELECT TOP %" PRIu64, opts->devices);
-    int n = dag_init(opts->query ? opts->query : query);
-    if (n < 0)
-        dagapp_check(n, "dag_init");
-    if (opts->devices && (uint64_t)n < opts->devices)
-        app_die("%" PRIu64 " device(s) requested, only %d available", opts->devices, n);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "device %d (node %d): %s\n", i, dag_device_node(dag_get_device(i)),
-                dag_device_name(dag_get_device(i)));
-    return n;
-}
-
-static const char *on_off(const char *env)
-{
-    const char *s = getenv(env);
-    return s && (strcmp(s, "0") == 0 || strcmp(s, "off") == 0 || strcmp(s, "no") == 0) ? "off"
-                                                                                       : "on";
-}
-
-void dagapp_result(const char *app, uint64_t size, int devices, double seconds, const char *extra,
-                   bool verified)
-{
-    struct dag_stats s;
-    dag_get_stats(&s);
-    printf("RESULT app=%s size=%" PRIu64 " devices=%d seconds=%.6f dcr=%s dhdcr=%s "
-           "h2d_bytes=%" PRIu64 " d2h_bytes=%" PRIu64 " d2d_bytes=%" PRIu64 " h2d_ops=%" PRIu64
-           " d2h_ops=%" PRIu64 " d2d_ops=%" PRIu64 " broadcasts=%" PRIu64 " scatters=%" PRIu64
-           " gathers=%" PRIu64 " dhdcr_writes=%" PRIu64 " commands=%" PRIu64 "%s%s verified=%s\n",
-           app, size, devices, seconds, on_off("DAG_DCR"), on_off("DAG_DHDCR"), s.h2d_bytes,
-           s.d2h_bytes, s.d2d_bytes, s.h2d_ops, s.d2h_ops, s.d2d_ops, s.broadcasts, s.scatters,
-           s.gathers, s.dhdcr_copies, s.commands, *extra ? " " : "", extra,
-           verified ? "yes" : "no");
-}
-
-void dagapp_plain_result(const char *app, uint64_t size, double seconds, bool verified)
-{
-    printf("RESULT app=%s size=%" PRIu64 " devices=1 seconds=%.6f verified=%s\n", app, size,
-           seconds, verified ? "yes" : "no");
+    printf("RESULT app=%s size=%" PRIu64 " devices=1 seconds=%.6f checksum=%016" PRIx64
+           " verified=%s\n",
+           app, size, seconds, checksum, verified ? "yes" : "no");
 }
 
 void plain_open(struct plain_device *dev)
@@ -104,6 +58,12 @@ void plain_open(struct plain_device *dev)
     CL_CHECK_ERR("clCreateContext", err);
     dev->queue = clCreateCommandQueue(dev->context, dev->id, 0, &err);
     CL_CHECK_ERR("clCreateCommandQueue", err);
+}
+
+void plain_close(struct plain_device *dev)
+{
+    CL_CHECK(clReleaseCommandQueue(dev->queue));
+    CL_CHECK(clReleaseContext(dev->context));
 }
 
 cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const char *name)

@@ -21,6 +21,9 @@ struct dagapp_opts {
     const char *query; /* --query DQL, or NULL: all devices (or TOP devices) */
 };
 
+/* The program's name, for messages (set by dagapp_parse()). */
+extern const char *dagapp_name;
+
 /* Parses argv (exits 0 on --help, 2 on a bad option).  `opts` holds the
  * defaults on entry. */
 void dagapp_parse(const char *name, int argc, char **argv, struct dagapp_opts *opts,
@@ -39,7 +42,8 @@ void dagapp_result(const char *app, uint64_t size, int devices, double seconds, 
                    bool verified);
 
 /* The same for the plain OpenCL twins (no runtime counters). */
-void dagapp_plain_result(const char *app, uint64_t size, double seconds, bool verified);
+void dagapp_plain_result(const char *app, uint64_t size, double seconds, uint64_t checksum,
+                         bool verified);
 
 /* The first device of the first platform, its context and in-order queue,
  * for the plain twins. */
@@ -49,6 +53,7 @@ struct plain_device {
     cl_command_queue queue;
 };
 void plain_open(struct plain_device *dev);
+void plain_close(struct plain_device *dev);
 cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const char *name);
 
 /* A checksum of the result's bytes, for the RESULT line's checksum=: runs

@@ -1,0 +1,58 @@
+/*
+ * dagrun.c: the part of dagapp.h that only the dag-* applications use, the
+ * one that calls the runtime (the plain-* twins do not link it).
+ */
+#include "dagapp.h"
+
+#include "dag.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dagapp_check(int err, const char *what)
+{
+    if (err != 0) {
+        fprintf(stderr, "%s: %s: %s\n", dagapp_name, what, dag_error());
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+int dagapp_init(const struct dagapp_opts *opts)
+{
+    char query[64] = "SELECT ALL";
+    if (opts->devices)
+        snprintf(query, sizeof(query), "SELECT TOP %" PRIu64, opts->devices);
+    int n = dag_init(opts->query ? opts->query : query);
+    if (n < 0)
+        dagapp_check(n, "dag_init");
+    if (opts->devices && (uint64_t)n < opts->devices)
+        app_die("%" PRIu64 " device(s) requested, only %d available", opts->devices, n);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "device %d (node %d): %s\n", i, dag_device_node(dag_get_device(i)),
+                dag_device_name(dag_get_device(i)));
+    return n;
+}
+
+static const char *on_off(const char *env)
+{
+    const char *s = getenv(env);
+    return s && (strcmp(s, "0") == 0 || strcmp(s, "off") == 0 || strcmp(s, "no") == 0) ? "off"
+                                                                                       : "on";
+}
+
+void dagapp_result(const char *app, uint64_t size, int devices, double seconds, const char *extra,
+                   bool verified)
+{
+    struct dag_stats s;
+    dag_get_stats(&s);
+    printf("RESULT app=%s size=%" PRIu64 " devices=%d seconds=%.6f dcr=%s dhdcr=%s "
+           "h2d_bytes=%" PRIu64 " d2h_bytes=%" PRIu64 " d2d_bytes=%" PRIu64 " h2d_ops=%" PRIu64
+           " d2h_ops=%" PRIu64 " d2d_ops=%" PRIu64 " broadcasts=%" PRIu64 " scatters=%" PRIu64
+           " gathers=%" PRIu64 " dhdcr_writes=%" PRIu64 " commands=%" PRIu64 "%s%s verified=%s\n",
+           app, size, devices, seconds, on_off("DAG_DCR"), on_off("DAG_DHDCR"), s.h2d_bytes,
+           s.d2h_bytes, s.d2d_bytes, s.h2d_ops, s.d2h_ops, s.d2d_ops, s.broadcasts, s.scatters,
+           s.gathers, s.dhdcr_copies, s.commands, *extra ? " " : "", extra,
+           verified ? "yes" : "no");
+}
+
