@@ -510,6 +510,19 @@ static void acquire_item(struct engine *e, struct job *job, int k)
     }
 }
 
+/* Whether dev's cache can take items i and j now: a slot whose fill has
+ * not completed (its callback may come after its job's) or that another
+ * device is copying from cannot be evicted, so a job may have to wait. */
+static bool can_start(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
+{
+    const struct ap_cache *c = &e->devs[dev].slots;
+    uint32_t needed = (ap_cache_find(c, i) < 0) + (ap_cache_find(c, j) < 0), free_slots = 0;
+    for (uint32_t s = 0; s < c->count && free_slots < needed; s++)
+        free_slots += c->slots[s].refs == 0 && c->slots[s].item != i && c->slots[s].item != j &&
+                      (c->slots[s].state == AP_SLOT_EMPTY || c->slots[s].state == AP_SLOT_READABLE);
+    return free_slots >= needed;
+}
+
 /* Starts the job of pair (i, j) on dev. */
 static void start_job(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
 {
@@ -527,9 +540,11 @@ static void start_job(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
     /* Counts as pending until both items are looked at, so that a fill
      * queued by the first does not release it early. */
     job->pending = 1;
-    acquire_item(e, job, 0);
-    if (job->i != job->j)
-        acquire_item(e, job, 1);
+    /* An item already cached first: its reference keeps the other's
+     * eviction from choosing its slot. */
+    int first = ap_cache_find(&d->slots, i) < 0 && ap_cache_find(&d->slots, j) >= 0;
+    acquire_item(e, job, first);
+    acquire_item(e, job, !first);
     if (--job->pending == 0) {
         struct op *op = new_op(e, OP_COMPARE, -1);
         if (op) {
@@ -589,7 +604,12 @@ static void *worker_main(void *arg)
             continue;
         }
         if (ap_task_is_leaf(&t)) {
-            start_job(e, dev, t.r0, t.c0);
+            if (can_start(e, dev, t.r0, t.c0)) {
+                start_job(e, dev, t.r0, t.c0);
+            } else { /* back on top, until a slot is released */
+                ap_deque_push(&d->deque, &t);
+                pthread_cond_wait(&d->work_cond, &e->lock);
+            }
             continue;
         }
         struct ap_task parts[4];
@@ -981,6 +1001,7 @@ static void *done_main(void *arg)
             if (d->dslots[dn->slot].ready == dn->event)
                 d->slots.slots[dn->slot].state = AP_SLOT_READABLE;
             ap_cache_release(&d->slots, dn->slot);
+            pthread_cond_signal(&d->work_cond);
             if (dn->host_slot >= 0)
                 ap_cache_release(&e->host_slots, dn->host_slot);
             parsed = dn->parsed;
@@ -1006,6 +1027,7 @@ static void *done_main(void *arg)
         }
         case DONE_SOURCE:
             ap_cache_release(&e->devs[dn->dev].slots, dn->slot);
+            pthread_cond_signal(&e->devs[dn->dev].work_cond);
             break;
         case DONE_JOB:
             finished = dn->job;
