@@ -385,8 +385,11 @@ static void leave(void)
         struct vocl_call c;
         memset(&c, 0, sizeof(c));
         c.px = px;
-        if (vocl_call_start(&c, VOCL_OP_BYE) == 0)
+        if (vocl_call_start(&c, VOCL_OP_BYE) == 0) {
+            if (atomic_load(&vocl.proxies_lost))
+                vocl_wr_u8(c.w, 1);
             vocl_call_send(&c);
+        }
         vocl_call_end(&c);
         px->dead = true;
     }
@@ -437,6 +440,15 @@ __attribute__((destructor)) static void vocl_fini(void)
     leave();
     int fin = 0;
     MPI_Finalized(&fin);
-    if (vocl.mpi_ours && !fin)
-        PMPI_Finalize(); /* at_finalize: MPI_Abort instead if a proxy died */
+    if (!vocl.mpi_ours || fin)
+        return;
+    if (atomic_load(&vocl.proxies_lost)) {
+        /* MPI_Finalize would wait for the dead proxy forever (MPICH/UCX).
+         * Leave MPI as it is, so the process ends with the application's
+         * own status: vocl-guard reports it, and the job ends with it. */
+        vocl_warn("%d proxies died: leaving without MPI_Finalize, with the application's "
+                  "exit status", atomic_load(&vocl.proxies_lost));
+        return;
+    }
+    PMPI_Finalize(); /* (at_finalize: MPI_Abort if a proxy died meanwhile) */
 }

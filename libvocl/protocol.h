@@ -8,7 +8,9 @@
  *           has VOCL_HELLO_TOKEN, bytes token (connect mode: token.h)
  *           rep: i32 err, u32 version, u32 features, u64 chunk size, u32 ndev,
  *                ndev x (u64 cl_device_type, u64 max mem alloc size)
- *   BYE     req: (empty) - the proxy releases the session's objects; a reply
+ *   BYE     req: (empty), or u8 1 when a proxy of the job died (so this proxy
+ *           ends the job rather than wait in MPI_Finalize for the dead one) -
+ *           the proxy releases the session's objects; a reply
  *           (status) only when asked for, after which nothing more comes
  *   RETAIN  req: u64 id                        rep: i32 err
  *   RELEASE req: u64 id, u8 last (client holds no more references to the id)

@@ -739,6 +739,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
             vocl_warn("client %d: %s failed with %s, and no later call reported it", s->peer,
                       vocl_op_name(s->deferred_op), vocl_err_name(s->deferred));
         s->hello = false;
+        /* A peer of the job died: an optional byte says so (any other
+         * content is ignored: the session ends anyway). */
+        if (r.end - r.p == 1 && vocl_rd_u8(&r) == 1)
+            s->peer_died = true;
         if (!wants_reply)
             return 0;
         vocl_wr_i32(reply, CL_SUCCESS);

@@ -596,6 +596,8 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
+    if (bye && cl->s.peer_died)
+        atomic_store(&peer_died, true);
     if (bye)
         close_client(sv, cl, NULL);
     else if (cl->s.lost)
@@ -902,9 +904,12 @@ int main(int argc, char **argv)
     report_rusage(rank);
     if (atomic_load(&peer_died)) {
         /* MPI_Finalize would wait for the dead one forever (MPICH/UCX).  Every
-         * client is gone from this proxy, so the job is over. */
+         * client is gone from this proxy, so the job is over.  The clients
+         * that said BYE get a second to exit by themselves first, so that
+         * vocl-run reports their own status (vocl-guard writes it down). */
         vocl_warn("a client or a proxy died, and MPI_Finalize would wait for it: ending "
                   "the job with MPI_Abort");
+        nanosleep(&(struct timespec){1, 0}, NULL);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Finalize();

@@ -116,6 +116,7 @@ struct proxyd_session {
     int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
     int data_tag; /* the tag of the current request's transfer */
     bool lost;          /* the client died (its transport noticed) */
+    bool peer_died;     /* its BYE said a proxy of the job died */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (exec.c: is_sync_op). */

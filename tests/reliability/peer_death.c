@@ -11,11 +11,18 @@
  * DEAD_DEVICE: the index of a device whose proxy the test kills; -1: none
  * (another application rank is killed): then rounds go on for 8 s on every
  * device, while the proxies notice the death and clean up after it.
+ *
+ *   peer_death GATE DEAD_DEVICE --stream
+ * Does not stop at the gate: once GATE.ready.RANK is made it streams 4 MiB
+ * writes and reads to DEAD_DEVICE until one fails (the test kills that
+ * proxy meanwhile; at most 30 s), then goes on as above.
  */
 #include <CL/cl.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,10 +67,37 @@ static cl_int round_on(struct dev *d, int seed)
     return rc;
 }
 
+/* Writes and reads of 4 MiB on d until one fails: its error (or CL_SUCCESS
+ * after 30 s); *streamed: the bytes moved. */
+static cl_int stream_until_dead(struct dev *d, double *streamed)
+{
+    enum { BIG = 4 << 20 };
+    static unsigned char data[BIG], back[BIG];
+    cl_int rc;
+    cl_mem big = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, BIG, NULL, &rc);
+    double until = now() + 30;
+    for (int i = 0; rc == CL_SUCCESS && now() < until; i++) {
+        memset(data, i, BIG);
+        rc = clEnqueueWriteBuffer(d->q, big, CL_FALSE, 0, BIG, data, 0, NULL, NULL);
+        if (rc == CL_SUCCESS)
+            rc = clEnqueueReadBuffer(d->q, big, CL_TRUE, 0, BIG, back, 0, NULL, NULL);
+        if (rc == CL_SUCCESS && memcmp(data, back, BIG)) {
+            fprintf(stderr, "streamed data came back wrong\n");
+            rc = CL_INVALID_VALUE;
+        }
+        if (rc == CL_SUCCESS)
+            *streamed += 2.0 * BIG;
+    }
+    if (big)
+        clReleaseMemObject(big);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE\n");
+    bool stream = argc == 4 && !strcmp(argv[3], "--stream");
+    if (argc != 3 && !stream) {
+        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE [--stream]\n");
         return 2;
     }
     const char *gate = argv[1], *rank = getenv("PMI_RANK");
@@ -96,8 +130,19 @@ int main(int argc, char **argv)
         perror(path);
         return 2;
     }
+    int bad = 0, rounds = 0;
+    cl_int rc;
+    if (stream && dead >= 0) {
+        double streamed = 0, t0 = now();
+        rc = stream_until_dead(&d[dead], &streamed);
+        /* Once failed, a round there must fail (at once) below. */
+        printf("streaming to device %d: error %d after %.0f MiB\n", dead, rc, streamed / 1048576);
+        fprintf(stderr, "streamed for %.2f s\n", now() - t0);
+        if (rc == CL_SUCCESS)
+            bad = 1;
+    }
     snprintf(path, sizeof(path), "%s.go", gate);
-    for (int i = 0; access(path, F_OK) != 0; i++) {
+    for (int i = 0; !stream && access(path, F_OK) != 0; i++) {
         if (i > 600) {
             fprintf(stderr, "no %s after 60 s\n", path);
             return 2;
@@ -105,8 +150,6 @@ int main(int argc, char **argv)
         usleep(100000);
     }
 
-    int bad = 0, rounds = 0;
-    cl_int rc;
     if (dead >= 0) {
         double t0 = now();
         rc = round_on(&d[dead], 7);

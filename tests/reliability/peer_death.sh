@@ -8,6 +8,10 @@
 #   peer_death.sh VOCL_RUN PROGRAM client
 #     two application ranks share the proxies; one is killed: the proxies
 #     must release everything it held and keep serving the other.
+#   peer_death.sh VOCL_RUN PROGRAM stream
+#     as proxy, but the proxy dies while the program streams 4 MiB writes
+#     and reads to it (after a random 0.1-0.9 s): no crash, the program
+#     ends with its own status (0), and the job within 5 s of it.
 set -uo pipefail
 vocl_run=$1 prog=$2 what=$3
 . "$(dirname "$0")/common.sh"
@@ -17,14 +21,17 @@ trap 'kill -9 $(descendants $$) 2>/dev/null; rm -rf "$tmp"' EXIT
 # Runs the program under vocl-run (options OPTS), waits until application
 # rank GATE is at its gate, kills rank VICTIM (a process named NAME) and
 # opens the gate.
-kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS...
-    local gate=$1 victim_rank=$2 name=$3 dead=$4 victim
+kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS... [-- PROGRAM-OPTION]
+    local gate=$1 victim_rank=$2 name=$3 dead=$4 victim opts=()
     shift 4
-    "$vocl_run" "$@" -v -- "$prog" "$tmp/gate" "$dead" > "$tmp/out" 2> "$tmp/err" &
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    "$vocl_run" "${opts[@]}" -v -- "$prog" "$tmp/gate" "$dead" "$@" > "$tmp/out" 2> "$tmp/err" &
     job=$!
     await "$tmp/gate.ready.$gate" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
     victim=$(rank_pid "$victim_rank" "$name")
     [ -n "$victim" ] || { echo "peer_death: no rank $victim_rank ($name)" >&2; exit 1; }
+    [ "$what" = stream ] && sleep "0.$((RANDOM % 9 + 1))"
     kill -9 "$victim"
     touch "$tmp/gate.go"
 }
@@ -35,19 +42,29 @@ proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
 # Ranks 0 and 1 run the program; rank 1 is killed at its gate, holding its
 # objects; rank 0 goes on, on every device.
 client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
-*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client" >&2; exit 2 ;;
+stream) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
+*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream" >&2; exit 2 ;;
 esac
 
-# The job ends by itself: no wait outlives a dead peer.
+# The job ends by itself: no wait outlives a dead peer.  Stream: within 5 s
+# of the program's last line.
 await_job 30 || { cat "$tmp/out" "$tmp/err"; exit 1; }
 wait "$job"
-echo "job exit status: $? (MPI_Abort ends a job that lost a rank)"
+status=$?
+if [ "$what" = stream ]; then
+    late=$(( $(date +%s) - $(stat -c %Y "$tmp/out") ))
+    echo "job exit status: $status; the job ended ${late} s after the program's last line"
+    [ "$status" -eq 0 ] || { echo "peer_death: the job did not end with the program's status (0)" >&2; fail=1; }
+    [ "$late" -le 5 ] || { echo "peer_death: the job outlived the program by ${late} s" >&2; fail=1; }
+else
+    echo "job exit status: $status"
+fi
 cat "$tmp/out"
 grep -v "info:" "$tmp/err" >&2
 
 expect "$tmp/out" '^PASS$' 1
 case "$what" in
-proxy)
+proxy | stream)
     expect "$tmp/err" 'proxy 1 \(rank 2\): no sign of life .* it died' 1 ;;
 client)
     expect "$tmp/err" 'voclproxyd\[[23]\]: warning: client 1: session closed after it died' 2

@@ -16,6 +16,10 @@
  *
  * VOCL_GUARD_PRELOAD, if set, becomes the command's LD_PRELOAD (libvocl
  * for application ranks: the guard itself must not load it).
+ * VOCL_GUARD_STATUS, if set, is a folder where the guard writes the
+ * command's exit status (128 + signal when killed) as a file named after
+ * the rank, before anything else: vocl-run exits with the application's
+ * status even when the job ends with an MPI_Abort of a proxy.
  */
 #include <errno.h>
 #include <signal.h>
@@ -60,6 +64,7 @@ int main(int argc, char **argv)
         if (pre && *pre)
             setenv("LD_PRELOAD", pre, 1);
         unsetenv("VOCL_GUARD_PRELOAD");
+        unsetenv("VOCL_GUARD_STATUS");
         execvp(argv[1], argv + 1);
         fprintf(stderr, "vocl-guard: cannot run %s: %s\n", argv[1], strerror(errno));
         _exit(127);
@@ -74,6 +79,15 @@ int main(int argc, char **argv)
             perror("vocl-guard: waitpid");
             return 1;
         }
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    const char *dir = getenv("VOCL_GUARD_STATUS"), *rank = getenv("PMI_RANK");
+    if (dir && *dir && !told) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/rank.%s", dir, rank ? rank : "0");
+        FILE *f = fopen(path, "w");
+        if (!f || fprintf(f, "%d\n", status) < 0 || fclose(f))
+            fprintf(stderr, "vocl-guard: cannot write %s: %s\n", path, strerror(errno));
+    }
     if (WIFEXITED(st))
         return WEXITSTATUS(st);
     if (told) {
@@ -82,7 +96,6 @@ int main(int argc, char **argv)
         raise(told);
         return 128 + told;
     }
-    const char *rank = getenv("PMI_RANK");
     fprintf(stderr,
             "vocl-guard: rank %s (%s) was killed by signal %d; the rest of the job goes on "
             "without it\n",
