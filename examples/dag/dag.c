@@ -60,6 +60,11 @@ struct dag_device {
     cl_command_queue queue;
     struct cmd *last; /* the last command in device order (host thread) */
     bool touched;     /* enqueued to since the last clFlush (scheduler) */
+    /* Enqueued commands not known to be complete, in queue order, but for
+     * reads (under lock); the number of the last one enqueued. */
+    struct cmd *q_head, *q_tail;
+    uint64_t seq;
+    struct cmd *q_head_batch; /* notify_locked()'s scratch */
 };
 
 struct dag_buffer {
@@ -138,6 +143,10 @@ struct cmd {
     struct cmd *then;
 
     bool d2d;         /* a copy between two devices */
+    bool notify;      /* enqueued with an event and a completion callback */
+    bool enqueued;    /* went to the device's queue */
+    uint64_t seq;     /* its place in the queue */
+    struct cmd *q_next;
     unsigned waiting; /* dependencies not yet met */
     enum state state;
     struct cmd *ready_next;
@@ -526,11 +535,17 @@ static cl_program get_program(struct context *ctx, const char *source, const cha
     return p->program;
 }
 
+static bool is_enqueued_kind(enum kind kind)
+{
+    return kind == K_WRITE || kind == K_READ || kind == K_COPY || kind == K_RUN;
+}
+
 /* Enqueues (or does) command c; returns its status.  Without the lock. */
 static cl_int execute(struct cmd *c)
 {
     cl_int err = CL_SUCCESS;
     dag_device *dev = c->dev;
+    cl_event *event = c->notify ? &c->event : NULL;
     switch (c->kind) {
     case K_CREATE_BUFFER:
         c->buf->mem = clCreateBuffer(dev->ctx->context, c->buf->flags, c->buf->size, NULL, &err);
@@ -558,15 +573,15 @@ static cl_int execute(struct cmd *c)
         break;
     case K_WRITE:
         err = clEnqueueWriteBuffer(dev->queue, c->buf->mem, CL_FALSE, c->offset, c->size, c->host,
-                                   0, NULL, &c->event);
+                                   0, NULL, event);
         break;
     case K_READ:
         err = clEnqueueReadBuffer(dev->queue, c->buf->mem, CL_FALSE, c->offset, c->size, c->host,
-                                  0, NULL, &c->event);
+                                  0, NULL, event);
         break;
     case K_COPY:
         err = clEnqueueCopyBuffer(dev->queue, c->src->mem, c->buf->mem, c->src_offset, c->offset,
-                                  c->size, 0, NULL, &c->event);
+                                  c->size, 0, NULL, event);
         if (c->src->dev != c->buf->dev)
             c->d2d = true;
         buffer_unref(c->src);
@@ -587,12 +602,14 @@ static cl_int execute(struct cmd *c)
         if (err == CL_SUCCESS)
             err = clEnqueueNDRangeKernel(dev->queue, k, c->dims, c->has_offset ? c->goffset : NULL,
                                          c->global, c->has_local ? c->local : NULL, 0, NULL,
-                                         &c->event);
+                                         event);
         break;
     }
     }
-    if (c->event)
+    if (err == CL_SUCCESS && is_enqueued_kind(c->kind)) {
+        c->enqueued = true;
         dev->touched = true;
+    }
     return err;
 }
 
@@ -622,12 +639,39 @@ static void count_locked(const struct cmd *c)
     }
 }
 
+/* Commands of a queue complete in order: when c is complete, so is every
+ * command enqueued on its device before it.  Only some commands carry a
+ * callback (see notify_locked()); the others are completed here. */
+static void complete_through_locked(dag_device *dev, uint64_t seq)
+{
+    while (dev->q_head && dev->q_head->seq <= seq) {
+        struct cmd *h = dev->q_head;
+        dev->q_head = h->q_next;
+        if (!dev->q_head)
+            dev->q_tail = NULL;
+        if (h->state != S_COMPLETE)
+            complete_locked(h, CL_SUCCESS);
+        cmd_unref(h); /* the queue list's */
+    }
+}
+
+/* c is complete on its device (after a sync, for a read). */
+static void device_done_locked(struct cmd *c, cl_int status)
+{
+    dag_device *dev = c->dev;
+    uint64_t seq = c->seq;
+    if (c->state != S_COMPLETE)
+        complete_locked(c, status);
+    complete_through_locked(dev, seq);
+}
+
 static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *data)
 {
     struct cmd *c = data;
     pthread_mutex_lock(&rt.lock);
     if (c->kind == K_READ && status >= 0) {
-        /* The scheduler makes sure the data is in host memory first. */
+        /* The scheduler makes sure the data is in host memory first; the
+         * callback's reference goes with it. */
         c->ready_next = rt.sync_head;
         rt.sync_head = c;
         pthread_cond_signal(&rt.wake);
@@ -635,9 +679,10 @@ static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *data)
         return;
     }
     c->event = NULL;
-    complete_locked(c, status);
+    device_done_locked(c, status);
     pthread_mutex_unlock(&rt.lock);
     clReleaseEvent(event);
+    cmd_unref(c); /* the callback's */
 }
 
 /* A read reported complete may not have filled host memory yet: an
@@ -653,9 +698,34 @@ static void sync_reads(struct cmd *list)
         cl_int err = clWaitForEvents(1, &e);
         pthread_mutex_lock(&rt.lock);
         c->event = NULL;
-        complete_locked(c, err);
+        device_done_locked(c, err);
         pthread_mutex_unlock(&rt.lock);
         clReleaseEvent(e);
+        cmd_unref(c); /* the callback's */
+    }
+}
+
+/* Which commands of a batch get an event and a callback: a read (its host
+ * memory must be synchronised), one that a command on another device or the
+ * host waits to complete, and the last one enqueued on each device (so
+ * that every command is known to be complete before long).  A callback per
+ * command would be simpler, but libvocl serves each one with a thread that
+ * waits for the event (up to 188 threads in one dag-abcd run on 32 devices
+ * when every command had one). */
+static void notify_locked(struct cmd *batch)
+{
+    for (struct cmd *c = batch; c; c = c->ready_next) {
+        c->notify = c->kind == K_READ;
+        for (unsigned i = 0; i < c->num_succ && !c->notify; i++)
+            c->notify = !queue_orders(c, c->succ[i]);
+        if (is_enqueued_kind(c->kind))
+            c->dev->q_head_batch = c; /* the last so far */
+    }
+    for (struct cmd *c = batch; c; c = c->ready_next) {
+        if (is_enqueued_kind(c->kind) && c->dev->q_head_batch == c) {
+            c->notify = true;
+            c->dev->q_head_batch = NULL;
+        }
     }
 }
 
@@ -698,6 +768,7 @@ static void *scheduler(void *arg)
             break; /* stopping, and nothing is left */
         struct cmd *batch = rt.ready_head;
         rt.ready_head = rt.ready_tail = NULL;
+        notify_locked(batch);
         pthread_mutex_unlock(&rt.lock);
 
         for (struct cmd *c = batch; c; c = c->ready_next) {
@@ -710,7 +781,8 @@ static void *scheduler(void *arg)
             }
         }
         /* Events whose callbacks to set, collected before the lock lets
-         * anyone complete (and free) a command. */
+         * anyone complete (and free) a command; each callback holds a
+         * reference until it has run. */
         size_t n = 0;
         for (struct cmd *c = batch; c; c = c->ready_next)
             n++;
@@ -719,11 +791,28 @@ static void *scheduler(void *arg)
         pthread_mutex_lock(&rt.lock);
         for (struct cmd *c = batch, *next; c; c = next) {
             next = c->ready_next;
+            dag_device *dev = c->dev;
             dispatched_locked(c);
-            if (c->event)
-                pending[num_pending++] = c;
-            else
+            if (c->enqueued) {
+                c->seq = ++dev->seq;
+                if (c->kind != K_READ) {
+                    c->q_next = NULL;
+                    if (dev->q_tail)
+                        dev->q_tail->q_next = cmd_ref(c);
+                    else
+                        dev->q_head = cmd_ref(c);
+                    dev->q_tail = c;
+                }
+                if (c->event)
+                    pending[num_pending++] = cmd_ref(c);
+            } else {
+                if (is_enqueued_kind(c->kind) && dev)
+                    /* It failed: the commands before it may never be
+                     * reported, so stop waiting for them (the error is
+                     * what the next blocking call returns). */
+                    complete_through_locked(dev, dev->seq);
                 complete_locked(c, CL_SUCCESS);
+            }
         }
         pthread_mutex_unlock(&rt.lock);
         for (size_t i = 0; i < num_pending; i++) {
@@ -733,9 +822,10 @@ static void *scheduler(void *arg)
             if (err != CL_SUCCESS) {
                 pthread_mutex_lock(&rt.lock);
                 c->event = NULL;
-                complete_locked(c, err);
+                device_done_locked(c, err);
                 pthread_mutex_unlock(&rt.lock);
                 clReleaseEvent(e);
+                cmd_unref(c);
             }
         }
         free(pending);

@@ -182,6 +182,21 @@ for app in APPS:
     w("| %s | %d | %d | %.2f |" % (app, d, p, d / p))
 w("")
 
+w("## Identical results")
+w("")
+w("The checksum (FNV-1a of the result's bytes) of every run of each application")
+w("in runs.txt: plain OpenCL on one device, natively on 1 to 4 devices, through")
+w("vocl-run on 1 to 32, each optimisation on and off. One distinct value means")
+w("all runs gave the same bytes (and every run also matched the CPU reference).")
+w("")
+w("| application | runs | distinct checksums | checksum |")
+w("|---|---:|---:|---|")
+for app in APPS:
+    sums = [r["checksum"] for label, rs in runs.items() for r in rs
+            if label.split()[1] == app and "checksum" in r]
+    w("| %s | %d | %d | %s |" % (app, len(sums), len(set(sums)), " ".join(sorted(set(sums)))))
+w("")
+
 w("Every command is in runs.txt beside this file, one line per run with its")
 w("RESULT line; run.sh made them all.")
 
