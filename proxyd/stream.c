@@ -175,10 +175,15 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
     else
         st->head = j;
     st->tail = j;
+    if (j->ready)
+        pthread_cond_signal(&st->wake);
     pthread_mutex_unlock(&st->lock);
+    /* (Then j may be sent and freed at once: not touched again.) */
+    if (!c->ready)
+        return;
     /* Outside the lock: a driver may call on_ready at once, in this thread.
      * Without a callback, run() waits for the event itself. */
-    if (c->ready && node->cl->clSetEventCallback(c->ready, CL_COMPLETE, on_ready, j) == CL_SUCCESS)
+    if (node->cl->clSetEventCallback(c->ready, CL_COMPLETE, on_ready, j) == CL_SUCCESS)
         return;
     pthread_mutex_lock(&st->lock);
     j->ready = true;
