@@ -56,6 +56,10 @@ struct job {
     uint32_t result;  /* its result buffer on the device */
     cl_event kernel;  /* the compare */
     struct job *link[2]; /* in the waiters of slot[0] and of slot[1] */
+    /* Every job started and not yet finished, so that those a failure
+     * strands (waiting for a fill, or their compare never enqueued) are
+     * freed at the end. */
+    struct job *prev, *next;
     unsigned char data[]; /* the result, result_size bytes */
 };
 
@@ -194,6 +198,7 @@ struct engine {
     struct ap_cache host_slots;
     struct host_waiter **host_waiters;
     struct ap_contacts contacts;
+    struct job *jobs; /* started, not finished (under the lock) */
 
     pthread_mutex_t lock;
     pthread_cond_t idle_cond; /* idle workers: new tasks */
@@ -523,6 +528,17 @@ static bool can_start(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
     return free_slots >= needed;
 }
 
+/* Takes a finished job out of e->jobs.  Under the lock. */
+static void unlink_job(struct engine *e, struct job *job)
+{
+    if (job->prev)
+        job->prev->next = job->next;
+    else
+        e->jobs = job->next;
+    if (job->next)
+        job->next->prev = job->prev;
+}
+
 /* Starts the job of pair (i, j) on dev. */
 static void start_job(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
 {
@@ -535,6 +551,10 @@ static void start_job(struct engine *e, uint32_t dev, uint32_t i, uint32_t j)
     job->i = i;
     job->j = j;
     job->dev = dev;
+    job->next = e->jobs;
+    if (e->jobs)
+        e->jobs->prev = job;
+    e->jobs = job;
     job->result = d->free_results[--d->n_free_results];
     d->in_flight++;
     /* Counts as pending until both items are looked at, so that a fill
@@ -1059,6 +1079,7 @@ static void *done_main(void *arg)
                 pthread_cond_broadcast(&e->main_cond);
                 pthread_cond_broadcast(&e->idle_cond);
             }
+            unlink_job(e, finished);
             free(finished);
         }
         free(dn);
@@ -1522,9 +1543,7 @@ static void release_all(struct engine *e)
         ap_cache_free(&dv->slots);
         for (struct op *op = dv->ops.head, *next; op; op = next) {
             next = op->next;
-            if (op->kind == OP_COMPARE)
-                free(op->job);
-            free(op->parsed);
+            free(op->parsed); /* a compare's job is in e->jobs */
             free(op);
         }
         if (dv->preprocess)
@@ -1543,6 +1562,13 @@ static void release_all(struct engine *e)
         }
     }
     free(e->devs);
+    for (struct job *job = e->jobs, *next; job; job = next) {
+        next = job->next;
+        if (job->kernel)
+            clReleaseEvent(job->kernel);
+        free(job);
+    }
+    e->jobs = NULL;
     for (uint32_t h = 0; e->host_waiters && h < e->cfg.host_slots; h++)
         for (struct host_waiter *w = e->host_waiters[h], *next; w; w = next) {
             next = w->next;
