@@ -12,9 +12,12 @@
 #     verified and the two result files identical, byte for byte.
 #   allpairs-test.sh caches PROGRAM ARGS...
 #     small caches (5 slots a device, a host cache of 2): items are evicted
-#     and loaded again (R > 1), the third level serves some (hit_peer > 0),
-#     and the results still verify; with --hops 0 nothing goes device to
-#     device (bytes_peer=0).
+#     and loaded again (R > 1) and the results still verify.  Then the
+#     third level alone: a device cache that holds every item (nothing is
+#     evicted) and no host cache, so an item the second device needs is on
+#     the first one for the rest of the run and comes device to device
+#     (hit_peer > 0) whenever the devices share work (steals > 0); with
+#     --hops 0 nothing goes device to device (bytes_peer=0).
 #   allpairs-test.sh trace PROGRAM ARGS...
 #     --trace writes Chrome trace JSON with the runtime's threads in it.
 #   allpairs-test.sh bad-input PROGRAM
@@ -66,12 +69,28 @@ identical() {
 
 caches() {
     check "$@" --device-slots 5 --jobs 2 --host-slots 2 --hops 1 || return 1
-    local r peer
+    local r n peer steals
     r=$(field R "$last")
-    peer=$(field hit_peer "$last")
+    n=$(field items "$last")
     awk -v r="$r" 'BEGIN { exit !(r > 1) }' || { echo "FAIL: R = $r, expected evictions"; return 1; }
-    awk -v p="$peer" 'BEGIN { exit !(p > 0) }' || { echo "FAIL: no third-level hit"; return 1; }
-    echo "ok: R = $r, third level hit $peer %"
+    echo "ok: R = $r with small caches, third level hit $(field hit_peer "$last") %"
+    # With 5 slots a device the two rarely hold the same item at the same
+    # time, so whether the third level hits there depends on the timing
+    # (none at all under the sanitizers, at times).  With a slot for every
+    # item nothing leaves a device: once the devices share work, every item
+    # the second one asks for is on the first (unless it asks before the
+    # first's fill is even enqueued).
+    check "$@" --device-slots "$n" --jobs 2 --host-slots 0 --hops 1 || return 1
+    peer=$(field hit_peer "$last")
+    steals=$(sed -n 's/.* \([0-9]*\) steals$/\1/p' "$dir/stderr")
+    [[ -n $steals ]] || { echo "FAIL: no steal count"; return 1; }
+    if [[ $steals == 0 ]]; then
+        echo "ok: one device did everything (no steal): nothing to share"
+    else
+        awk -v p="$peer" 'BEGIN { exit !(p > 0) }' || { echo "FAIL: no third-level hit ($steals steals)"; return 1; }
+        [[ $(field bytes_peer "$last") != 0 ]] || { echo "FAIL: hits but no bytes device to device"; return 1; }
+        echo "ok: third level hit $peer % ($steals steals)"
+    fi
     check "$@" --device-slots 5 --jobs 2 --host-slots 2 --hops 0 || return 1
     [[ $(field bytes_peer "$last") == 0 ]] || { echo "FAIL: device to device with --hops 0"; return 1; }
     echo "ok: R = $(field R "$last") without the third level"
