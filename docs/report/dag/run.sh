@@ -83,6 +83,15 @@ for app in "${apps[@]}"; do
     done
 done
 
+# 1b. Floyd's kernels are the shortest (a few microseconds a round at
+# n = 192): the same pair again at n = 768.
+POCL_DEVICES=pthread "$bin/plain-floyd" -n 768 >/dev/null 2>&1
+POCL_DEVICES=pthread "$bin/dag-floyd" -n 768 >/dev/null 2>&1
+for ((r = 0; r < repeats; r++)); do
+    run "overhead floyd768 plain" POCL_DEVICES=pthread -- "$bin/plain-floyd" -n 768
+    run "overhead floyd768 dag" POCL_DEVICES=pthread -- "$bin/dag-floyd" -n 768
+done
+
 # 2. Scaling natively: N PoCL pthread devices in the application's process.
 for app in "${apps[@]}"; do
     for n in 1 2 4; do
