@@ -110,10 +110,10 @@ int main(int argc, char **argv)
     bool ok = matrix_check(n, t, cd);
     matmul_cpu(n, abf, cdf, t);
     ok = matrix_check(n, t, x) && ok;
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(x, bytes));
     dagapp_result("dag-abcd", n, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     for (int i = 0; i < 4; i++)
         free(m[i]);
     free(k), free(ab_done), free(cd_done), free(ab), free(cd), free(x), free(t), free(abf),

@@ -79,10 +79,10 @@ int main(int argc, char **argv)
     }
 
     bool ok = floyd_check(n, d0, result);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(result, n * row));
     dagapp_result("dag-floyd", n, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(dist), free(rowk), free(first), free(count), free(d0), free(rows), free(result);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;
 }

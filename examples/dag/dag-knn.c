@@ -63,10 +63,10 @@ int main(int argc, char **argv)
         dag_release_kernel(k[d], NULL);
 
     bool ok = knn_check(nq, nr, q, ref, nearest);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(nearest, nq * 4));
     dagapp_result("dag-knn", nq, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(q), free(ref), free(nearest);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;
 }

@@ -69,10 +69,10 @@ int main(int argc, char **argv)
         dag_release_kernel(k[d], NULL);
 
     bool ok = linreg_check(m, n, x, y, a, b, err);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(err, m * 4));
     dagapp_result("dag-linreg", m, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k);
     free(x), free(y), free(a), free(b), free(err);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;

@@ -65,10 +65,10 @@ int main(int argc, char **argv)
     double *want = app_malloc(n * n * sizeof(double));
     matmul_cpu(n, a, b, want);
     bool ok = matrix_check(n, want, c);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(c, bytes));
     dagapp_result("dag-matmul", n, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(a), free(b), free(c), free(want);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;
 }

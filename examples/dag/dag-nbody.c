@@ -80,10 +80,10 @@ int main(int argc, char **argv)
     }
 
     bool ok = nbody_check(n, o.steps, pos0, vel0, pos[o.steps % 2]);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(pos[o.steps % 2], bytes));
     dagapp_result("dag-nbody", n, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(bpos), free(bvel), free(bout), free(done);
     free(pos0), free(vel0), free(pos[0]), free(pos[1]);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;

@@ -52,10 +52,10 @@ int main(int argc, char **argv)
         dag_release_kernel(k[d], NULL);
 
     bool ok = perlin_check(n, o.seed, image);
+    dagapp_check(dag_shutdown(), "shutting down");
     char sum[32];
     snprintf(sum, sizeof(sum), "checksum=%016" PRIx64, dagapp_checksum(image, n * n * 4));
     dagapp_result("dag-perlin", n, p, seconds, sum, ok);
-    dagapp_check(dag_shutdown(), "shutting down");
     free(k), free(image);
     return ok ? APP_EXIT_VERIFIED : APP_EXIT_WRONG;
 }

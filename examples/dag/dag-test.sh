@@ -7,10 +7,13 @@
 #     on, both off, and each alone; every run must say verified=yes, all
 #     must give the same checksum= as PLAIN (the same application written
 #     directly on OpenCL, run on one device), and the counters must show
-#     what the optimisations promise (see expect below).
+#     what the optimisations promise (see expect below); the DAG_TRACE
+#     files of the first run must hold every command (see trace below).
 #   dag-test.sh vocl VOCL_RUN P D APP ARGS...
-#     the same with every run under `VOCL_RUN -n P -d D --`, plus one native
-#     run on two PoCL devices whose checksum the others must match.
+#     the same under `VOCL_RUN -n P -d D --`, with both optimisations on and
+#     both off (each alone is left to the native test: every vocl-run
+#     starts an MPI job), plus one native run on two PoCL devices whose
+#     checksum the others must match.
 #   dag-test.sh bad-input APP
 #     broken command lines and queries: each must end with exit status 2 and
 #     a message naming the problem, never a crash or a RESULT line.
@@ -50,12 +53,15 @@ run() {
 # devices (with one, nothing is replicated and nothing changes).
 expect() {
     local app=$1 on off dcr dhdcr devices
-    on=$(<"$dir/on") off=$(<"$dir/off") dcr=$(<"$dir/dcr") dhdcr=$(<"$dir/dhdcr")
+    on=$(<"$dir/on") off=$(<"$dir/off")
+    # Without runs of each optimisation alone, both on stands for each.
+    dcr=$(cat "$dir/dcr" 2>/dev/null || echo "$on")
+    dhdcr=$(cat "$dir/dhdcr" 2>/dev/null || echo "$on")
     devices=$(field devices "$on")
     local sum
     sum=$(field checksum "$on")
     for l in off dcr dhdcr; do
-        [[ $(field checksum "$(<"$dir/$l")") == "$sum" ]] ||
+        [[ ! -e $dir/$l || $(field checksum "$(<"$dir/$l")") == "$sum" ]] ||
             fail "checksum of '$l' differs from 'on' ($sum)"
     done
     [[ $(field broadcasts "$off") == 0 && $(field dhdcr_writes "$off") == 0 ]] ||
@@ -78,8 +84,9 @@ expect() {
         local n m h2d_on
         n=$(field size "$on") h2d_on=$(field h2d_bytes "$on")
         m=$((n * n * 4))
-        [[ $h2d_dhdcr == $(((2 + 2 * devices) * m)) && $(field dhdcr_writes "$dhdcr") -gt 0 ]] ||
+        [[ ! -e $dir/dhdcr || $h2d_dhdcr == $(((2 + 2 * devices) * m)) ]] ||
             fail "with DHDCR the host sent $h2d_dhdcr bytes, not the inputs' $(((2 + 2 * devices) * m))"
+        [[ $(field dhdcr_writes "$dhdcr") -gt 0 ]] || fail "DHDCR replaced no write"
         [[ $h2d_on == $((4 * m)) ]] ||
             fail "with DHDCR and DCR the host sent $h2d_on bytes, not the inputs' $((4 * m))"
         ;;
@@ -100,18 +107,37 @@ expect() {
     esac
 }
 
-configs() { # COMMAND...
-    run on 1 1 "$@"
-    run off 0 0 "$@"
-    run dcr 1 0 "$@"
-    run dhdcr 0 1 "$@"
+# trace: the DAG_TRACE files of the 'on' run: a dot graph with one node per
+# command the RESULT line counts, and a Chrome trace JSON with one event per
+# command, on as many rows as there are devices.
+trace() {
+    local on commands nodes
+    on=$(<"$dir/on")
+    commands=$(field commands "$on")
+    nodes=$(grep -c '^  c[0-9]* \[label=' "$dir/trace.dot")
+    [[ $(head -n 1 "$dir/trace.dot") == "digraph dag {" && $nodes == "$commands" ]] ||
+        fail "DAG_TRACE: $nodes nodes in the dot file, RESULT says $commands commands"
+    grep -q ' -> ' "$dir/trace.dot" || fail "DAG_TRACE: no edges"
+    /usr/bin/env python3 - "$dir/trace.dot.json" "$commands" "$(field devices "$on")" <<'PY' ||
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+rows = {e["tid"] for e in events}
+assert len(events) == int(sys.argv[2]), (len(events), sys.argv[2])
+assert rows == set(range(int(sys.argv[3]))), rows
+assert all(e["dur"] >= 0 for e in events)
+PY
+        fail "DAG_TRACE: the timeline JSON does not hold one event per command and device"
 }
 
 native() {
     local plain=$1
     shift
     POCL_DEVICES=pthread run plain 1 1 "$plain" "${@:2}"
-    configs "$@"
+    DAG_TRACE=$dir/trace.dot run on 1 1 "$@"
+    run off 0 0 "$@"
+    run dcr 1 0 "$@"
+    run dhdcr 0 1 "$@"
+    trace
     expect "$(basename "$1")"
     [[ $(field checksum "$(<"$dir/plain")") == $(field checksum "$(<"$dir/on")") ]] ||
         fail "the result differs from the plain OpenCL version's"
@@ -121,7 +147,8 @@ vocl() {
     local vocl_run=$1 p=$2 d=$3
     shift 3
     POCL_DEVICES="pthread pthread" run native 1 1 "$@"
-    configs "$vocl_run" -n "$p" -d "$d" -- "$@"
+    run on 1 1 "$vocl_run" -n "$p" -d "$d" -- "$@"
+    run off 0 0 "$vocl_run" -n "$p" -d "$d" -- "$@"
     expect "$(basename "$1")"
     [[ $(field checksum "$(<"$dir/native")") == $(field checksum "$(<"$dir/on")") ]] ||
         fail "the result under vocl-run differs from the native one"
