@@ -7,10 +7,13 @@
  * its wait event (`deps`).  New commands collect in a window; dag_flush()
  * rewrites the window (DHDCR, then DCR) and submits it to the scheduler
  * thread.  A dependency on a command of the same device is met once that
- * command is enqueued (the device queues are in order); one on another
- * device once it is complete, which a native event callback reports.  The
- * scheduler thread sleeps on a condition variable until some command is
- * ready, enqueues it without holding the lock, and goes back to sleep.
+ * command is enqueued (the device queues are in order; a write after a read
+ * is the exception, see queue_orders()); one on another device once it is
+ * complete, which a native event callback reports (on the command itself,
+ * or on a later one of the same queue: see notify_locked()).  The scheduler
+ * thread sleeps on a condition variable until some command is ready or a
+ * read needs its host memory synchronised, enqueues without holding the
+ * lock, and goes back to sleep.
  *
  * Threads: the host thread owns the window (commands in state S_WINDOW, the
  * devices' `last`, the buffers' guards); `rt.lock` guards everything the
