@@ -14,6 +14,10 @@
 #     both off (each alone is left to the native test: every vocl-run
 #     starts an MPI job), plus one native run on two PoCL devices whose
 #     checksum the others must match.
+#   dag-test.sh nodes VOCL_RUN APP
+#     DQL's FROM NODE under `VOCL_RUN -n 2 -d 2` with DAG_NODE_SIZE=2 (two
+#     proxies of two devices: nodes 0 and 1): node 1 alone is 2 devices,
+#     nodes 0 and 1 are 4, node 2 is none (exit status 2).
 #   dag-test.sh bad-input APP
 #     broken command lines and queries: each must end with exit status 2 and
 #     a message naming the problem, never a crash or a RESULT line.
@@ -188,12 +192,30 @@ bad_input() {
     bad too-few-units 'cannot keep' -n 1 -d 2
 }
 
+nodes() {
+    local vocl_run=$1 app=$2 query want out
+    for pair in "1:2" "0, 1:4"; do
+        query="SELECT ALL FROM NODE ${pair%:*}" want=${pair#*:}
+        out=$(DAG_NODE_SIZE=2 "$vocl_run" -n 2 -d 2 -- "$app" -n 64 --query "$query" 2>/dev/null |
+            tail -n 1)
+        echo "$query: $out"
+        [[ $(field devices "$out") == "$want" && $out == *verified=yes ]] ||
+            fail "'$query' did not run on $want devices"
+    done
+    out=$(DAG_NODE_SIZE=2 "$vocl_run" -n 2 -d 2 -- "$app" -n 64 --query "SELECT ALL FROM NODE 2" \
+        2>&1)
+    local rc=$?
+    [[ $rc != 0 ]] && grep -q 'selects none of the 4 device(s)' <<<"$out" ||
+        fail "'FROM NODE 2' (status $rc) did not say it selects none of the 4 devices"
+}
+
 case $mode in
 native) native "$@" ;;
+nodes) nodes "$@" ;;
 vocl) vocl "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: dag-test.sh native|vocl|bad-input ..." >&2
+    echo "usage: dag-test.sh native|vocl|nodes|bad-input ..." >&2
     exit 2
     ;;
 esac
