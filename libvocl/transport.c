@@ -187,14 +187,17 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
 }
 
 /* The NOTIFY messages a pass collected: the application's callbacks run
- * with no lock held (they may call OpenCL). */
-static void run_notes(struct vocl_proxy *px, struct vocl_wr *notes)
+ * with no lock held (they may call OpenCL); then notes is freed.  Whether
+ * there were any. */
+static bool run_notes(struct vocl_proxy *px, struct vocl_wr *notes)
 {
     struct vocl_msg_hdr h;
+    bool any = notes->len > 0;
     for (size_t off = 0; off < notes->len && vocl_hdr_get(notes->buf + off, notes->len - off, &h);
          off += VOCL_HDR_SIZE + h.length)
         vocl_context_notes(px, notes->buf + off + VOCL_HDR_SIZE, h.length);
-    vocl_wr_reset(notes);
+    vocl_wr_free(notes);
+    return any;
 }
 
 void vocl_xport_progress(struct vocl_proxy *px)
@@ -204,9 +207,7 @@ void vocl_xport_progress(struct vocl_proxy *px)
     pthread_mutex_lock(&px->lock);
     progress_locked(px, &notes);
     pthread_mutex_unlock(&px->lock);
-    if (notes.len)
-        run_notes(px, &notes);
-    vocl_wr_free(&notes);
+    run_notes(px, &notes);
 }
 
 /* The in-process executor's replies that were not ready at once (complete.c). */
@@ -313,11 +314,8 @@ int vocl_xport_wait_reply(struct vocl_call *c)
         if (c->waiter.done)
             c->waiting = false;
         pthread_mutex_unlock(&px->lock);
-        if (notes.len) {
-            run_notes(px, &notes);
+        if (run_notes(px, &notes))
             start = vocl_now_ns();
-        }
-        vocl_wr_free(&notes);
         if (!c->waiting)
             break;
         if (!still_there(px, &lw))
@@ -438,9 +436,7 @@ cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, ui
         bool landed = px->dead || !in_flight(px, queue, lo, hi);
         cl_int err = landed ? (px->dead ? CL_DEVICE_NOT_AVAILABLE : take_failure(px)) : 0;
         pthread_mutex_unlock(&px->lock);
-        if (notes.len)
-            run_notes(px, &notes);
-        vocl_wr_free(&notes);
+        run_notes(px, &notes);
         if (landed)
             return err;
         if (!still_there(px, &lw))
@@ -464,9 +460,7 @@ bool vocl_event_data_pending(struct vocl_obj *e)
     progress_locked(e->px, &notes);
     bool pending = in_flight(e->px, e->parent, e->data_ticket, e->data_ticket);
     pthread_mutex_unlock(&e->px->lock);
-    if (notes.len)
-        run_notes(e->px, &notes);
-    vocl_wr_free(&notes);
+    run_notes(e->px, &notes);
     return pending;
 }
 

@@ -97,16 +97,14 @@ static size_t parsed_words(const struct cv *c)
     return 8 + 2 * (size_t)c->maxd + c->c1 + c->c2;
 }
 
-static void file_name(const struct cv *c, uint32_t item, char *path, size_t size)
+static bool file_name(const struct cv *c, uint32_t item, char *path, size_t size)
 {
-    snprintf(path, size, "%s/proteome-%05u.fasta", c->o->path, item);
+    return apps_item_path(c->o, "proteome", "fasta", item, path, size);
 }
 
 static bool file_path(void *user, uint32_t item, char *path, size_t size)
 {
-    const struct cv *c = user;
-    int n = snprintf(path, size, "%s/proteome-%05u.fasta", c->o->path, item);
-    return n > 0 && (size_t)n < size;
+    return file_name(user, item, path, size);
 }
 
 static int amino_index(char a)
@@ -199,10 +197,7 @@ out:
 static void postprocess(void *user, uint32_t i, uint32_t j, const void *result)
 {
     struct cv *c = user;
-    float v;
-    memcpy(&v, result, sizeof(v));
-    c->dist[(size_t)i * c->o->items + j] = v;
-    c->dist[(size_t)j * c->o->items + i] = v;
+    apps_store_symmetric(c->dist, c->o->items, i, j, result);
 }
 
 /* ---- input: a family with known ancestry ---- */

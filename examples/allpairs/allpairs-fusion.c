@@ -85,16 +85,14 @@ struct fusion {
     float *dist; /* n x n, from the devices */
 };
 
-static void file_name(const struct fusion *f, uint32_t item, char *path, size_t size)
+static bool file_name(const struct fusion *f, uint32_t item, char *path, size_t size)
 {
-    snprintf(path, size, "%s/particle-%05u.txt", f->o->path, item);
+    return apps_item_path(f->o, "particle", "txt", item, path, size);
 }
 
 static bool file_path(void *user, uint32_t item, char *path, size_t size)
 {
-    const struct fusion *f = user;
-    int n = snprintf(path, size, "%s/particle-%05u.txt", f->o->path, item);
-    return n > 0 && (size_t)n < size;
+    return file_name(user, item, path, size);
 }
 
 /* "particle N" then N lines "x y sigma": into float4 {N, 0, 0, 0} and
@@ -166,10 +164,7 @@ out:
 static void postprocess(void *user, uint32_t i, uint32_t j, const void *result)
 {
     struct fusion *f = user;
-    float v;
-    memcpy(&v, result, sizeof(v));
-    f->dist[(size_t)i * f->o->items + j] = v;
-    f->dist[(size_t)j * f->o->items + i] = v;
+    apps_store_symmetric(f->dist, f->o->items, i, j, result);
 }
 
 static uint32_t template_of(uint32_t item, uint32_t templates)

@@ -78,16 +78,14 @@ struct prnu {
     float *matrix;  /* n x n, the devices' correlations */
 };
 
-static void file_name(const struct prnu *p, uint32_t item, char *path, size_t size)
+static bool file_name(const struct prnu *p, uint32_t item, char *path, size_t size)
 {
-    snprintf(path, size, "%s/image-%05u.pgm", p->o->path, item);
+    return apps_item_path(p->o, "image", "pgm", item, path, size);
 }
 
 static bool file_path(void *user, uint32_t item, char *path, size_t size)
 {
-    const struct prnu *p = user;
-    int n = snprintf(path, size, "%s/image-%05u.pgm", p->o->path, item);
-    return n > 0 && (size_t)n < size;
+    return file_name(user, item, path, size);
 }
 
 /* A binary PGM of exactly size x size pixels, maxval 255. */

@@ -161,6 +161,22 @@ void apps_make_dir(const char *name, struct apps_options *o)
         apps_die(name, "cannot create a directory %s: %s", o->path, strerror(errno));
 }
 
+bool apps_item_path(const struct apps_options *o, const char *stem, const char *ext,
+                    uint32_t item, char *path, size_t size)
+{
+    int n = snprintf(path, size, "%s/%s-%05u.%s", o->path, stem, item, ext);
+    return n > 0 && (size_t)n < size;
+}
+
+void apps_store_symmetric(float *matrix, uint64_t n, uint32_t i, uint32_t j,
+                          const void *result)
+{
+    float v;
+    memcpy(&v, result, sizeof(v));
+    matrix[(size_t)i * n + j] = v;
+    matrix[(size_t)j * n + i] = v;
+}
+
 void apps_remove(const struct apps_options *o, const char *file)
 {
     if (!o->keep)

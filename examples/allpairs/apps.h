@@ -40,6 +40,10 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
 
 /* Makes the input directory (--dir, or a temporary one). */
 void apps_make_dir(const char *name, struct apps_options *o);
+/* The path of item's input file: DIR/STEM-NNNNN.EXT; false if it does not
+ * fit in size bytes. */
+bool apps_item_path(const struct apps_options *o, const char *stem, const char *ext,
+                    uint32_t item, char *path, size_t size);
 /* Removes the files of a temporary directory (the caller names them). */
 void apps_remove(const struct apps_options *o, const char *file);
 void apps_remove_dir(const struct apps_options *o);
@@ -63,6 +67,10 @@ void apps_run(const char *name, const struct allpairs_app *app, const struct app
  * t_min=... efficiency=... EXTRA verified=yes|no */
 void apps_result(const char *name, const struct apps_options *o, const struct allpairs_stats *s,
                  const char *extra, bool verified);
+
+/* Stores the float a comparison gave at (i, j) and (j, i) of an n x n matrix. */
+void apps_store_symmetric(float *matrix, uint64_t n, uint32_t i, uint32_t j,
+                          const void *result);
 
 uint64_t apps_random(uint64_t *state);
 double apps_uniform(uint64_t *state); /* [0, 1) */

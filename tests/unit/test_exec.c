@@ -392,6 +392,30 @@ static void deferred_errors(void **state)
 }
 
 /* A real sequence, as libvocl would send it: c = a + b on the device. */
+/* A blocking read of size bytes of buf through queue q, its data inline. */
+static void read_whole(struct proxyd_session *s, uint64_t q, uint64_t buf, void *out, size_t size)
+{
+    struct vocl_wr w;
+    struct reply rep;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_clEnqueueReadBuffer);
+    vocl_wr_u64(&w, q);
+    vocl_wr_u64(&w, buf);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, size);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
+    size_t got;
+    const void *bytes = vocl_rd_bytes(&rep.r, &got);
+    assert_int_equal(got, size);
+    memcpy(out, bytes, size);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+}
+
 static void compute_through_requests(void **state)
 {
     struct proxyd_session s;
@@ -471,23 +495,9 @@ static void compute_through_requests(void **state)
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
 
-    begin(&w, VOCL_OP_clEnqueueReadBuffer);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, bufs[2]);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u64(&w, sizeof(c));
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u8(&w, VOCL_DATA_INLINE);
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    size_t got;
-    const void *bytes = vocl_rd_bytes(&rep.r, &got);
-    assert_int_equal(got, sizeof(c));
-    memcpy(c, bytes, sizeof(c));
+    read_whole(&s, q, bufs[2], c, sizeof(c));
     for (int i = 0; i < N; i++)
         assert_int_equal(c[i], 4 * i);
-    vocl_wr_free(&rep.w);
 
     /* A launch whose arguments swap a and c but which ends in a stray byte
      * is rejected whole: the next launch, which sends no arguments, still
@@ -514,22 +524,9 @@ static void compute_through_requests(void **state)
         assert_int_equal(run(&s, &w, &rep), bad ? CL_INVALID_VALUE : CL_SUCCESS);
         vocl_wr_free(&rep.w);
     }
-    begin(&w, VOCL_OP_clEnqueueReadBuffer);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, bufs[0]);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u64(&w, sizeof(c));
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u8(&w, VOCL_DATA_INLINE);
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    bytes = vocl_rd_bytes(&rep.r, &got);
-    assert_int_equal(got, sizeof(c));
-    memcpy(c, bytes, sizeof(c));
+    read_whole(&s, q, bufs[0], c, sizeof(c));
     for (int i = 0; i < N; i++)
         assert_int_equal(c[i], a[i]);
-    vocl_wr_free(&rep.w);
 
     /* A read past the buffer's end: the native error, not a crash. */
     begin(&w, VOCL_OP_clEnqueueReadBuffer);
