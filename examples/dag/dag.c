@@ -192,6 +192,11 @@ static struct {
     struct cmd *sync_head; /* reads whose host memory to make sure of */
     bool stopping;
     unsigned live; /* submitted commands not yet complete */
+    /* Event callbacks set and not yet over: a command may be complete (a
+     * later one on its queue was) while its own callback is still to come,
+     * and that callback touches the runtime, so the scheduler, and
+     * dag_shutdown after it, wait for these too. */
+    unsigned callbacks;
     cl_int error;
     char message[512];
     struct dag_stats stats;
@@ -668,6 +673,16 @@ static void device_done_locked(struct cmd *c, cl_int status)
     complete_through_locked(dev, seq);
 }
 
+/* The last thing a callback (or the read synchronisation it hands over
+ * to) does: after it, it touches nothing of the runtime. */
+static void callback_over(void)
+{
+    pthread_mutex_lock(&rt.lock);
+    if (--rt.callbacks == 0)
+        pthread_cond_signal(&rt.wake);
+    pthread_mutex_unlock(&rt.lock);
+}
+
 static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *data)
 {
     struct cmd *c = data;
@@ -686,6 +701,7 @@ static void CL_CALLBACK on_complete(cl_event event, cl_int status, void *data)
     pthread_mutex_unlock(&rt.lock);
     clReleaseEvent(event);
     cmd_unref(c); /* the callback's */
+    callback_over();
 }
 
 /* A read reported complete may not have filled host memory yet: an
@@ -705,6 +721,7 @@ static void sync_reads(struct cmd *list)
         pthread_mutex_unlock(&rt.lock);
         clReleaseEvent(e);
         cmd_unref(c); /* the callback's */
+        callback_over();
     }
 }
 
@@ -757,7 +774,8 @@ static void *scheduler(void *arg)
     (void)arg;
     pthread_mutex_lock(&rt.lock);
     for (;;) {
-        while (!rt.ready_head && !rt.sync_head && !(rt.stopping && rt.live == 0))
+        while (!rt.ready_head && !rt.sync_head &&
+               !(rt.stopping && rt.live == 0 && rt.callbacks == 0))
             pthread_cond_wait(&rt.wake, &rt.lock);
         if (rt.sync_head) {
             struct cmd *list = rt.sync_head;
@@ -806,8 +824,10 @@ static void *scheduler(void *arg)
                         dev->q_head = cmd_ref(c);
                     dev->q_tail = c;
                 }
-                if (c->event)
+                if (c->event) {
                     pending[num_pending++] = cmd_ref(c);
+                    rt.callbacks++;
+                }
             } else {
                 if (is_enqueued_kind(c->kind) && dev)
                     /* It failed: the commands before it may never be
@@ -829,6 +849,7 @@ static void *scheduler(void *arg)
                 pthread_mutex_unlock(&rt.lock);
                 clReleaseEvent(e);
                 cmd_unref(c);
+                callback_over();
             }
         }
         free(pending);
