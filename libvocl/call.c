@@ -391,6 +391,7 @@ void vocl_call_end(struct vocl_call *c)
     vocl_wr_free(&c->reply);
     if (c->nmirrors)
         vocl_call_release_mirrors(c);
+    vocl_call_drop_arrivals(c);
     free(c->xw);
     c->xw = NULL;
     c->nxw = c->capxw = 0;

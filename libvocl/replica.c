@@ -32,6 +32,44 @@ static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
 static void add_wait(struct vocl_call *c, uint64_t id);
 static void release_id(struct vocl_proxy *px, uint64_t id);
 
+static void arrival_drop(struct vocl_arrival *a)
+{
+    if (!a || atomic_fetch_sub(&a->refs, 1) != 1)
+        return;
+    if (!a->px->dead)
+        release_id(a->px, a->id);
+    free(a);
+}
+
+void vocl_call_drop_arrivals(struct vocl_call *c)
+{
+    for (cl_uint i = 0; i < c->nheld; i++)
+        arrival_drop(c->held[i]);
+    free(c->held);
+    c->held = NULL;
+    c->nheld = c->capheld = 0;
+}
+
+/* c waits for a, and holds it until c has been sent. */
+static void wait_arrival(struct vocl_call *c, struct vocl_arrival *a)
+{
+    if (c->nheld == c->capheld) {
+        cl_uint cap = c->capheld ? 2 * c->capheld : 4;
+        struct vocl_arrival **h = realloc(c->held, cap * sizeof(*h));
+        if (!h) {
+            vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+            return;
+        }
+        c->held = h;
+        c->capheld = cap;
+    }
+    add_wait(c, a->id);
+    if (c->err)
+        return;
+    atomic_fetch_add(&a->refs, 1);
+    c->held[c->nheld++] = a;
+}
+
 static void forget_writers(struct vocl_rep *r)
 {
     for (cl_uint i = 0; i < r->nwriters; i++)
@@ -141,8 +179,7 @@ void vocl_reps_free(struct vocl_obj *o)
         forget_writers(&o->reps[i]);
         /* The last migration's event into it, which nothing else holds (kept
          * until now: commands on its sub-buffers wait for it too). */
-        if (o->reps[i].arrive && !o->reps[i].px->dead)
-            release_id(o->reps[i].px, o->reps[i].arrive);
+        arrival_drop(o->reps[i].arrive);
     }
     free(o->reps);
     o->reps = NULL;
@@ -216,7 +253,7 @@ static void fill_out(struct vocl_call *c, const void *arg)
     if (m->from->arrive) {
         c->xw = malloc(sizeof(*c->xw));
         if (c->xw) {
-            c->xw[0] = m->from->arrive;
+            c->xw[0] = m->from->arrive->id;
             c->nxw = c->capxw = 1;
         }
     }
@@ -310,6 +347,9 @@ static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const str
     struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
     if (src->px->local || dst->px->local)
         return CL_INVALID_OPERATION; /* refused when the context was made */
+    struct vocl_arrival *arrive = malloc(sizeof(*arrive));
+    if (!arrive)
+        return CL_OUT_OF_HOST_MEMORY;
     struct migration m = {
         .from = src,
         .to = dst,
@@ -321,11 +361,13 @@ static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const str
     cl_int err = post_async(dst->px, VOCL_OP_MIGRATE_IN, fill_in, &m);
     if (err == CL_SUCCESS)
         err = post_async(src->px, VOCL_OP_MIGRATE_OUT, fill_out, &m);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
+        free(arrive);
         return err;
-    if (dst->arrive)
-        release_id(dst->px, dst->arrive);
-    dst->arrive = m.ev_id;
+    }
+    *arrive = (struct vocl_arrival){.px = dst->px, .id = m.ev_id, .refs = 1};
+    arrival_drop(dst->arrive); /* released once no unsent command names it */
+    dst->arrive = arrive;
     return CL_SUCCESS;
 }
 
@@ -379,7 +421,7 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     if (!c->err) {
         root->valid = use == VOCL_USE_R ? root->valid | bit : bit;
         if (root->reps[to].arrive)
-            add_wait(c, root->reps[to].arrive);
+            wait_arrival(c, root->reps[to].arrive);
     }
     pthread_mutex_unlock(&coherence_lock);
 }

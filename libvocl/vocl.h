@@ -32,10 +32,20 @@ struct vocl_proxy;
  * programs, kernels, user events): one replica per proxy, in the context's
  * order of proxies (replica.c).
  */
+/* The event on a proxy that the last migration into a replica completes.
+ * Commands on the replica wait for it; it is released on the proxy once
+ * no replica or unsent command holds it (a newer migration may replace it
+ * while a command that named it is still being written). */
+struct vocl_arrival {
+    struct vocl_proxy *px;
+    uint64_t id;
+    atomic_uint refs;
+};
+
 struct vocl_rep {
     struct vocl_proxy *px;
     uint64_t id;     /* 0: none there (a kernel of a program not built there) */
-    uint64_t arrive; /* memory: the event on px the last migration into it completes */
+    struct vocl_arrival *arrive; /* memory: the last migration into it (held) */
     /* memory: the queues on px that wrote it since it became the only
      * holder of its data (held): a migration out reads after all of them */
     struct vocl_obj **writers;
@@ -197,6 +207,8 @@ struct vocl_call {
     struct vocl_proxy *wl_px; /* its first event's proxy, read once by vocl_call_wl */
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
     cl_uint nxw, capxw;
+    struct vocl_arrival **held; /* arrivals among them, held until the call ends */
+    cl_uint nheld, capheld;
     struct vocl_obj *queue;     /* the command's queue, if it has one */
     uint64_t mirrors[8];        /* user events standing for events of other proxies */
     cl_uint nmirrors;
@@ -280,6 +292,8 @@ void vocl_reps_free(struct vocl_obj *o);
 int vocl_event_mirror(struct vocl_call *c, cl_event event);
 /* Releases them (the command holds them now): vocl_call_end does. */
 void vocl_call_release_mirrors(struct vocl_call *c);
+/* Drops the arrivals the call held (vocl_call_end). */
+void vocl_call_drop_arrivals(struct vocl_call *c);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */
