@@ -286,7 +286,10 @@ static int open_devices(struct run *r, char *error)
     for (cl_uint i = 0; i < nd; i++) {
         r->devs[i].id = ids[i];
         r->devs[i].q = clCreateCommandQueue(r->ctx, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
-        if (err == CL_SUCCESS && getenv("HEP_ONE_QUEUE"))
+        /* HEP_RNG_SAME_QUEUE=1: no second queue, so no generating ahead
+         * (for measuring what the double buffer gains). */
+        const char *same = getenv("HEP_RNG_SAME_QUEUE");
+        if (err == CL_SUCCESS && same && *same == '1')
             r->devs[i].rq = r->devs[i].q, clRetainCommandQueue(r->devs[i].q);
         else if (err == CL_SUCCESS)
             r->devs[i].rq = clCreateCommandQueue(r->ctx, ids[i], 0, &err);
