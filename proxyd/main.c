@@ -681,12 +681,13 @@ static void report_state(struct server *sv)
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
-    while (!sv->job_mode || sv->live > 0) {
+    while (!sv->job_mode || sv->live > 0 || proxyd_builds_running()) {
         if (state_wanted)
             report_state(sv);
         if (sv->node->nkept)
             proxyd_reap(sv->node, false);
-        if (poll_once(sv)) {
+        bool built = proxyd_builds_answer(&sv->reply) > 0;
+        if (poll_once(sv) || built) {
             idle_since = vocl_now_ns();
             continue;
         }

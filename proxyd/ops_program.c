@@ -123,53 +123,42 @@ void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
         vocl_wr_i32(q->w, status ? status[i] : CL_INVALID_VALUE);
 }
 
+/* Builds, compiles and links run on a thread of their own (build.c). */
 void proxyd_op_clBuildProgram(struct proxyd_req *q)
 {
-    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
-    cl_uint ndev;
-    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    const char *options = proxyd_rd_str(q);
-    if (!proxyd_req_begin(q))
-        return;
-    vocl_wr_i32(q->w, q->cl->clBuildProgram(prog, ndev, devs, options, NULL, NULL));
+    struct proxyd_build b = {.op = q->op, .prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0)};
+    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
+    b.options = proxyd_rd_str(q);
+    if (proxyd_req_begin(q))
+        proxyd_build(q, &b);
 }
 
 void proxyd_op_clCompileProgram(struct proxyd_req *q)
 {
-    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
-    cl_uint ndev, nhdr;
-    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    const char *options = proxyd_rd_str(q);
-    const cl_program *hdrs = proxyd_rd_ha(q, VOCL_T_PROGRAM, &nhdr);
-    const char **names = nhdr ? proxyd_tmp(q, nhdr * sizeof(*names)) : NULL;
-    for (cl_uint i = 0; names && i < nhdr; i++) {
+    struct proxyd_build b = {.op = q->op, .prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0)};
+    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
+    b.options = proxyd_rd_str(q);
+    b.in = proxyd_rd_ha(q, VOCL_T_PROGRAM, &b.nin);
+    const char **names = b.nin ? proxyd_tmp(q, b.nin * sizeof(*names)) : NULL;
+    for (cl_uint i = 0; names && i < b.nin; i++) {
         names[i] = proxyd_rd_str(q);
         if (!names[i])
             proxyd_fail(q, "header without a name");
     }
-    if (!proxyd_req_begin(q))
-        return;
-    vocl_wr_i32(q->w,
-                q->cl->clCompileProgram(prog, ndev, devs, options, nhdr, hdrs, names, NULL, NULL));
+    b.names = names;
+    if (proxyd_req_begin(q))
+        proxyd_build(q, &b);
 }
 
 void proxyd_op_clLinkProgram(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    cl_uint ndev, nprog;
-    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    const char *options = proxyd_rd_str(q);
-    const cl_program *progs = proxyd_rd_ha(q, VOCL_T_PROGRAM, &nprog);
-    uint64_t id = proxyd_rd_newobj(q);
-    cl_int err = CL_SUCCESS;
-    if (!proxyd_req_begin(q))
-        return;
-    cl_program p = q->cl->clLinkProgram(ctx, ndev, devs, options, nprog, progs, NULL, NULL, &err);
-    /* A failed link may still return a program, to read its log from. */
-    if (p)
-        proxyd_put_new(q, id, VOCL_T_PROGRAM, p);
-    vocl_wr_i32(q->w, err);
-    vocl_wr_u8(q->w, p != NULL);
+    struct proxyd_build b = {.op = q->op, .ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0)};
+    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
+    b.options = proxyd_rd_str(q);
+    b.in = proxyd_rd_ha(q, VOCL_T_PROGRAM, &b.nin);
+    b.id = proxyd_rd_newobj(q);
+    if (proxyd_req_begin(q))
+        proxyd_build(q, &b);
 }
 
 void proxyd_op_program_binaries(struct proxyd_req *q)

@@ -257,6 +257,30 @@ void proxyd_notify_drop(const struct proxyd_session *s);
  */
 bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, void *payload,
                         size_t npayload, cl_int *status);
+/* A build, compile or link, as decoded (pointers into the request). */
+struct proxyd_build {
+    unsigned op;
+    cl_program prog;  /* built or compiled */
+    cl_context ctx;   /* link */
+    cl_uint ndev, nin;
+    const cl_device_id *devs;
+    const cl_program *in; /* compile: headers; link: inputs */
+    const char **names;   /* compile: the headers' include names */
+    const char *options;
+    uint64_t id;      /* link: the new program's */
+    cl_int err;       /* the outcome */
+    cl_program made;  /* a link's */
+};
+/* Runs b on a thread of its own, answered by proxyd_builds_answer
+ * (build.c); in process, or where no thread starts, runs it now and writes
+ * the reply. */
+void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b);
+/* From the serving thread: answers the builds that ended (w: scratch);
+ * how many. */
+unsigned proxyd_builds_answer(struct vocl_wr *w);
+/* Builds still running: the proxy does not stop under them. */
+unsigned proxyd_builds_running(void);
+
 /* The error a request without a reply deferred (CL_SUCCESS: none), for the
  * synchronising request q to report: logged, and the session's is cleared. */
 cl_int proxyd_take_deferred(const struct proxyd_req *q);

@@ -1,0 +1,205 @@
+/*
+ * build.c - program builds on threads of their own.
+ *
+ * A build can take seconds, and the thread that reads requests serves every
+ * session: it must not wait for one.  So clBuildProgram, clCompileProgram
+ * and clLinkProgram run on a thread started for the build, and the serving
+ * thread goes on.  Nothing needs to wait for the build: the client thread
+ * that asked waits for its reply, and the other threads of that client may
+ * go on with other objects, as a driver lets them (a kernel created from
+ * the program meanwhile fails as it would natively: not built yet).  The
+ * reply is written by the serving thread (proxyd_builds_answer), the only
+ * one that touches sessions: a session that ended meanwhile gets none, and
+ * a program a link made is released.
+ *
+ * The build thread holds a reference to every object it uses, so an ending
+ * session cannot free them under it.  In process (local devices) the build
+ * runs at once on the application's thread, as a driver's does.
+ */
+#include "proxyd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "thread.h"
+
+struct job {
+    struct job *next;
+    struct proxyd_session *s;
+    uint32_t seq;
+    struct proxyd_build b; /* its arrays and strings owned, its objects retained */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct job *head; /* built, to be answered (any order) */
+    atomic_uint running;
+} built = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+/* The native call; its status in b->err (a link's program in b->made). */
+static void run(const struct vocl_native_api *cl, struct proxyd_build *b)
+{
+    switch (b->op) {
+    case VOCL_OP_clBuildProgram:
+        b->err = cl->clBuildProgram(b->prog, b->ndev, b->devs, b->options, NULL, NULL);
+        break;
+    case VOCL_OP_clCompileProgram:
+        b->err = cl->clCompileProgram(b->prog, b->ndev, b->devs, b->options, b->nin, b->in,
+                                      b->names, NULL, NULL);
+        break;
+    default: /* link */
+        b->made = cl->clLinkProgram(b->ctx, b->ndev, b->devs, b->options, b->nin, b->in, NULL,
+                                    NULL, &b->err);
+        break;
+    }
+}
+
+/* The reply's body: the status; a link also says whether it made a program
+ * (a failed link may make one, to read its log from), recorded under b->id. */
+static void answer(struct proxyd_req *q, const struct proxyd_build *b)
+{
+    if (b->op != VOCL_OP_clLinkProgram) {
+        vocl_wr_i32(q->w, b->err);
+        return;
+    }
+    cl_int err = b->err;
+    bool made = b->made != NULL;
+    if (made && (err = proxyd_put_new(q, b->id, VOCL_T_PROGRAM, b->made)) != CL_SUCCESS)
+        made = false; /* released by proxyd_put_new */
+    vocl_wr_i32(q->w, err == CL_SUCCESS ? b->err : err);
+    vocl_wr_u8(q->w, made);
+}
+
+/* Retains (+1) or releases (-1) what b names. */
+static void hold(const struct vocl_native_api *cl, const struct proxyd_build *b, int d)
+{
+    if (b->prog)
+        (d > 0 ? cl->clRetainProgram : cl->clReleaseProgram)(b->prog);
+    if (b->ctx)
+        (d > 0 ? cl->clRetainContext : cl->clReleaseContext)(b->ctx);
+    for (cl_uint i = 0; i < b->ndev; i++)
+        (d > 0 ? cl->clRetainDevice : cl->clReleaseDevice)(b->devs[i]);
+    for (cl_uint i = 0; i < b->nin; i++)
+        (d > 0 ? cl->clRetainProgram : cl->clReleaseProgram)(b->in[i]);
+}
+
+static void job_free(const struct vocl_native_api *cl, struct job *j)
+{
+    hold(cl, &j->b, -1);
+    for (cl_uint i = 0; j->b.names && i < j->b.nin; i++)
+        free((char *)j->b.names[i]);
+    free((void *)j->b.names);
+    free((void *)j->b.devs);
+    free((void *)j->b.in);
+    free((char *)j->b.options);
+    free(j);
+}
+
+static void *dup_mem(const void *p, size_t n, bool *ok)
+{
+    if (!p || !n)
+        return NULL;
+    void *d = malloc(n);
+    if (d)
+        memcpy(d, p, n);
+    else
+        *ok = false;
+    return d;
+}
+
+/* A copy of b that outlives the request's message, holding its objects. */
+static struct job *job_new(const struct proxyd_req *q, const struct proxyd_build *b)
+{
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    bool ok = true;
+    j->s = q->s;
+    j->seq = q->seq;
+    j->b = (struct proxyd_build){.op = b->op, .prog = b->prog, .ctx = b->ctx, .id = b->id};
+    j->b.devs = dup_mem(b->devs, b->ndev * sizeof(*b->devs), &ok);
+    j->b.ndev = j->b.devs ? b->ndev : 0;
+    j->b.in = dup_mem(b->in, b->nin * sizeof(*b->in), &ok);
+    j->b.nin = j->b.in ? b->nin : 0;
+    j->b.options = b->options ? dup_mem(b->options, strlen(b->options) + 1, &ok) : NULL;
+    if (b->names && j->b.nin) {
+        const char **names = calloc(j->b.nin, sizeof(*names));
+        for (cl_uint i = 0; names && i < j->b.nin; i++)
+            names[i] = dup_mem(b->names[i], strlen(b->names[i]) + 1, &ok);
+        ok = ok && names;
+        j->b.names = names;
+    }
+    hold(q->cl, &j->b, 1);
+    if (!ok) {
+        job_free(q->cl, j);
+        return NULL;
+    }
+    return j;
+}
+
+static void *build_thread(void *arg)
+{
+    struct job *j = arg;
+    run(j->s->node->cl, &j->b);
+    pthread_mutex_lock(&built.lock);
+    j->next = built.head;
+    built.head = j;
+    pthread_mutex_unlock(&built.lock);
+    return NULL;
+}
+
+void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
+{
+    /* In process the caller's thread builds, as a driver's clBuildProgram does. */
+    struct job *j = !q->s->in_process && q->s->reply ? job_new(q, b) : NULL;
+    if (j) {
+        atomic_fetch_add(&built.running, 1);
+        if (vocl_thread_detached(build_thread, j) == 0) {
+            q->later = true;
+            return;
+        }
+        atomic_fetch_sub(&built.running, 1);
+        job_free(q->cl, j);
+    }
+    /* No thread to build on: here, as before. */
+    struct proxyd_build now = *b;
+    run(q->cl, &now);
+    answer(q, &now);
+}
+
+unsigned proxyd_builds_answer(struct vocl_wr *w)
+{
+    if (!atomic_load(&built.running))
+        return 0;
+    pthread_mutex_lock(&built.lock);
+    struct job *list = built.head;
+    built.head = NULL;
+    pthread_mutex_unlock(&built.lock);
+    unsigned n = 0;
+    for (struct job *j = list, *next; j; j = next, n++) {
+        next = j->next;
+        struct proxyd_session *s = j->s;
+        const struct vocl_native_api *cl = s->node->cl;
+        if (atomic_load(&s->closed)) {
+            if (j->b.made)
+                cl->clReleaseProgram(j->b.made);
+        } else {
+            struct proxyd_req q = {.s = s, .cl = cl, .w = w, .op = j->b.op, .seq = j->seq};
+            vocl_wr_begin(w, (uint16_t)j->b.op, 0, j->seq);
+            answer(&q, &j->b);
+            vocl_wr_finish(w);
+            if (w->fail || s->reply(s, w))
+                vocl_warn("client %d: the reply to %s could not be sent", s->peer,
+                          vocl_op_name(j->b.op));
+        }
+        job_free(cl, j);
+        atomic_fetch_sub(&built.running, 1);
+    }
+    return n;
+}
+
+unsigned proxyd_builds_running(void)
+{
+    return atomic_load(&built.running);
+}
