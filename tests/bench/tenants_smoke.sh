@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# tenants_smoke.sh TOOL VOCL_RUN: vocl-bench-tenants with a short kernel and
+# a small build runs natively and through a proxy, and prints a row for each
+# of A's phases with three runs; B read in every idle phase of every run.
+set -uo pipefail
+out=$("$1" --vocl-run "$2" --kernel-seconds 0.3 --build-functions 20) || {
+    echo "tenants: the tool failed" >&2; exit 1; }
+printf '%s\n' "$out"
+fail=0
+for phase in idle build user-event kernel idle-after; do
+    row=$(printf '%s\n' "$out" | grep -E "^$phase +[0-9.]+ \|") ||
+        { echo "tenants: no row for phase $phase" >&2; fail=1; continue; }
+    [ "$(grep -o '|' <<< "$row" | wc -l)" -eq 3 ] ||
+        { echo "tenants: phase $phase has not three runs: $row" >&2; fail=1; }
+    case $phase in idle | idle-after)
+        # Reads counted in each run: the first number after each '|'.
+        for n in $(awk -F'|' '{for (i = 2; i <= NF; i++) {split($i, f, " "); print f[1]}}' <<< "$row"); do
+            [ "$n" -gt 0 ] || { echo "tenants: no reads while A was $phase: $row" >&2; fail=1; }
+        done ;;
+    esac
+done
+exit $fail
