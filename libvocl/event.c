@@ -113,6 +113,24 @@ static int answer_handle(const void *h, size_t size, void *value, size_t *size_r
     return 1;
 }
 
+/* The execution status of e's command as its proxy's driver has it. */
+static cl_int device_status(struct vocl_obj *e, cl_int *st)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    vocl_call_h(&c, e, VOCL_T_EVENT, 0);
+    if (vocl_call_start(&c, VOCL_OP_clGetEventInfo) == 0) {
+        vocl_wr_u64(c.w, vocl_id_on(e, c.px));
+        vocl_wr_u64(c.w, CL_EVENT_COMMAND_EXECUTION_STATUS);
+        vocl_wr_u64(c.w, sizeof(*st));
+        vocl_wr_u8(c.w, 1);
+        if (vocl_call_send(&c) == 0)
+            vocl_call_get_info(&c, sizeof(*st), st, NULL);
+    }
+    vocl_call_end(&c);
+    return c.err;
+}
+
 int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t param_value_size,
                              void *param_value, size_t *param_value_size_ret, cl_int *ret)
 {
@@ -124,10 +142,16 @@ int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t pa
     if (param_name == CL_EVENT_CONTEXT)
         return answer_handle(e->context, param_value_size, param_value, param_value_size_ret, ret);
     if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS && vocl_event_data_pending(e)) {
-        /* A read is not complete until its data is in the application's memory. */
-        cl_int running = CL_RUNNING;
-        *ret = vocl_info_answer(&running, sizeof(running), param_value_size, param_value,
-                                param_value_size_ret);
+        /* A read is not complete until its data is in the application's
+         * memory: the device's word, but running where it says complete. */
+        cl_int st = CL_RUNNING;
+        *ret = device_status(e, &st);
+        if (*ret == CL_SUCCESS) {
+            if (st == CL_COMPLETE)
+                st = CL_RUNNING;
+            *ret = vocl_info_answer(&st, sizeof(st), param_value_size, param_value,
+                                    param_value_size_ret);
+        }
         return 1;
     }
     return 0;

@@ -630,6 +630,68 @@ int main(void)
 
     CL(clReleaseMemObject(sub));
 
+    /* What a driver says of flags, gated commands and device queues: the
+     * values are printed, so compare.sh holds VOCL to the native ones. */
+    static const cl_mem_flags flag_cases[] = {CL_MEM_HOST_READ_ONLY, CL_MEM_HOST_WRITE_ONLY,
+                                              CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_ONLY};
+    for (size_t i = 0; i < sizeof(flag_cases) / sizeof(flag_cases[0]); i++) {
+        cl_mem m = clCreateBuffer(ctx, flag_cases[i], 64, NULL, &err);
+        CL(err);
+        cl_mem_flags got = 0;
+        CL(clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof(got), &got, NULL));
+        SAY("CL_MEM_FLAGS of a buffer made with %#llx: %#llx\n",
+            (unsigned long long)flag_cases[i], (unsigned long long)got);
+        cl_buffer_region half = {0, 32};
+        cl_mem sb = clCreateSubBuffer(m, 0, CL_BUFFER_CREATE_TYPE_REGION, &half, &err);
+        CL(err);
+        CL(clGetMemObjectInfo(sb, CL_MEM_FLAGS, sizeof(got), &got, NULL));
+        SAY("  its sub-buffer made with 0: %#llx\n", (unsigned long long)got);
+        CL(clReleaseMemObject(sb));
+        CL(clReleaseMemObject(m));
+    }
+    cl_event gate = clCreateUserEvent(ctx, &err), gated[3];
+    CL(err);
+    cl_kernel kfill = clCreateKernel(prog, "fill", &err);
+    CL(err);
+    int fill_v = 7, fill_back = 0;
+    size_t one = 1;
+    CL(clSetKernelArg(kfill, 0, sizeof(ibuf), &ibuf));
+    CL(clSetKernelArg(kfill, 1, sizeof(fill_v), &fill_v));
+    CL(clEnqueueMarkerWithWaitList(q, 1, &gate, &gated[0]));
+    CL(clEnqueueNDRangeKernel(q, kfill, 1, NULL, &one, NULL, 1, &gate, &gated[1]));
+    CL(clEnqueueReadBuffer(q, ibuf, CL_FALSE, 0, sizeof(fill_back), &fill_back, 1, &gate,
+                           &gated[2]));
+    CL(clFlush(q));
+    static const char *const gated_what[3] = {"marker", "kernel", "read"};
+    for (int i = 0; i < 3; i++) {
+        CL(clGetEventInfo(gated[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
+        SAY("a %s gated by an unset user event is %s\n", gated_what[i],
+            st == CL_QUEUED || st == CL_SUBMITTED ? "queued or submitted"
+            : st == CL_RUNNING                    ? "running"
+                                                  : "complete or failed");
+    }
+    CL(clSetUserEventStatus(gate, CL_COMPLETE));
+    CL(clWaitForEvents(3, gated));
+    SAY("the gated kernel wrote %d\n", fill_back);
+    for (int i = 0; i < 3; i++)
+        clReleaseEvent(gated[i]);
+    clReleaseEvent(gate);
+    clReleaseKernel(kfill);
+    cl_image_format ffmt = {CL_RGBA, CL_FLOAT};
+    cl_image_desc fdesc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4,
+                           .image_height = 4};
+    for (size_t i = 0; i < sizeof(flag_cases) / sizeof(flag_cases[0]); i++) {
+        cl_mem im = clCreateImage(ctx, flag_cases[i], &ffmt, &fdesc, NULL, &err);
+        CL(err);
+        cl_mem_flags got = 0;
+        CL(clGetMemObjectInfo(im, CL_MEM_FLAGS, sizeof(got), &got, NULL));
+        SAY("CL_MEM_FLAGS of an image made with %#llx: %#llx\n",
+            (unsigned long long)flag_cases[i], (unsigned long long)got);
+        CL(clReleaseMemObject(im));
+    }
+    SAY("clSetDefaultDeviceCommandQueue on a host queue: %d\n",
+        (int)clSetDefaultDeviceCommandQueue(ctx, dev, q));
+
     clReleaseKernel(k);
     clReleaseProgram(prog);
     clReleaseMemObject(buf);
