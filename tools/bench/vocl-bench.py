@@ -25,6 +25,8 @@ VERSION = "@VERSION@"
 # installed ones.
 WORKER_CANDIDATES = ["@BUILD_WORKER@", "@WORKER@"]
 VOCL_RUN_CANDIDATES = ["@BUILD_VOCL_RUN@", "@VOCL_RUN@"]
+PINGPONG_CANDIDATES = ["@BUILD_PINGPONG@", "@PINGPONG@"]
+CLUSTER_CANDIDATES = ["@BUILD_VOCL_CLUSTER@"]
 
 PROG = "vocl-bench"
 SECTIONS = {"a": "call", "b": "bw", "c": "lat", "d": "launch"}
@@ -457,6 +459,105 @@ def plot(path, backend, series, title):
         plot_gnuplot(path, series, title)
 
 
+# ---- --cluster: two hosts of a vocl-cluster, over the shaped link ----
+
+# The targets of issue 22, against raw MPI between the same two hosts.
+CLUSTER_BW_TARGET = 0.97
+CLUSTER_LAT_EXTRA = 10e-6
+
+
+def cluster_main(a, worker, vocl_run):
+    """Native (the worker on vc1), raw MPI (mpi-pingpong, vc1 to vc2) and
+    VOCL (the worker on vc1, its proxy on vc2) in one run, side by side."""
+    cluster = a.vocl_cluster or find_first(CLUSTER_CANDIDATES) or shutil.which("vocl-cluster")
+    pingpong = a.pingpong or find_first(PINGPONG_CANDIDATES)
+    if not cluster or not pingpong:
+        die("--cluster needs vocl-cluster and mpi-pingpong (a build tree's; "
+            "--vocl-cluster, --pingpong)")
+    sizes = a.sizes or "1M,4M,16M,64M"
+    window, reps = str(a.window or 8), str(a.reps or 3)
+    wargs = ["--sections", "bw,lat", "--sizes", sizes, "--window", window, "--reps", reps]
+    # Every command runs on the login node with the cluster's environment.
+    on_head = [cluster, "exec", "vchead", "bash", "-c",
+               'eval "$("$0" env)" && exec "$@"', cluster]
+    up = subprocess.run([cluster, "up", "-n", "2", "-r", a.rate])
+    if up.returncode == 77:
+        note("skipped: the machine cannot make network namespaces (vocl-cluster check)")
+        return 77
+    if up.returncode != 0:
+        die("vocl-cluster up failed", EXIT_RUN_FAILED)
+    try:
+        env = dict(os.environ, POCL_DEVICES="pthread")
+        env.pop("VOCL_PIPELINE", None)
+        runs = [
+            Run("native", [cluster, "exec", "vc1", worker] + wargs, env),
+            Run("raw MPI", on_head + ["mpiexec", "-n", "2", pingpong, "--sizes", sizes,
+                                      "--window", window, "--reps", reps], env),
+            Run("VOCL", on_head + [vocl_run, "-n", "1", "-d", "1", "--", worker] + wargs, env),
+        ]
+        for run in runs:
+            run_worker(run, a.timeout)
+    finally:
+        subprocess.run([cluster, "down"])
+    native, mpi, vocl = runs
+    print()
+    print("%s %s --cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1), link %s "
+          "each way (tc tbf), TCP; window %s, median of %s" % (PROG, VERSION, a.rate, window, reps))
+    cols = ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict")
+    table = [cols]
+    verdicts = []
+
+    def val(run, key):
+        return value_of(run, key)
+
+    for direction in ("write", "read"):
+        keys = sorted({k for r in runs for k in r.values if k[0] == "bw" and k[1] == direction},
+                      key=lambda k: int(k[2]))
+        for key in keys:
+            n, m, v = val(native, key), val(mpi, key), val(vocl, key)
+            tv = ""
+            if int(key[2]) >= BW_TARGET_MIN:
+                ok = m is not None and v is not None and v >= CLUSTER_BW_TARGET * m
+                verdicts.append(ok)
+                tv = ">= %d%% MPI: %s" % (round(CLUSTER_BW_TARGET * 100), verdict(ok))
+            r = ratio(v, m)
+            table.append(("%s %s" % (direction, fmt_size(int(key[2]))), fmt_value(n, "B/s"),
+                          fmt_value(m, "B/s"), fmt_value(v, "B/s"),
+                          "%.2f" % r if r is not None else "-", tv))
+    n, m, v = val(native, ("lat", "read4", "")), val(mpi, ("lat", "rtt4", "4")), \
+        val(vocl, ("lat", "read4", ""))
+    ok = m is not None and v is not None and v <= m + CLUSTER_LAT_EXTRA
+    verdicts.append(ok)
+    table.append(("4-byte round trip (blocking read)", fmt_value(n, "s"), fmt_value(m, "s"),
+                  fmt_value(v, "s"), "%+.1f us" % ((v - m) * 1e6) if m and v else "-",
+                  "<= MPI + %d us: %s" % (round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
+    widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
+    for i, row in enumerate(table):
+        print(" | ".join(c.ljust(w) if j in (0, 5) else c.rjust(w)
+                         for j, (c, w) in enumerate(zip(row, widths))).rstrip())
+        if i == 0:
+            print("-+-".join("-" * w for w in widths))
+    print("targets: %d PASS, %d MISS" % (verdicts.count(True), verdicts.count(False)))
+    try:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["metric", "native", "raw_mpi", "vocl", "unit"])
+            for row_keys in sorted({(k[1], k[2]) for r in (native, vocl) for k in r.values
+                                    if k[0] == "bw"}, key=lambda k: (k[0], int(k[1]))):
+                key = ("bw",) + row_keys
+                w.writerow(["%s %s" % row_keys] + ["%.6g" % x if x is not None else ""
+                                                   for x in (val(native, key), val(mpi, key),
+                                                             val(vocl, key))] + ["B/s"])
+            w.writerow(["rtt4"] + ["%.6g" % x if x is not None else "" for x in (n, m, v)] + ["s"])
+        print("CSV written to %s" % a.csv)
+    except OSError as e:
+        note("cannot write %s: %s" % (a.csv, e))
+    failed = [r for r in runs if not r.ok]
+    for r in failed:
+        print("the %s run FAILED: %s" % (r.label, r.error))
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
 # ---- main ----
 
 
@@ -491,6 +592,13 @@ def parse_args(argv):
     p.add_argument("--worker", metavar="PATH", help="the vocl-bench-worker to use")
     p.add_argument("--no-pipeline-run", action="store_true",
                    help="skip the third run (VOCL with VOCL_PIPELINE=0)")
+    p.add_argument("--cluster", action="store_true",
+                   help="instead: native, raw MPI and VOCL between two hosts of a "
+                        "vocl-cluster (network namespaces, needs root) on a shaped link")
+    p.add_argument("--rate", default="10gbit",
+                   help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
+    p.add_argument("--vocl-cluster", metavar="PATH", help="--cluster: the vocl-cluster to use")
+    p.add_argument("--pingpong", metavar="PATH", help="--cluster: the mpi-pingpong to use")
     p.add_argument("--timeout", metavar="S", type=int, default=3600,
                    help="seconds each run may take (default 3600)")
     p.add_argument("-V", "--version", action="version", version="%s %s" % (PROG, VERSION))
@@ -537,6 +645,8 @@ def main(argv):
         if backend is None:
             die("--plot needs python3-matplotlib or gnuplot (Debian: apt-get install "
                 "python3-matplotlib, or gnuplot-nox); neither is installed")
+    if a.cluster:
+        return cluster_main(a, worker, vocl_run)
 
     wargs = worker_args(a)
     base_env = dict(os.environ)

@@ -1,0 +1,170 @@
+/*
+ * mpi-pingpong.c - raw MPI between ranks 0 and 1, the yardstick that
+ * `vocl-bench --cluster` puts beside VOCL: the median round trip of a
+ * 4-byte message, and the bandwidth of SIZE-byte messages sent one way
+ * (rank 0 to 1: "write", 1 to 0: "read"), each a window of WINDOW
+ * non-blocking sends ended by a 4-byte acknowledgement.  Ranks past 1 only
+ * take part in MPI_Init and MPI_Finalize.  Prints the same CSV lines as
+ * vocl-bench-worker (section,name,param,value,unit).
+ *
+ *   mpi-pingpong [--sizes 512K,16M,64M] [--window N] [--reps N] [--rtt N]
+ */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long parse_size(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    switch (*end) {
+    case 'K': case 'k': v <<= 10; end++; break;
+    case 'M': case 'm': v <<= 20; end++; break;
+    case 'G': case 'g': v <<= 30; end++; break;
+    default: break;
+    }
+    return (*end == '\0' || *end == ',') && v > 0 ? v : -1;
+}
+
+/* One-way bandwidth from `from` to the other of ranks 0 and 1, in B/s:
+ * the median of reps windows after a warm-up (as vocl-bench-worker). */
+static double bandwidth(int rank, int from, char *buf, long size, int window, int reps)
+{
+    int peer = 1 - rank, ack = 0;
+    MPI_Request *req = malloc(sizeof(*req) * (size_t)window);
+    /* (not MPI_STATUSES_IGNORE: GCC 12 takes it for a too-small array) */
+    MPI_Status *st = malloc(sizeof(*st) * (size_t)window);
+    double *t = malloc(sizeof(*t) * (size_t)reps);
+    if (!req || !st || !t)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int r = 0; r <= reps; r++) { /* r == 0: the warm-up */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int w = 0; w < window; w++) {
+            if (rank == from)
+                MPI_Isend(buf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+            else
+                MPI_Irecv(buf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+        }
+        MPI_Waitall(window, req, st);
+        if (rank == from)
+            MPI_Recv(&ack, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else
+            MPI_Send(&ack, 1, MPI_INT, peer, 2, MPI_COMM_WORLD);
+        if (r > 0)
+            t[r - 1] = MPI_Wtime() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+    double bw = (double)size * window / t[reps / 2];
+    free(req);
+    free(st);
+    free(t);
+    return bw;
+}
+
+int main(int argc, char **argv)
+{
+    const char *sizes = "512K,1M,2M,4M,8M,16M,32M,64M";
+    int window = 8, reps = 5, rtt_n = 1000, rank, nranks;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && !strcmp(argv[i], "--sizes"))
+            sizes = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--window"))
+            window = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--reps"))
+            reps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--rtt"))
+            rtt_n = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: mpi-pingpong [--sizes LIST] [--window N] [--reps N] [--rtt N]\n");
+            return 2;
+        }
+    }
+    if (window < 1 || reps < 1 || rtt_n < 1) {
+        fprintf(stderr, "mpi-pingpong: --window, --reps and --rtt must be at least 1\n");
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks < 2) {
+        fprintf(stderr, "mpi-pingpong: needs at least 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (rank == 0) {
+        char host[MPI_MAX_PROCESSOR_NAME];
+        int len;
+        MPI_Get_processor_name(host, &len);
+        printf("info,host0,,%s,\n", host);
+    }
+    if (rank == 1) {
+        char host[MPI_MAX_PROCESSOR_NAME];
+        int len;
+        MPI_Get_processor_name(host, &len);
+        printf("info,host1,,%s,\n", host);
+        fflush(stdout);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank <= 1) {
+        /* Round trip of 4 bytes: the median of rtt_n after rtt_n / 10 warm-ups. */
+        int peer = 1 - rank, word = 0, warm = rtt_n / 10;
+        double *t = malloc(sizeof(*t) * (size_t)rtt_n);
+        if (!t)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        for (int i = -warm; i < rtt_n; i++) {
+            double t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(&word, 1, MPI_INT, peer, 0, MPI_COMM_WORLD);
+                MPI_Recv(&word, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(&word, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&word, 1, MPI_INT, peer, 0, MPI_COMM_WORLD);
+            }
+            if (i >= 0)
+                t[i] = MPI_Wtime() - t0;
+        }
+        qsort(t, (size_t)rtt_n, sizeof(*t), cmp_double);
+        if (rank == 0)
+            printf("lat,rtt4,4,%.9g,s\n", t[rtt_n / 2]);
+        free(t);
+        for (const char *s = sizes; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL) {
+            long size = parse_size(s);
+            if (size < 0 || size > (1L << 30)) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi-pingpong: bad size in '%s'\n", sizes);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            char *buf = malloc((size_t)size);
+            if (!buf)
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            memset(buf, 1, (size_t)size);
+            double w = bandwidth(rank, 0, buf, size, window, reps);
+            double r = bandwidth(rank, 1, buf, size, window, reps);
+            if (rank == 0) {
+                printf("bw,write,%ld,%.6g,B/s\n", size, w);
+                printf("bw,read,%ld,%.6g,B/s\n", size, r);
+                fflush(stdout);
+            }
+            free(buf);
+        }
+    } else {
+        /* The other ranks match the barriers of ranks 0 and 1. */
+        int nsizes = 1;
+        for (const char *c = sizes; *c; c++)
+            nsizes += *c == ',';
+        for (int i = 0; i < nsizes * 2 * (reps + 1); i++)
+            MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (rank == 0)
+        printf("end,ok,,,\n");
+    MPI_Finalize();
+    return 0;
+}
