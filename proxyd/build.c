@@ -1,10 +1,12 @@
 /*
- * build.c - program builds on threads of their own.
+ * build.c - program builds on a thread of their own.
  *
  * A build can take seconds, and the thread that reads requests serves every
  * session: it must not wait for one.  So clBuildProgram, clCompileProgram
- * and clLinkProgram run on a thread started for the build, and the serving
- * thread goes on.  Nothing needs to wait for the build: the client thread
+ * and clLinkProgram run on the build thread, one after another, and the
+ * serving thread goes on.  (One thread: a thread per build would keep the
+ * deep stacks of the compiler's concurrent runs resident, and the proxy
+ * grew by megabytes under a soak.)  Nothing needs to wait for the build: the client thread
  * that asked waits for its reply, and the other threads of that client may
  * go on with other objects, as a driver lets them (a kernel created from
  * the program meanwhile fails as it would natively: not built yet).  The
@@ -33,9 +35,12 @@ struct job {
 
 static struct {
     pthread_mutex_t lock;
-    struct job *head; /* built, to be answered (any order) */
-    atomic_uint running;
-} built = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+    pthread_cond_t wake;
+    struct job *todo, **todo_tail; /* for the build thread, in order */
+    struct job *built;             /* to be answered (any order) */
+    bool thread;                   /* the build thread is there */
+    atomic_uint running;           /* jobs queued or being built */
+} jobs = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &jobs.todo, NULL, false, 0};
 
 /* The native call; its status in b->err (a link's program in b->made). */
 static void run(const struct vocl_native_api *cl, struct proxyd_build *b)
@@ -140,28 +145,52 @@ static struct job *job_new(const struct proxyd_req *q, const struct proxyd_build
 
 static void *build_thread(void *arg)
 {
-    struct job *j = arg;
-    run(j->s->node->cl, &j->b);
-    pthread_mutex_lock(&built.lock);
-    j->next = built.head;
-    built.head = j;
-    pthread_mutex_unlock(&built.lock);
+    (void)arg;
+    pthread_mutex_lock(&jobs.lock);
+    for (;;) {
+        while (!jobs.todo)
+            pthread_cond_wait(&jobs.wake, &jobs.lock);
+        struct job *j = jobs.todo;
+        if (!(jobs.todo = j->next))
+            jobs.todo_tail = &jobs.todo;
+        pthread_mutex_unlock(&jobs.lock);
+        run(j->s->node->cl, &j->b);
+        pthread_mutex_lock(&jobs.lock);
+        j->next = jobs.built;
+        jobs.built = j;
+    }
     return NULL;
+}
+
+/* Queues j for the build thread (started on first use); false where it
+ * cannot start. */
+static bool queue_job(struct job *j)
+{
+    pthread_mutex_lock(&jobs.lock);
+    if (!jobs.thread)
+        jobs.thread = vocl_thread_detached(build_thread, NULL) == 0;
+    bool ok = jobs.thread;
+    if (ok) {
+        j->next = NULL;
+        *jobs.todo_tail = j;
+        jobs.todo_tail = &j->next;
+        atomic_fetch_add(&jobs.running, 1);
+        pthread_cond_signal(&jobs.wake);
+    }
+    pthread_mutex_unlock(&jobs.lock);
+    return ok;
 }
 
 void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
 {
     /* In process the caller's thread builds, as a driver's clBuildProgram does. */
     struct job *j = !q->s->in_process && q->s->reply ? job_new(q, b) : NULL;
-    if (j) {
-        atomic_fetch_add(&built.running, 1);
-        if (vocl_thread_detached(build_thread, j) == 0) {
-            q->later = true;
-            return;
-        }
-        atomic_fetch_sub(&built.running, 1);
-        job_free(q->cl, j);
+    if (j && queue_job(j)) {
+        q->later = true;
+        return;
     }
+    if (j)
+        job_free(q->cl, j);
     /* No thread to build on: here, as before. */
     struct proxyd_build now = *b;
     run(q->cl, &now);
@@ -170,12 +199,12 @@ void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
 
 unsigned proxyd_builds_answer(struct vocl_wr *w)
 {
-    if (!atomic_load(&built.running))
+    if (!atomic_load(&jobs.running))
         return 0;
-    pthread_mutex_lock(&built.lock);
-    struct job *list = built.head;
-    built.head = NULL;
-    pthread_mutex_unlock(&built.lock);
+    pthread_mutex_lock(&jobs.lock);
+    struct job *list = jobs.built;
+    jobs.built = NULL;
+    pthread_mutex_unlock(&jobs.lock);
     unsigned n = 0;
     for (struct job *j = list, *next; j; j = next, n++) {
         next = j->next;
@@ -194,12 +223,12 @@ unsigned proxyd_builds_answer(struct vocl_wr *w)
                           vocl_op_name(j->b.op));
         }
         job_free(cl, j);
-        atomic_fetch_sub(&built.running, 1);
+        atomic_fetch_sub(&jobs.running, 1);
     }
     return n;
 }
 
 unsigned proxyd_builds_running(void)
 {
-    return atomic_load(&built.running);
+    return atomic_load(&jobs.running);
 }
