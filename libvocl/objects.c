@@ -27,8 +27,10 @@ struct vocl_obj *vocl_obj_new(enum vocl_type t, struct vocl_proxy *px, uint64_t 
     o->type = t;
     atomic_init(&o->refs, 1);
     atomic_init(&o->app_refs, 1);
+    static atomic_uint_fast64_t serials;
     o->px = px;
     o->id = id;
+    o->serial = atomic_fetch_add(&serials, 1) + 1;
     if (context) {
         vocl_obj_hold(context);
         o->context = context;

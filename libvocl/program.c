@@ -39,7 +39,11 @@ struct vocl_karg {
      * as two threads may enqueue one kernel at once. */
     _Atomic uint64_t sent;
     size_t size;
-    struct vocl_obj *obj; /* ARG_MEM, ARG_SAMPLER (held; NULL: NULL) */
+    /* ARG_MEM, ARG_SAMPLER (NULL: NULL): not held, as a driver does not
+     * retain them, so a release frees the object (and runs its destructor
+     * callbacks); launch_args finds it again by address and serial. */
+    struct vocl_obj *obj;
+    uint64_t serial;
     uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
     uint8_t *big;      /* ARG_BYTES above */
 };
@@ -51,11 +55,8 @@ struct vocl_kargs {
 
 void vocl_kargs_free(struct vocl_kargs *k)
 {
-    for (cl_uint i = 0; k && i < k->n; i++) {
+    for (cl_uint i = 0; k && i < k->n; i++)
         free(k->a[i].big);
-        if (k->a[i].obj)
-            vocl_obj_drop(k->a[i].obj);
-    }
     free(k);
 }
 
@@ -882,8 +883,6 @@ cl_kernel CL_API_CALL vocl_hand_clCloneKernel(cl_kernel source_kernel, cl_int *e
         for (cl_uint i = 0; k->kargs && i < src->kargs->n; i++) {
             k->kargs->a[i] = src->kargs->a[i];
             k->kargs->a[i].big = NULL;
-            if (k->kargs->a[i].obj)
-                vocl_obj_hold(k->kargs->a[i].obj);
             if (src->kargs->a[i].big) {
                 k->kargs->a[i].big = malloc(src->kargs->a[i].size);
                 if (k->kargs->a[i].big)
@@ -987,6 +986,7 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
             return CL_INVALID_ARG_VALUE; /* an object of another context */
         a.kind = h->type == VOCL_T_MEM ? ARG_MEM : ARG_SAMPLER;
         a.obj = h;
+        a.serial = h->serial;
     } else {
         a.kind = ARG_BYTES;
         if (arg_size > sizeof(a.small)) {
@@ -1001,14 +1001,11 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
         }
     }
     /* Same value as last time: nothing to resend. */
-    if (old->set && old->kind == a.kind && old->size == a.size && old->obj == a.obj && !a.big &&
-        !old->big && !memcmp(old->small, a.small, sizeof(a.small)))
+    if (old->set && old->kind == a.kind && old->size == a.size && old->obj == a.obj &&
+        old->serial == a.serial && !a.big && !old->big &&
+        !memcmp(old->small, a.small, sizeof(a.small)))
         return CL_SUCCESS;
     free(old->big);
-    if (old->obj)
-        vocl_obj_drop(old->obj);
-    if (a.obj)
-        vocl_obj_hold(a.obj);
     *old = a;
     return CL_SUCCESS;
 }
@@ -1037,6 +1034,28 @@ static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
     vocl_wr_u32_at(c->w, count_at, n);
 }
 
+/* The objects the arguments name, held for one launch in held[] (n of
+ * them): false, with none held, when one was released since it was set. */
+static bool hold_args(const struct vocl_kargs *ka, struct vocl_obj **held, cl_uint *n)
+{
+    *n = 0;
+    for (cl_uint i = 0; i < ka->n; i++) {
+        const struct vocl_karg *a = &ka->a[i];
+        if ((a->kind != ARG_MEM && a->kind != ARG_SAMPLER) || !a->obj)
+            continue;
+        struct vocl_obj *o =
+            vocl_lookup(a->obj, a->kind == ARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER);
+        if (o != a->obj || o->serial != a->serial) {
+            while (*n)
+                vocl_obj_drop(held[--*n]);
+            return false;
+        }
+        vocl_obj_hold(o);
+        held[(*n)++] = o;
+    }
+    return true;
+}
+
 /* The bit of the kernel's replica on px in its arguments' sent masks. */
 static uint64_t rep_bit(const struct vocl_obj *k, const struct vocl_proxy *px)
 {
@@ -1061,6 +1080,14 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     for (cl_uint i = 0; !c.err && i < k->kargs->n; i++)
         if (!k->kargs->a[i].set)
             vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
+    /* Its objects stay until the launch is sent (an argument whose object
+     * the application released is no longer set). */
+    struct vocl_obj *held_small[16], **held = held_small;
+    cl_uint nheld = 0;
+    if (!c.err && k->kargs->n > 16 && !(held = malloc(k->kargs->n * sizeof(*held))))
+        vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+    if (!c.err && !hold_args(k->kargs, held, &nheld))
+        vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
     /* Buffers and images of a context spanning proxies: their data here. */
     for (cl_uint i = 0; !c.err && i < k->kargs->n; i++) {
         const struct vocl_karg *a = &k->kargs->a[i];
@@ -1093,6 +1120,10 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
         }
     }
     vocl_call_end(&c);
+    while (nheld)
+        vocl_obj_drop(held[--nheld]);
+    if (held != held_small)
+        free(held);
     return c.err;
 }
 

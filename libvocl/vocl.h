@@ -105,6 +105,7 @@ struct vocl_obj {
     atomic_int app_refs; /* references the application holds (retain/release) */
     struct vocl_proxy *px;
     uint64_t id;
+    uint64_t serial; /* this process's objects, numbered: an address may be reused */
     struct vocl_obj *context; /* held: the owning context */
     struct vocl_obj *parent;  /* held: queue->device, kernel->program, event->queue,
                                  sub-buffer->buffer, sub-device->device */

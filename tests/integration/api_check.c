@@ -43,6 +43,12 @@ static void CL_CALLBACK on_built(cl_program p, void *data)
 }
 
 /* Up to 10 s for n build notifications (the spec lets them come later). */
+static void CL_CALLBACK on_mem_gone(cl_mem m, void *ran)
+{
+    (void)m;
+    atomic_store((atomic_int *)ran, 1);
+}
+
 static int built_wait(int n)
 {
     for (int i = 0; i < 1000 && atomic_load(&built.done) < n; i++)
@@ -689,6 +695,20 @@ int main(void)
             (unsigned long long)flag_cases[i], (unsigned long long)got);
         CL(clReleaseMemObject(im));
     }
+    /* A kernel argument does not keep its object: a release frees it. */
+    cl_mem argbuf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
+    CL(err);
+    atomic_int dtor_ran = 0;
+    CL(clSetMemObjectDestructorCallback(argbuf, on_mem_gone, &dtor_ran));
+    cl_kernel kd = clCreateKernel(prog, "fill", &err);
+    CL(err);
+    CL(clSetKernelArg(kd, 0, sizeof(argbuf), &argbuf));
+    CL(clReleaseMemObject(argbuf));
+    for (int i = 0; i < 500 && !atomic_load(&dtor_ran); i++)
+        nanosleep(&(struct timespec){0, 2000000}, NULL); /* up to 1 s */
+    SAY("a kernel argument's buffer, released: destructor %s\n",
+        atomic_load(&dtor_ran) ? "ran" : "did not run within 1 s");
+    CL(clReleaseKernel(kd));
     SAY("clSetDefaultDeviceCommandQueue on a host queue: %d\n",
         (int)clSetDefaultDeviceCommandQueue(ctx, dev, q));
 
