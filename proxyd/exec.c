@@ -295,19 +295,30 @@ static void set_err(struct proxyd_req *q, cl_int err)
         q->err = err;
 }
 
+/* A scratch block: a copy of a string or an array of the request.  There
+ * may be many (a compile's header names), but never much more than the
+ * message itself: each one costs the block's header on top of its size. */
+struct proxyd_tmp {
+    struct proxyd_tmp *next;
+    max_align_t data[];
+};
+
 void *proxyd_tmp(struct proxyd_req *q, size_t n)
 {
-    if (q->ntmp == sizeof(q->tmp) / sizeof(q->tmp[0]) || n > VOCL_MSG_MAX) {
+    size_t cost = sizeof(struct proxyd_tmp) + (n ? n : 1);
+    if (n > VOCL_MSG_MAX || q->tmp_bytes + cost > 2 * (size_t)VOCL_MSG_MAX) {
         proxyd_fail(q, "scratch space exhausted");
         return NULL;
     }
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
+    struct proxyd_tmp *t = calloc(1, cost);
+    if (!t) {
         set_err(q, CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
-    q->tmp[q->ntmp++] = p;
-    return p;
+    t->next = q->tmp;
+    q->tmp = t;
+    q->tmp_bytes += cost;
+    return t->data;
 }
 
 void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
@@ -775,8 +786,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
-    for (unsigned i = 0; i < q.ntmp; i++)
-        free(q.tmp[i]);
+    for (struct proxyd_tmp *t = q.tmp, *next; t; t = next) {
+        next = t->next;
+        free(t);
+    }
     if (q.later) {
         /* Answered when its commands complete (complete.c). */
         vocl_wr_reset(reply);

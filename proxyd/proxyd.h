@@ -142,8 +142,8 @@ struct proxyd_req {
     const char *fail; /* a protocol violation: the request is rejected */
     void *queue;      /* the first queue or context it names, and its type: */
     enum vocl_type queue_type; /* whose context a deferred error is told to */
-    void *tmp[8];     /* scratch blocks, freed when the request ends */
-    unsigned ntmp;
+    struct proxyd_tmp *tmp; /* scratch blocks, freed when the request ends */
+    size_t tmp_bytes;       /* their sizes, bounded (proxyd_tmp) */
 };
 
 /* Node and sessions. */

@@ -612,6 +612,33 @@ int main(void)
     clReleaseProgram(ph);
     clReleaseProgram(pm);
 
+    /* Many headers, each a program of its own (the proxy once had room
+     * for the names of five). */
+    enum { NHDR = 24 };
+    cl_program hdrs[NHDR];
+    const char *hnames[NHDR];
+    char hsrc[NHDR][64], hnm[NHDR][16], many_src[NHDR * 24 + 128];
+    size_t used = 0;
+    for (int i = 0; i < NHDR; i++) {
+        snprintf(hsrc[i], sizeof(hsrc[i]), "#define H%d %d\n", i, i);
+        snprintf(hnm[i], sizeof(hnm[i]), "h%d.h", i);
+        hnames[i] = hnm[i];
+        const char *hs = hsrc[i];
+        hdrs[i] = clCreateProgramWithSource(ctx, 1, &hs, NULL, &err);
+        CL(err);
+        used += (size_t)snprintf(many_src + used, sizeof(many_src) - used, "#include \"h%d.h\"\n", i);
+    }
+    snprintf(many_src + used, sizeof(many_src) - used,
+             "kernel void many(global int *y) { y[0] = H%d; }\n", NHDR - 1);
+    const char *ms = many_src;
+    cl_program pmany = clCreateProgramWithSource(ctx, 1, &ms, NULL, &err);
+    CL(err);
+    SAY("compile with %d headers: %d\n", NHDR,
+        (int)clCompileProgram(pmany, 1, &dev, NULL, NHDR, hdrs, hnames, NULL, NULL));
+    clReleaseProgram(pmany);
+    for (int i = 0; i < NHDR; i++)
+        clReleaseProgram(hdrs[i]);
+
     /* Timers and sub-devices, where the device has them. */
     cl_ulong dts, hts;
     SAY("device and host timer: %s\n",
