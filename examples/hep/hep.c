@@ -997,6 +997,7 @@ int hep_run(const struct hep_analysis *an, const struct hep_options *opts,
     if (r->threads < 2)
         r->threads = 2;
     hep_balance_init(&r->bal, r->threads, r->o.checkpoint);
+    r->bal.dp_cap = r->ndev * r->o.slots;
     r->fixed_split = r->o.ds_threads >= 0;
     if (r->fixed_split) {
         if (r->o.ds_threads < 1 || (unsigned)r->o.ds_threads >= r->threads)

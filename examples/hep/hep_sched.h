@@ -49,6 +49,7 @@ struct hep_balance {
     unsigned ds;        /* DS threads now: 1..total-1 while reading */
     unsigned interval;  /* batches between checkpoints */
     unsigned min_interval, max_interval;
+    unsigned dp_cap;    /* DP threads that can be busy at once (device slots); 0: any */
     int last_shift;     /* nt of the previous checkpoint */
     bool have_last;
 };
@@ -59,7 +60,8 @@ void hep_balance_init(struct hep_balance *b, unsigned total, unsigned interval);
  * took per batch since the last one.  Shifts threads towards the slower
  * side, so that both sides move batches at the same rate (ds / ds_time =
  * dp / dp_time), keeping at least one on each; a difference within 10 % is
- * balanced.  Doubles the interval after two checkpoints in a row without a
+ * balanced.  DP threads beyond dp_cap would only wait for a device slot,
+ * so they count for nothing and go to DS.  Doubles the interval after two checkpoints in a row without a
  * shift, halves it after two in a row with one.  Returns the shift nt
  * (positive: more DS threads). */
 int hep_balance_step(struct hep_balance *b, double ds_time, double dp_time);

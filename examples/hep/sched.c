@@ -114,11 +114,15 @@ int hep_balance_step(struct hep_balance *b, double ds_time, double dp_time)
     int nt = 0;
     if (b->total >= 2 && ds_time > 0.0 && dp_time > 0.0) {
         unsigned dp = b->total - b->ds;
+        if (b->dp_cap && dp > b->dp_cap)
+            dp = b->dp_cap;
         double ds_rate = b->ds / ds_time, dp_rate = dp / dp_time;
         double gap = fabs(ds_rate - dp_rate) / (ds_rate > dp_rate ? ds_rate : dp_rate);
         if (gap > 0.10) {
             /* ds / ds_time = (total - ds) / dp_time */
             double target = b->total * ds_time / (ds_time + dp_time);
+            if (b->dp_cap && b->total - target > b->dp_cap)
+                target = b->total - b->dp_cap;
             long want = lround(target);
             want = want < 1 ? 1 : want > (long)b->total - 1 ? (long)b->total - 1 : want;
             nt = (int)(want - (long)b->ds);

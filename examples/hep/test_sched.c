@@ -172,6 +172,17 @@ static void balance(void **state)
     /* DS slower: more DS threads, at most 7. */
     assert_int_equal(hep_balance_step(&b, 100.0, 1.0), 3);
     assert_int_equal(b.ds, 7);
+    /* DP threads beyond the device slots count for nothing: with 2 slots,
+     * 8 threads and DP 3x slower per batch, 6 go to DS (the 2 DP threads
+     * still fill both slots). */
+    hep_balance_init(&b, 8, 4);
+    b.dp_cap = 2;
+    assert_int_equal(hep_balance_step(&b, 1.0, 3.0), 2);
+    assert_int_equal(b.ds, 6);
+    /* ... and a cap that binds nothing changes nothing. */
+    hep_balance_init(&b, 8, 4);
+    b.dp_cap = 7;
+    assert_int_equal(hep_balance_step(&b, 1.0, 3.0), -2);
     /* The interval stays within bounds. */
     hep_balance_init(&b, 4, 64);
     hep_balance_step(&b, 1.0, 1.0);
