@@ -48,8 +48,27 @@ struct vocl_karg {
     uint8_t *big;      /* ARG_BYTES above */
 };
 
+/*
+ * A launch shape the driver accepted: work dimensions, local size (0: none
+ * given) and whether the global size is a multiple of it.  Whether a launch
+ * has a valid work-group size (reqd_work_group_size, non-uniform groups,
+ * the device's limits) depends on nothing else, and a driver says so at
+ * once; so the first launch of each shape waits for the proxy's answer, and
+ * the later ones do not (their other errors are deferred, libvocl(7)).
+ */
+struct vocl_shape {
+    cl_uint dim;
+    bool uniform;
+    size_t local[3];
+    uint64_t ok; /* the kernel's replicas (bit each) that accepted it */
+};
+enum { SHAPES = 8 };
+
 struct vocl_kargs {
     cl_uint n;
+    pthread_mutex_t shape_lock;
+    struct vocl_shape shape[SHAPES];
+    unsigned nshape, next_shape; /* filled, and the next to reuse once full */
     struct vocl_karg a[];
 };
 
@@ -57,14 +76,18 @@ void vocl_kargs_free(struct vocl_kargs *k)
 {
     for (cl_uint i = 0; k && i < k->n; i++)
         free(k->a[i].big);
+    if (k)
+        pthread_mutex_destroy(&k->shape_lock);
     free(k);
 }
 
 static struct vocl_kargs *kargs_new(cl_uint n)
 {
     struct vocl_kargs *k = calloc(1, sizeof(*k) + n * sizeof(k->a[0]));
-    if (k)
+    if (k) {
         k->n = n;
+        pthread_mutex_init(&k->shape_lock, NULL);
+    }
     return k;
 }
 
@@ -1056,6 +1079,46 @@ static bool hold_args(const struct vocl_kargs *ka, struct vocl_obj **held, cl_ui
     return true;
 }
 
+/* The shape of a launch (struct vocl_shape), its ok mask empty. */
+static struct vocl_shape launch_shape(cl_uint dim, const size_t *global, const size_t *local)
+{
+    struct vocl_shape sh = {.dim = dim, .uniform = true};
+    for (cl_uint i = 0; local && i < dim && i < 3; i++) {
+        sh.local[i] = local[i];
+        if (local[i] && global && global[i] % local[i])
+            sh.uniform = false;
+    }
+    return sh;
+}
+
+static bool same_shape(const struct vocl_shape *a, const struct vocl_shape *b)
+{
+    return a->dim == b->dim && a->uniform == b->uniform &&
+           !memcmp(a->local, b->local, sizeof(a->local));
+}
+
+/* Whether replica bit of the kernel accepted shape sh (add: now it has). */
+static bool shape_known(struct vocl_kargs *ka, const struct vocl_shape *sh, uint64_t bit,
+                        bool add)
+{
+    bool known = false;
+    pthread_mutex_lock(&ka->shape_lock);
+    unsigned i = 0;
+    while (i < ka->nshape && !same_shape(&ka->shape[i], sh))
+        i++;
+    if (i < ka->nshape)
+        known = ka->shape[i].ok & bit;
+    if (add && !known) {
+        if (i == ka->nshape) { /* a new one, or the oldest goes */
+            i = ka->nshape < SHAPES ? ka->nshape++ : ka->next_shape++ % SHAPES;
+            ka->shape[i] = *sh;
+        }
+        ka->shape[i].ok |= bit;
+    }
+    pthread_mutex_unlock(&ka->shape_lock);
+    return known;
+}
+
 /* The bit of the kernel's replica on px in its arguments' sent masks. */
 static uint64_t rep_bit(const struct vocl_obj *k, const struct vocl_proxy *px)
 {
@@ -1096,11 +1159,14 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
                          a->ro || (a->obj->mem_flags & CL_MEM_READ_ONLY) ? VOCL_USE_R
                                                                          : VOCL_USE_RW);
     }
-    /* A launch does not wait: the client checked what it can, the rest of
-     * its errors (work-group sizes, resources) are deferred. */
-    c.async = true;
+    /* A launch does not wait, but for the first of its shape: the driver
+     * then says whether its work-group size is valid.  Its other errors
+     * (resources) are deferred. */
+    struct vocl_shape shape = launch_shape(work_dim, global_work_size, local_work_size);
+    uint64_t bit = c.err ? 0 : rep_bit(k, c.px);
+    bool probe = !c.err && !shape_known(k->kargs, &shape, bit, false);
+    c.async = !probe;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueNDRangeKernel) == 0) {
-        uint64_t bit = rep_bit(k, c.px);
         vocl_wr_u64(c.w, q->id);
         vocl_wr_u64(c.w, vocl_id_on(k, c.px));
         vocl_wr_u32(c.w, work_dim);
@@ -1115,8 +1181,12 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
             /* The proxy has applied the arguments, whatever the launch does. */
             for (cl_uint i = 0; i < k->kargs->n; i++)
                 atomic_fetch_or_explicit(&k->kargs->a[i].sent, bit, memory_order_relaxed);
-            if (vocl_call_wait(&c) == 0 && event)
-                *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
+            if (vocl_call_wait(&c) == 0) {
+                if (probe)
+                    shape_known(k->kargs, &shape, bit, true);
+                if (event)
+                    *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
+            }
         }
     }
     vocl_call_end(&c);

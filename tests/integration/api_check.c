@@ -639,6 +639,37 @@ int main(void)
     for (int i = 0; i < NHDR; i++)
         clReleaseProgram(hdrs[i]);
 
+    /* Work-group sizes a driver refuses at once, not at the next clFinish;
+     * each twice, and a good shape between. */
+    static const char *wg_src =
+        "kernel __attribute__((reqd_work_group_size(4, 1, 1))) void fixed(global int *y)\n"
+        "{ y[get_global_id(0)] = 1; }\n"
+        "kernel void free_size(global int *y) { if (get_global_id(0) < 16) y[get_global_id(0)] = 2; }\n";
+    static const char *const wg_opts[] = {"", "-cl-std=CL2.0", "-cl-std=CL2.0 -cl-uniform-work-group-size"};
+    for (int o = 0; o < 3; o++) {
+        cl_program pw = clCreateProgramWithSource(ctx, 1, &wg_src, NULL, &err);
+        CL(err);
+        cl_int berr = clBuildProgram(pw, 1, &dev, wg_opts[o], NULL, NULL);
+        SAY("build with '%s': %d\n", wg_opts[o], (int)berr);
+        cl_kernel kf = clCreateKernel(pw, "fixed", &err), kv = clCreateKernel(pw, "free_size", &err);
+        CL(clSetKernelArg(kf, 0, sizeof(ibuf), &ibuf));
+        CL(clSetKernelArg(kv, 0, sizeof(ibuf), &ibuf));
+        static const size_t g8 = 8, g10 = 10, l2 = 2, l4 = 4;
+        for (int rep = 0; rep < 2; rep++) {
+            SAY("  reqd 4, local 2: %d; local 4: %d; no local: %d\n",
+                (int)clEnqueueNDRangeKernel(q, kf, 1, NULL, &g8, &l2, 0, NULL, NULL),
+                (int)clEnqueueNDRangeKernel(q, kf, 1, NULL, &g8, &l4, 0, NULL, NULL),
+                (int)clEnqueueNDRangeKernel(q, kf, 1, NULL, &g8, NULL, 0, NULL, NULL));
+            SAY("  global 10, local 4: %d; global 8, local 4: %d\n",
+                (int)clEnqueueNDRangeKernel(q, kv, 1, NULL, &g10, &l4, 0, NULL, NULL),
+                (int)clEnqueueNDRangeKernel(q, kv, 1, NULL, &g8, &l4, 0, NULL, NULL));
+        }
+        SAY("  then clFinish: %d\n", (int)clFinish(q));
+        clReleaseKernel(kf);
+        clReleaseKernel(kv);
+        clReleaseProgram(pw);
+    }
+
     /* Timers and sub-devices, where the device has them. */
     cl_ulong dts, hts;
     SAY("device and host timer: %s\n",
