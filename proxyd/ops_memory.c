@@ -143,13 +143,18 @@ static uint8_t *recv_whole(struct proxyd_req *q, const struct xfer *x)
     return buf;
 }
 
-/* Sends buf's x->size bytes as chunks once ready completes; buf is freed after. */
-static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf, bool ok)
+/* Sends buf's x->size bytes as chunks once ready completes (NULL: now);
+ * buf is freed after. */
+static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf, bool ok,
+                       cl_event ready)
 {
     for (size_t done = 0; done < x->size; done += x->chunk) {
         bool last = done + x->chunk >= x->size;
+        if (ready)
+            q->cl->clRetainEvent(ready); /* each chunk releases its own */
         proxyd_stream_send(q->s->node,
                            &(struct proxyd_stream_chunk){.s = q->s,
+                                                         .ready = ready,
                                                          .data = buf ? buf + done : NULL,
                                                          .n = chunk_len(x, done),
                                                          .ok = ok && buf,
@@ -190,6 +195,21 @@ static cl_int finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool bl
         *ev = e;
     else if (e)
         q->cl->clReleaseEvent(e);
+    return rc;
+}
+
+/* A read whose bytes go in the reply (out: malloc'd, taken), once its
+ * command e completes: answered later, or now where it has; the status. */
+static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void *out, size_t size,
+                              cl_event *ev)
+{
+    if (rc == CL_SUCCESS && proxyd_reply_after(q, 1, &e, out, size, &rc))
+        return finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
+    rc = finish_cmd(q, rc, e, CL_FALSE, ev);
+    vocl_wr_i32(q->w, rc);
+    if (rc == CL_SUCCESS)
+        vocl_wr_bytes(q->w, out, size);
+    free(out);
     return rc;
 }
 
@@ -516,16 +536,7 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
         rc = out ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, out,
                                               b.nwl, b.wl, &e)
                  : CL_OUT_OF_HOST_MEMORY;
-        if (rc == CL_SUCCESS && proxyd_reply_after(q, 1, &e, out, b.size, &rc)) {
-            rc = finish_cmd(q, CL_SUCCESS, e, CL_FALSE, evp);
-            proxyd_put_event(q, rc, b.ev_id, ev);
-            return;
-        }
-        rc = finish_cmd(q, rc, e, CL_FALSE, evp);
-        vocl_wr_i32(q->w, rc);
-        if (rc == CL_SUCCESS)
-            vocl_wr_bytes(q->w, out, b.size);
-        free(out);
+        rc = reply_with_data(q, rc, e, out, b.size, evp);
         proxyd_put_event(q, rc, b.ev_id, ev);
         return;
     }
@@ -601,21 +612,37 @@ static void *span_begin(struct proxyd_req *q, const struct xfer *x, bool write, 
     }
 }
 
-/* After the native call (status rc): a read's bytes go out, and the status. */
-static void span_end(struct proxyd_req *q, const struct xfer *x, bool write, cl_int rc, void *buf,
-                     bool owned)
+/* The same for a transfer whose native call does not block: a write's
+ * bytes and a read's destination must outlive the request (owned). */
+static void *span_begin_async(struct proxyd_req *q, const struct xfer *x, bool write, bool *owned)
 {
-    vocl_wr_i32(q->w, rc);
-    if (write) {
-        if (owned)
-            free(buf);
-    } else if (x->mode == VOCL_DATA_CHUNKED) {
-        send_owned(q, x, buf, rc == CL_SUCCESS);
-    } else if (x->mode == VOCL_DATA_INLINE && rc == CL_SUCCESS) {
-        vocl_wr_bytes(q->w, buf, x->size);
-    }
+    if (x->mode != VOCL_DATA_INLINE)
+        return span_begin(q, x, write, owned);
+    *owned = true;
+    void *p = malloc(x->size ? x->size : 1);
+    if (p && write)
+        memcpy(p, x->inline_data, x->size);
+    return p;
 }
 
+/*
+ * After the native call (status rc, command e, not blocking): a write's
+ * bytes are freed once e completes; a read's go out once it completes, in
+ * the reply or as chunks; a blocking call is answered then.  The status.
+ */
+static cl_int span_end(struct proxyd_req *q, const struct xfer *x, bool write, cl_int rc,
+                       cl_event e, void *buf, bool owned, cl_bool blocking, cl_event *ev)
+{
+    if (!write && x->mode == VOCL_DATA_INLINE)
+        return reply_with_data(q, rc, e, buf, x->size, ev);
+    if (write && owned)
+        keep_until_done(q, rc, e, buf);
+    else if (!write && x->mode == VOCL_DATA_CHUNKED)
+        send_owned(q, x, buf, rc == CL_SUCCESS, rc == CL_SUCCESS ? e : NULL);
+    rc = finish_cmd(q, rc, e, blocking, ev);
+    vocl_wr_i32(q->w, rc);
+    return rc;
+}
 /* a * b and a + b, or SIZE_MAX where they overflow: no span is that long. */
 static size_t sat_mul(size_t a, size_t b)
 {
@@ -671,18 +698,18 @@ static void buffer_rect(struct proxyd_req *q, bool write)
         reject_data(q, &x, write);
         return;
     }
+    /* Never blocking here: the command may wait for the client (span_end). */
     bool owned;
-    void *data = span_begin(q, &x, write, &owned);
-    cl_bool block = x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE;
-    cl_event *evp = ev_id ? &ev : NULL;
+    void *data = span_begin_async(q, &x, write, &owned);
+    cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
-                : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, block, borigin, horigin,
+                : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, CL_FALSE, borigin, horigin,
                                                           region, brow, bslice, hrow, hslice, data,
-                                                          nwl, wl, evp)
-                        : q->cl->clEnqueueReadBufferRect(queue, buf, block, borigin, horigin,
+                                                          nwl, wl, &e)
+                        : q->cl->clEnqueueReadBufferRect(queue, buf, CL_FALSE, borigin, horigin,
                                                          region, brow, bslice, hrow, hslice, data,
-                                                         nwl, wl, evp);
-    span_end(q, &x, write, rc, data, owned);
+                                                         nwl, wl, &e);
+    rc = span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
     proxyd_put_event(q, rc, ev_id, ev);
 }
 
@@ -734,15 +761,14 @@ static void image_rw(struct proxyd_req *q, bool write)
         return;
     }
     bool owned;
-    void *data = span_begin(q, &x, write, &owned);
-    cl_bool block = x.mode == VOCL_DATA_HOSTPTR ? blocking : CL_TRUE;
-    cl_event *evp = ev_id ? &ev : NULL;
+    void *data = span_begin_async(q, &x, write, &owned);
+    cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
-                : write ? q->cl->clEnqueueWriteImage(queue, img, block, origin, region, row, slice,
-                                                     data, nwl, wl, evp)
-                        : q->cl->clEnqueueReadImage(queue, img, block, origin, region, row, slice,
-                                                    data, nwl, wl, evp);
-    span_end(q, &x, write, rc, data, owned);
+                : write ? q->cl->clEnqueueWriteImage(queue, img, CL_FALSE, origin, region, row,
+                                                     slice, data, nwl, wl, &e)
+                        : q->cl->clEnqueueReadImage(queue, img, CL_FALSE, origin, region, row,
+                                                    slice, data, nwl, wl, &e);
+    rc = span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
     proxyd_put_event(q, rc, ev_id, ev);
 }
 

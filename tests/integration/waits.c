@@ -165,7 +165,7 @@ struct blocker {
     int ok;
 };
 
-/* One blocking wait of three kinds on a command held by the gate. */
+/* One blocking wait of four kinds on a command held by the gate. */
 static void *blocker(void *arg)
 {
     struct blocker *b = arg;
@@ -179,7 +179,7 @@ static void *blocker(void *arg)
     int got[N];
     memset(got, 0, sizeof(got));
     cl_event ev;
-    switch (b->id % 3) {
+    switch (b->id % 4) {
     case 0: /* clFinish of a queue whose kernel waits for the gate */
         CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, NULL));
         CHECK(clFinish(q));
@@ -192,6 +192,15 @@ static void *blocker(void *arg)
         atomic_store(&b->returned, true);
         clReleaseEvent(ev);
         break;
+    case 2: { /* a blocking rectangular read after the gated kernel */
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, &ev));
+        const size_t origin[3] = {0, 0, 0}, region[3] = {N * sizeof(int), 1, 1};
+        CHECK(clEnqueueReadBufferRect(q, buf, CL_TRUE, origin, origin, region, 0, 0, 0, 0, got, 1,
+                                      &ev, NULL));
+        atomic_store(&b->returned, true);
+        clReleaseEvent(ev);
+        break;
+    }
     default: /* clWaitForEvents on the gated kernel */
         CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 1, &b->gate, &ev));
         CHECK(clFlush(q));
