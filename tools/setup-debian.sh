@@ -12,6 +12,12 @@ pkgs="$pkgs libhdf5-dev"
 pkgs="$pkgs python3-matplotlib"
 # The fuzz targets (-Dfuzz=true, tests/fuzz): clang and its libFuzzer runtime.
 pkgs="$pkgs clang libclang-rt-14-dev"
+# --cluster: what the cluster suite's Slurm test needs (tests/cluster,
+# vocl-cluster(1)).  Not by default: on a machine with systemd these
+# packages enable and start munged and slurmctld/slurmd services of the
+# machine's own, which a developer's machine does not want; vocl-cluster
+# runs daemons of its own with its own key and configuration.
+[ "${1:-}" = --cluster ] && pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
