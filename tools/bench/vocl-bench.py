@@ -466,6 +466,59 @@ CLUSTER_BW_TARGET = 0.97
 CLUSTER_LAT_EXTRA = 10e-6
 
 
+# The network's own ceiling: one TCP stream of 1 GiB in 4 MiB sends from
+# vc1 to vc2 (Python sockets), in B/s, or None.
+TCP_SINK = """
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5299)); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); c.settimeout(30); buf = bytearray(4 << 20); n = 0; t0 = None
+while True:
+    k = c.recv_into(buf)
+    if not k: break
+    t0 = t0 or time.monotonic(); n += k
+print(n / (time.monotonic() - t0))
+"""
+TCP_SOURCE = """
+import socket, time
+for i in range(50):
+    try: c = socket.create_connection(("vc2", 5299), timeout=30); break
+    except OSError: time.sleep(0.1)
+buf = b"x" * (4 << 20)
+for i in range(256): c.sendall(buf)
+c.close()
+"""
+
+
+def tcp_stream(cluster):
+    sink = subprocess.Popen([cluster, "exec", "vc2", "python3", "-c", TCP_SINK],
+                            stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        subprocess.run([cluster, "exec", "vc1", "python3", "-c", TCP_SOURCE], timeout=60)
+        out, _ = sink.communicate(timeout=60)
+        return float(out)
+    except (subprocess.TimeoutExpired, ValueError):
+        sink.kill()
+        sink.wait()
+        return None
+
+
+def merge_rounds(runs):
+    """One Run whose values are the medians of the rounds' runs."""
+    merged = Run(runs[0].label, runs[0].cmd, runs[0].env)
+    keys = []
+    for r in runs:
+        keys += [k for k in r.values if k not in keys]
+    for k in keys:
+        got = [r.values[k] for r in runs if k in r.values]
+        vs = sorted(v for v, _ in got)
+        mid = len(vs) // 2
+        merged.values[k] = (vs[mid] if len(vs) % 2 else (vs[mid - 1] + vs[mid]) / 2, got[0][1])
+    failed = [r for r in runs if not r.ok]
+    merged.error = failed[0].error if failed else None
+    return merged
+
+
 def cluster_main(a, worker, vocl_run):
     """Native (the worker on vc1), raw MPI (mpi-pingpong, vc1 to vc2) and
     VOCL (the worker on vc1, its proxy on vc2) in one run, side by side."""
@@ -486,23 +539,34 @@ def cluster_main(a, worker, vocl_run):
         return 77
     if up.returncode != 0:
         die("vocl-cluster up failed", EXIT_RUN_FAILED)
+    # A shared machine's speed drifts within seconds: the three runs take
+    # turns, ROUNDS times, and each figure is the median of its rounds.
+    rounds = []
+    tcp = []
     try:
         env = dict(os.environ, POCL_DEVICES="pthread")
         env.pop("VOCL_PIPELINE", None)
-        runs = [
-            Run("native", [cluster, "exec", "vc1", worker] + wargs, env),
-            Run("raw MPI", on_head + ["mpiexec", "-n", "2", pingpong, "--sizes", sizes,
-                                      "--window", window, "--reps", reps], env),
-            Run("VOCL", on_head + [vocl_run, "-n", "1", "-d", "1", "--", worker] + wargs, env),
-        ]
-        for run in runs:
-            run_worker(run, a.timeout)
+        for r in range(a.rounds):
+            note("round %d of %d" % (r + 1, a.rounds))
+            runs = [
+                Run("native", [cluster, "exec", "vc1", worker] + wargs, env),
+                Run("raw MPI", on_head + ["mpiexec", "-n", "2", pingpong, "--sizes", sizes,
+                                          "--window", window, "--reps", reps], env),
+                Run("VOCL", on_head + [vocl_run, "-n", "1", "-d", "1", "--", worker] + wargs,
+                    env),
+            ]
+            for run in runs:
+                run_worker(run, a.timeout)
+            rounds.append(runs)
+            tcp.append(tcp_stream(cluster))
     finally:
         subprocess.run([cluster, "down"])
+    runs = [merge_rounds([rd[i] for rd in rounds]) for i in range(3)]
     native, mpi, vocl = runs
     print()
     print("%s %s --cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1), link %s "
-          "each way (tc tbf), TCP; window %s, median of %s" % (PROG, VERSION, a.rate, window, reps))
+          "each way (tc tbf), TCP; window %s, median of %s repetitions, median of %d rounds"
+          % (PROG, VERSION, a.rate, window, reps, a.rounds))
     cols = ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict")
     table = [cols]
     verdicts = []
@@ -538,6 +602,10 @@ def cluster_main(a, worker, vocl_run):
         if i == 0:
             print("-+-".join("-" * w for w in widths))
     print("targets: %d PASS, %d MISS" % (verdicts.count(True), verdicts.count(False)))
+    got = sorted(t for t in tcp if t is not None)
+    if got:
+        print("the network's ceiling: one TCP stream vc1 -> vc2 (1 GiB, 4 MiB sends): %s "
+              "(median of %d)" % (fmt_value(got[len(got) // 2], "B/s"), len(got)))
     try:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
@@ -597,6 +665,8 @@ def parse_args(argv):
                         "vocl-cluster (network namespaces, needs root) on a shaped link")
     p.add_argument("--rate", default="10gbit",
                    help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
+    p.add_argument("--rounds", metavar="N", type=int, default=3,
+                   help="--cluster: rounds of the three runs, taking turns (default 3)")
     p.add_argument("--vocl-cluster", metavar="PATH", help="--cluster: the vocl-cluster to use")
     p.add_argument("--pingpong", metavar="PATH", help="--cluster: the mpi-pingpong to use")
     p.add_argument("--timeout", metavar="S", type=int, default=3600,
@@ -610,7 +680,7 @@ def parse_args(argv):
             p.error("--sections takes a,b,c,d or call,bw,lat,launch, not '%s'" % a.sections)
     if a.sizes is not None and not re.fullmatch(r"\d+[KkMmGg]?(,\d+[KkMmGg]?)*", a.sizes):
         p.error("--sizes takes numbers with an optional K, M or G, separated by commas")
-    for name in ("window", "reps", "launches", "timeout"):
+    for name in ("window", "reps", "launches", "timeout", "rounds"):
         v = getattr(a, name)
         if v is not None and v < 1:
             p.error("--%s must be at least 1" % name)
