@@ -14,7 +14,9 @@
 #     Slurm (slurmctld + a slurmd per host): `salloc -N 4 vocl-run -n 4`
 #     and an sbatch script both run PROGRAM with one proxy per node.
 # Exit 77 (skipped) where the machine cannot make namespaces (not root,
-# no CAP_NET_ADMIN), or for slurm where Slurm is not installed.
+# no CAP_NET_ADMIN), or for slurm where Slurm is not installed.  Every job
+# has a time limit below the test's, so that the cluster is always taken
+# down by vocl-cluster run itself.
 set -uo pipefail
 cluster=$1 vocl_run=$2 what=$3
 shift 3
@@ -45,7 +47,7 @@ placement() { echo "proxies: $(wc -l <"$tmp/proxy-hosts"), hosts: $(sort -u "$tm
 case "$what" in
 app)
     "$cluster" run -n 8 -r 10gbit -- bash -c '
-        "$0" -n 8 -d 4 -- "$@" >"$CLUSTER_TMP/out"' "$vocl_run" "$@"
+        timeout 150 "$0" -n 8 -d 4 -- "$@" >"$CLUSTER_TMP/out"' "$vocl_run" "$@"
     rc=$?
     cat "$tmp/out"
     placement
@@ -55,7 +57,7 @@ app)
     [ "$(placement)" = "proxies: 8, hosts: 8" ] || { echo "cluster-test: not one proxy per host" >&2; exit 1; }
     ;;
 clinfo)
-    "$cluster" run -n 8 -- bash -c '"$0" -n 8 -d 4 -- clinfo -l >"$CLUSTER_TMP/out"' "$vocl_run"
+    "$cluster" run -n 8 -- bash -c 'timeout 90 "$0" -n 8 -d 4 -- clinfo -l >"$CLUSTER_TMP/out"' "$vocl_run"
     rc=$?
     cat "$tmp/out"
     placement

@@ -23,7 +23,7 @@ check() { # NAME OUTPUT
     rm -f "$hosts"
 }
 
-timeout 120 salloc -N 4 -t 5 "$vocl_run" -n 4 -d 2 -- "$@" >"$CLUSTER_TMP/salloc.out"
+timeout 75 salloc -N 4 -t 5 "$vocl_run" -n 4 -d 2 -- "$@" >"$CLUSTER_TMP/salloc.out"
 echo "salloc: exit status $?"
 check salloc "$CLUSTER_TMP/salloc.out"
 
@@ -35,7 +35,7 @@ cat >"$CLUSTER_TMP/job.sh" <<JOB
 #SBATCH -e $CLUSTER_TMP/sbatch.err
 $(printf '%q ' "$vocl_run" -n 4 -d 2 -- "$@")
 JOB
-timeout 120 sbatch --wait "$CLUSTER_TMP/job.sh"
+timeout 75 sbatch --wait "$CLUSTER_TMP/job.sh"
 echo "sbatch: exit status $?"
 check sbatch "$CLUSTER_TMP/sbatch.out"
 exit $fail
