@@ -230,11 +230,24 @@ static int local_reply(struct proxyd_session *s, struct vocl_wr *w)
     return wt ? 0 : -1;
 }
 
+/* The executor runs under px->lock (vocl_call_start); a build lets go of it. */
+static void local_leave(struct proxyd_session *s)
+{
+    pthread_mutex_unlock(&((struct vocl_proxy *)s->transport)->lock);
+}
+
+static void local_enter(struct proxyd_session *s)
+{
+    pthread_mutex_lock(&((struct vocl_proxy *)s->transport)->lock);
+}
+
 void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s)
 {
     px->session = s;
     s->transport = px;
     s->reply = local_reply;
+    s->leave = local_leave;
+    s->enter = local_enter;
 }
 
 int vocl_xport_post(struct vocl_call *c)

@@ -16,7 +16,9 @@
  *
  * The build thread holds a reference to every object it uses, so an ending
  * session cannot free them under it.  In process (local devices) the build
- * runs at once on the application's thread, as a driver's does.
+ * runs on the application's thread, as a driver's does, out of the lock
+ * that serialises the executor (s->leave), so that the application's other
+ * threads go on meanwhile.
  */
 #include "proxyd.h"
 
@@ -191,7 +193,15 @@ void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
     }
     if (j)
         job_free(q->cl, j);
-    /* No thread to build on: here, as before. */
+    if (q->s->in_process && q->s->leave && (j = job_new(q, b))) {
+        q->s->leave(q->s);
+        run(q->cl, &j->b);
+        q->s->enter(q->s);
+        answer(q, &j->b);
+        job_free(q->cl, j);
+        return;
+    }
+    /* No thread to build on, and no lock to leave: here, holding it. */
     struct proxyd_build now = *b;
     run(q->cl, &now);
     answer(q, &now);

@@ -114,6 +114,10 @@ struct proxyd_session {
      * (complete.c); from another thread than the request's.  NULL: none
      * can be (every reply is given at once). */
     int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
+    /* In process: let the application's other threads into the executor
+     * while this one builds, and back (build.c).  NULL: not needed. */
+    void (*leave)(struct proxyd_session *s);
+    void (*enter)(struct proxyd_session *s);
     int data_tag; /* the tag of the current request's transfer */
     bool lost;          /* the client died (its transport noticed) */
     bool peer_died;     /* its BYE said a proxy of the job died */
