@@ -68,7 +68,7 @@ case $mode in
 native)
     app=$1
     generate "$app"
-    common=(--input "$dir/events.h5" --seed 7 --no-progress --batch 512)
+    common=(--input "$dir/events.h5" --seed 7 --no-progress --batch 512 --out "$dir")
     mkdir "$dir/out"
     run bad "$app" "${common[@]}" --out "$dir/out" --plot
     mkdir "$dir/fixed-out"
@@ -78,7 +78,8 @@ native)
     run shuffle9 "$app" "${common[@]}" --order shuffle:9 --no-adapt
     run one-device "$app" "${common[@]}" --devices 1
     run split "$app" "${common[@]}" --threads 4 --ds-threads 1 --slots 1
-    run batches "$app" --input "$dir/events.h5" --seed 7 --no-progress --batch 64 --checkpoint 1
+    run batches "$app" --input "$dir/events.h5" --seed 7 --no-progress --batch 64 --checkpoint 1 \
+        --out "$dir"
     for l in fixed good shuffle3 shuffle9 one-device split batches; do
         same $l bad
     done
@@ -117,7 +118,7 @@ native)
 vocl)
     vocl_run=$1 p=$2 d=$3 app=$4
     generate "$app"
-    common=(--input "$dir/events.h5" --seed 7 --no-progress --batch 512)
+    common=(--input "$dir/events.h5" --seed 7 --no-progress --batch 512 --out "$dir")
     run native env POCL_DEVICES="pthread pthread" "$app" "${common[@]}"
     run vocl "$vocl_run" -n "$p" -d "$d" -- "$app" "${common[@]}" --order shuffle:5
     same vocl native

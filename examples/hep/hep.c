@@ -19,6 +19,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "clutil.h"
 #include "hep_sources.h"
 
 #include <errno.h>
@@ -130,25 +131,6 @@ static void run_fail(struct run *r, const char *format, ...)
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
-}
-
-static const char *cl_name(cl_int err)
-{
-    switch (err) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
-        return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
-    default: return "an OpenCL error";
-    }
 }
 
 /* ---- setup ---- */
@@ -278,7 +260,7 @@ static int open_devices(struct run *r, char *error)
     cl_int err;
     r->ctx = clCreateContext(props, nd, ids, NULL, NULL, &err);
     if (err != CL_SUCCESS)
-        return fail(error, "clCreateContext: %s (%d)", cl_name(err), err);
+        return fail(error, "clCreateContext: %s (%d)", app_cl_error_name(err), err);
     r->ndev = nd;
     r->devs = calloc(nd, sizeof(*r->devs));
     if (!r->devs)
@@ -294,7 +276,7 @@ static int open_devices(struct run *r, char *error)
         else if (err == CL_SUCCESS)
             r->devs[i].rq = clCreateCommandQueue(r->ctx, ids[i], 0, &err);
         if (err != CL_SUCCESS)
-            return fail(error, "clCreateCommandQueue: %s (%d)", cl_name(err), err);
+            return fail(error, "clCreateCommandQueue: %s (%d)", app_cl_error_name(err), err);
     }
     char *src = program_source(r);
     if (!src)
@@ -303,7 +285,7 @@ static int open_devices(struct run *r, char *error)
     r->prog = clCreateProgramWithSource(r->ctx, 1, srcs, NULL, &err);
     free(src);
     if (err != CL_SUCCESS)
-        return fail(error, "clCreateProgramWithSource: %s (%d)", cl_name(err), err);
+        return fail(error, "clCreateProgramWithSource: %s (%d)", app_cl_error_name(err), err);
     char options[512];
     snprintf(options, sizeof(options), "%s", r->an->build_options ? r->an->build_options : "");
     err = clBuildProgram(r->prog, nd, ids, options, NULL, NULL);
@@ -374,7 +356,7 @@ static int make_slot(struct run *r, struct device *d, struct slot *s, char *erro
     s->scatter = kernel(r, "hep_scatter", &err);
     s->hist = kernel(r, "hep_hist", &err);
     if (err != CL_SUCCESS)
-        return fail(error, "cannot set up a device slot: %s (%d)", cl_name(err), err);
+        return fail(error, "cannot set up a device slot: %s (%d)", app_cl_error_name(err), err);
     return 0;
 }
 
@@ -414,7 +396,7 @@ struct outcome {
     do {                                                                                           \
         cl_int e_ = (call);                                                                        \
         if (e_ != CL_SUCCESS) {                                                                    \
-            fail(error, "%s: %s (%d)", #call, cl_name(e_), e_);                                    \
+            fail(error, "%s: %s (%d)", #call, app_cl_error_name(e_), e_);                                    \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
@@ -691,12 +673,18 @@ static void free_batch(struct run *r, struct batch *b)
     free(b);
 }
 
+/* A free slot on the device with the most free slots.  Until the first
+ * checkpoint each device runs one batch at a time: the batches queued then
+ * all run in the initial order, which may be the worst one. */
 static struct slot *take_slot(struct run *r)
 {
+    unsigned limit = r->o.adapt && r->res->checkpoints == 0 ? 1 : r->o.slots;
     struct device *best = NULL;
-    for (unsigned i = 0; i < r->ndev; i++)
-        if (r->devs[i].free_slots && (!best || r->devs[i].free_slots > best->free_slots))
-            best = &r->devs[i];
+    for (unsigned i = 0; i < r->ndev; i++) {
+        struct device *d = &r->devs[i];
+        if (r->o.slots - d->free_slots < limit && (!best || d->free_slots > best->free_slots))
+            best = d;
+    }
     if (!best)
         return NULL;
     for (unsigned i = 0; i < r->o.slots; i++)
