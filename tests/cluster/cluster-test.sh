@@ -5,7 +5,8 @@
 #     PROGRAM on 32 virtual GPUs over 8 hosts (8 proxies x 4 devices, one
 #     proxy per host): exits 0, and its last line says verified=yes.
 #   cluster-test.sh VOCL_CLUSTER VOCL_RUN clinfo
-#     clinfo -l lists 32 devices, and the 8 proxies ran on 8 hosts.
+#     vocl-run -f HOSTFILE: clinfo -l lists 32 devices, and the 8 proxies
+#     ran on 8 hosts.
 #   cluster-test.sh VOCL_CLUSTER VOCL_RUN kill PEER_DEATH [--stream]
 #     kill -9 of the proxy on another host (peer_death.c): the program
 #     does not crash, its calls on the dead device fail, the others work,
@@ -57,7 +58,10 @@ app)
     [ "$(placement)" = "proxies: 8, hosts: 8" ] || { echo "cluster-test: not one proxy per host" >&2; exit 1; }
     ;;
 clinfo)
-    "$cluster" run -n 8 -- bash -c 'timeout 90 "$0" -n 8 -d 4 -- clinfo -l >"$CLUSTER_TMP/out"' "$vocl_run"
+    # With the hostfile named, as on a cluster without the harness's
+    # HYDRA_HOST_FILE.
+    "$cluster" run -n 8 -- bash -c 'unset HYDRA_HOST_FILE
+        timeout 90 "$0" -f "$VOCL_CLUSTER_DIR/hostfile" -n 8 -d 4 -- clinfo -l >"$CLUSTER_TMP/out"' "$vocl_run"
     rc=$?
     cat "$tmp/out"
     placement
