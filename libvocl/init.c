@@ -228,6 +228,7 @@ static void open_job(void)
     int size = 0, rank = 0;
     MPI_Comm_size(vocl.comm, &size);
     MPI_Comm_rank(vocl.comm, &rank);
+    vocl.app_rank = rank;
     if (vocl.app_ranks >= size) {
         vocl.init_error = "the MPI job has no proxy ranks (vocl-run -n PROXIES)";
         return;

@@ -274,11 +274,18 @@ struct link {
     int from, to, tag;
 };
 
+/* The tag of the next exchange between two proxies on this client's
+ * behalf.  The range is shared out between the job's application ranks, so
+ * that two clients moving data between the same two proxies at once never
+ * use one tag: the proxies could pair their messages the wrong way round. */
 static int next_peer_tag(void)
 {
     static atomic_uint next_tag;
-    return VOCL_TAG_PEER_MIN +
-           (int)(atomic_fetch_add(&next_tag, 1) % (VOCL_TAG_PEER_MAX - VOCL_TAG_PEER_MIN));
+    unsigned span = VOCL_TAG_PEER_MAX - VOCL_TAG_PEER_MIN;
+    unsigned apps = vocl.app_ranks > 1 ? (unsigned)vocl.app_ranks : 1;
+    unsigned share = span / apps ? span / apps : 1;
+    unsigned first = (unsigned)vocl.app_rank % apps * share;
+    return VOCL_TAG_PEER_MIN + (int)((first + atomic_fetch_add(&next_tag, 1) % share) % span);
 }
 
 static void fill_event_in(struct vocl_call *c, const void *arg)

@@ -153,6 +153,7 @@ struct vocl_state {
     bool job_mode;
     atomic_int proxies_lost; /* proxies that died (vocl_xport_fail) */
     int app_ranks;
+    int app_rank; /* job mode: this process's rank, 0 .. app_ranks - 1 */
     struct proxyd_node *local_node;
     struct vocl_token *token; /* connect mode: presented in HELLO */
     const char *init_error; /* why there are no devices, for the one line on stderr */
