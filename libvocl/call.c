@@ -193,6 +193,11 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
     /* Short: the lock orders this request and its chunks among the others
      * of the proxy, and is let go before any wait (vocl_call_wait). */
     pthread_mutex_lock(&c->px->lock);
+    if (c->px->dead) { /* it died, or the process left (init.c), meanwhile */
+        pthread_mutex_unlock(&c->px->lock);
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        return -1;
+    }
     c->locked = true;
     c->seq = ++c->px->seq;
     c->ticket = vocl_xport_ticket(c->px);

@@ -375,7 +375,12 @@ static void leave(void)
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *px = vocl.proxies[i];
         if (px->local) {
+            /* Under the lock: a thread of a callback may still be in a call;
+             * after it, its calls fail (the proxy is dead to them). */
+            pthread_mutex_lock(&px->lock);
             proxyd_session_end(px->session);
+            px->dead = true;
+            pthread_mutex_unlock(&px->lock);
             continue;
         }
         if (px->dead || fin)
@@ -392,7 +397,9 @@ static void leave(void)
             vocl_call_send(&c);
         }
         vocl_call_end(&c);
+        pthread_mutex_lock(&px->lock);
         px->dead = true;
+        pthread_mutex_unlock(&px->lock);
     }
     vocl_live_stop();
     /* Unreceived pings would make UCX complain at exit, on stdout. */
