@@ -39,12 +39,14 @@ run() {
 }
 
 two="POCL_DEVICES=pthread pthread"
+# The outputs of every run (histograms, ids, table) go beside the events.
+cd_out=(--out "$data")
 "$app" -n 100000 --seed 1 --generate "$data/e1e5.h5" >/dev/null
 "$app" -n 300000 --seed 1 --generate "$data/e3e5.h5" >/dev/null
 "$app" -n 1000000 --seed 1 --generate "$data/e1e6.h5" >/dev/null
 
 # 1. Adaptive order against the bad order and a good one, 3 x 10^5 events.
-in=(--input "$data/e3e5.h5" --seed 1 --no-progress)
+in=(--input "$data/e3e5.h5" --seed 1 --no-progress "${cd_out[@]}")
 run "verify 3e5" "$two" -- "$app" "${in[@]}"
 for r in $(seq "$repeats"); do
     run "order bad fixed" "$two" -- "$app" "${in[@]}" --no-verify --no-adapt
@@ -58,14 +60,14 @@ for r in $(seq "$repeats"); do
 done
 # ... and once over 10^6 events, where the batches before the first
 # checkpoints weigh less.
-in6=(--input "$data/e1e6.h5" --seed 1 --no-progress --no-verify)
+in6=(--input "$data/e1e6.h5" --seed 1 --no-progress --no-verify "${cd_out[@]}")
 run "order1e6 bad fixed" "$two" -- "$app" "${in6[@]}" --no-adapt
 run "order1e6 bad adapt" "$two" -- "$app" "${in6[@]}"
 run "order1e6 good fixed" "$two" -- "$app" "${in6[@]}" --order good --no-adapt
 
 # 2. DS/DP: the adaptive split against every fixed split of 6 threads, for
 # the compute-bound bad order and for the good order, 10^6 events.
-in=(--input "$data/e1e6.h5" --seed 1 --no-progress --threads 6)
+in=(--input "$data/e1e6.h5" --seed 1 --no-progress --threads 6 "${cd_out[@]}")
 run "verify 1e6" "$two" -- "$app" "${in[@]}"
 for order in bad good; do
     for r in $(seq "$repeats"); do
@@ -86,7 +88,7 @@ done
 # vocl-run (P proxies x D devices), each verified against the CPU
 # reference, 5 x 10^4 events in batches of 512.
 "$app" -n 50000 --seed 1 --generate "$data/e5e4.h5" >/dev/null
-in=(--input "$data/e5e4.h5" --seed 1 --no-progress --batch 512)
+in=(--input "$data/e5e4.h5" --seed 1 --no-progress --batch 512 "${cd_out[@]}")
 run "native 1" POCL_DEVICES=pthread -- "$app" "${in[@]}"
 run "native 2" "$two" -- "$app" "${in[@]}"
 for pd in 1x1 2x1 2x2 4x2 8x2 16x2; do
