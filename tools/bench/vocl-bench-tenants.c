@@ -178,21 +178,24 @@ static void tenant_b(const char *dir)
  * their binary at once. */
 static char *slow_source(unsigned nfun)
 {
-    size_t cap = 512 + nfun * 400;
-    char *s = malloc(cap), *p = s;
+    size_t cap = 512 + nfun * 400, n = 0;
+    char *s = malloc(cap);
     if (!s)
         die("out of memory");
-    p += sprintf(p, "__constant uint salt = %luu;\n",
-                 (unsigned long)(getpid() ^ (long)(now() * 1e6)) & 0xffffffffu);
+    n += (size_t)snprintf(s + n, cap - n, "__constant uint salt = %luu;\n",
+                          (unsigned long)(getpid() ^ (long)(now() * 1e6)) & 0xffffffffu);
     for (unsigned i = 0; i < nfun; i++)
-        p += sprintf(p,
-                     "float f%u(float x) { float s = 0; for (int i = 0; i < %u; i++) "
-                     "{ s += sin(x * i) * cos(s + %u.0f); x = fma(x, 1.0001f, s); } return s; }\n",
-                     i, 8 + i % 5, i);
-    p += sprintf(p, "__kernel void big(__global float *o) { float x = o[get_global_id(0)] + (float)salt;\n");
+        n += (size_t)snprintf(s + n, cap - n,
+                              "float f%u(float x) { float s = 0; for (int i = 0; i < %u; i++) "
+                              "{ s += sin(x * i) * cos(s + %u.0f); x = fma(x, 1.0001f, s); } "
+                              "return s; }\n",
+                              i, 8 + i % 5, i);
+    n += (size_t)snprintf(s + n, cap - n,
+                          "__kernel void big(__global float *o) {\n"
+                          " float x = o[get_global_id(0)] + (float)salt;\n");
     for (unsigned i = 0; i < nfun; i++)
-        p += sprintf(p, " x += f%u(x);\n", i);
-    sprintf(p, " o[get_global_id(0)] = x; }\n");
+        n += (size_t)snprintf(s + n, cap - n, " x += f%u(x);\n", i);
+    snprintf(s + n, cap - n, " o[get_global_id(0)] = x; }\n");
     return s;
 }
 
