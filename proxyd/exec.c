@@ -240,6 +240,8 @@ void proxyd_session_end(struct proxyd_session *s)
     size_t leaked = 0;
 
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
+    if (s->lost)
+        atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */
     fail_user_events(s);
     proxyd_stream_flush(s->node, s); /* nothing may still be sending from its objects */
 

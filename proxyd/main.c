@@ -531,6 +531,7 @@ static void check_clients(struct server *sv)
         struct client *cl = sv->clients[i];
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
             atomic_store(&peer_died, true);
+            cl->s.lost = true;
             close_client(sv, cl, "it died (no sign of life for the VOCL_PEER_TIMEOUT)");
         }
     }
