@@ -71,9 +71,10 @@ struct hep_hist {
 struct hep_analysis {
     const char *name;
     /* OpenCL C.  Before it the runtime defines HEP_OPENCL, HEP_PARAMS (the
-     * columns by name, then `hep_rng`), HEP_ARGS (the same names, to pass
-     * them on), HEP_RNG_PER_EVENT, HEP_RANDOM(e, use) (random word `use` of
-     * event e, 0 <= use < rng_per_event) and includes hep_dev.h. */
+     * columns by name, then `hep_ids` and `hep_rng`), HEP_ARGS (the same
+     * names, to pass them on), HEP_RNG_PER_EVENT, HEP_RANDOM(e, use)
+     * (random word `use` of event e, 0 <= use < rng_per_event),
+     * HEP_EVENT_ID(e), HEP_SEED, and includes hep_dev.h. */
     const char *source;
     const char *build_options;
     const struct hep_column *columns;

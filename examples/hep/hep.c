@@ -212,12 +212,16 @@ static char *program_source(struct run *r)
                      col->type == HEP_F32 ? "float" : col->type == HEP_I32 ? "int" : "double",
                      col->name);
     }
-    p += sprintf(p, "__global const uint *hep_rng\n#define HEP_ARGS ");
+    p += sprintf(p, "__global const ulong *hep_ids, __global const uint *hep_rng\n"
+                    "#define HEP_ARGS ");
     for (size_t c = 0; c < an->num_columns; c++)
         p += sprintf(p, "%s, ", an->columns[c].name);
-    p += sprintf(p, "hep_rng\n#define HEP_RANDOM(e, use) "
-                    "(hep_rng[(size_t)(e) * HEP_RNG_PER_EVENT + (use)])\n#line 1\n%s\n",
-                 an->source);
+    p += sprintf(p,
+                 "hep_ids, hep_rng\n#define HEP_RANDOM(e, use) "
+                 "(hep_rng[(size_t)(e) * HEP_RNG_PER_EVENT + (use)])\n"
+                 "#define HEP_EVENT_ID(e) (hep_ids[e])\n#define HEP_SEED ((ulong)%" PRIu64
+                 "ul)\n#line 1\n%s\n",
+                 an->seed, an->source);
     for (size_t i = 0; i < an->num_props; i++)
         p += sprintf(p,
                      "__kernel void hep_p%zu(__global const uint *hep_counts, uint hep_k, "
@@ -343,7 +347,9 @@ static int make_slot(struct run *r, struct device *d, struct slot *s, char *erro
         for (size_t c = 0; err == CL_SUCCESS && c < an->num_columns; c++)
             err = ARG(s->props[i], (cl_uint)(4 + c), s->cols[c]);
         if (err == CL_SUCCESS)
-            err = ARG(s->props[i], (cl_uint)(4 + an->num_columns), s->rng);
+            err = ARG(s->props[i], (cl_uint)(4 + an->num_columns), s->ids);
+        if (err == CL_SUCCESS)
+            err = ARG(s->props[i], (cl_uint)(5 + an->num_columns), s->rng);
         if (err == CL_SUCCESS)
             err = ARG(s->props[i], 0, s->counts);
         if (err == CL_SUCCESS)
@@ -411,13 +417,13 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
     cl_event ev_rng = NULL, ev_ids = NULL, ev_last = NULL, ev_prop[HEP_MAX_PROPS] = {0};
     int rc = -1;
 
-    /* The random words, on the second queue: they are made while the
-     * pipeline queue still runs the previous batch of the other slot. */
+    /* The ids and the random words, on the second queue: they are made
+     * while the pipeline queue still runs the previous batch of the other
+     * slot.  The first proposition waits for them. */
+    CHECK(clEnqueueWriteBuffer(d->rq, s->ids, CL_FALSE, 0, bt->n * 8, bt->ids, 0, NULL, &ev_ids));
     if (an->rng_per_event) {
         size_t rglobal = (size_t)n * (an->rng_per_event / 4);
         cl_uint lo = (cl_uint)an->seed, hi = (cl_uint)(an->seed >> 32);
-        CHECK(clEnqueueWriteBuffer(d->rq, s->ids, CL_FALSE, 0, bt->n * 8, bt->ids, 0, NULL,
-                                   &ev_ids));
         CHECK(ARG(s->rng_fill, 0, s->ids));
         CHECK(ARG(s->rng_fill, 1, s->rng));
         CHECK(ARG(s->rng_fill, 2, n));
@@ -425,8 +431,9 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
         CHECK(ARG(s->rng_fill, 4, hi));
         CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, NULL, 0, NULL,
                                      &ev_rng));
-        CHECK(clFlush(d->rq));
     }
+    CHECK(clFlush(d->rq));
+    cl_event ahead = ev_rng ? ev_rng : ev_ids;
 
     size_t in = 0;
     for (size_t c = 0; c < an->num_columns; c++) {
@@ -451,9 +458,8 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
         cl_mem from = s->idx[k & 1], to = s->idx[(k + 1) & 1];
         CHECK(ARG(s->props[p], 1, k));
         CHECK(ARG(s->props[p], 2, from));
-        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, NULL,
-                                     k == 0 && ev_rng ? 1 : 0, k == 0 && ev_rng ? &ev_rng : NULL,
-                                     &ev_prop[k]));
+        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, NULL, k == 0 ? 1 : 0,
+                                     k == 0 ? &ahead : NULL, &ev_prop[k]));
         CHECK(ARG(s->count, 0, s->counts));
         CHECK(ARG(s->count, 1, k));
         CHECK(ARG(s->count, 2, s->flag));
@@ -518,6 +524,8 @@ out:
         clFinish(d->q); /* nothing may still write into the batch */
     if (rc && ev_rng)
         clWaitForEvents(1, &ev_rng);
+    if (rc && ev_ids)
+        clWaitForEvents(1, &ev_ids);
     for (size_t k = 0; k < r->np; k++)
         if (ev_prop[k])
             clReleaseEvent(ev_prop[k]);
