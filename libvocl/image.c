@@ -102,6 +102,8 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     vocl_call_wl(&c, nwl, wl);
     if (!c.err && (!ptr || !buffer_origin || !host_origin || !region_ok(region)))
         vocl_call_error(&c, CL_INVALID_VALUE);
+    if (!c.err && vocl_host_forbids(m, !write, write))
+        vocl_call_error(&c, CL_INVALID_OPERATION);
     if (c.err) {
         vocl_call_end(&c);
         return c.err;
@@ -206,8 +208,10 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
             break;
         vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_call_put_props(&c, properties);
-        vocl_wr_u64(c.w, data ? flags : flags & ~(cl_mem_flags)(CL_MEM_USE_HOST_PTR |
-                                                               CL_MEM_COPY_HOST_PTR));
+        /* Never the host access flags: maps read and write every image. */
+        vocl_wr_u64(c.w, (data ? flags : flags & ~(cl_mem_flags)(CL_MEM_USE_HOST_PTR |
+                                                                CL_MEM_COPY_HOST_PTR)) &
+                             ~(cl_mem_flags)VOCL_HOST_ACCESS);
         vocl_wr_u32(c.w, format->image_channel_order);
         vocl_wr_u32(c.w, format->image_channel_data_type);
         vocl_wr_u64(c.w, desc->image_type);
@@ -302,6 +306,8 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
     vocl_call_wl(&c, nwl, wl);
     if (!c.err && (!ptr || !origin || !region_ok(region)))
         vocl_call_error(&c, CL_INVALID_VALUE);
+    if (!c.err && vocl_host_forbids(m, !write, write))
+        vocl_call_error(&c, CL_INVALID_OPERATION);
     if (!c.err && !m->elem_size)
         vocl_call_error(&c, CL_INVALID_MEM_OBJECT);
     if (c.err) {
@@ -381,6 +387,9 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         err = CL_INVALID_MEM_OBJECT;
     if (!err && (!origin || !region_ok(region) || !image_row_pitch))
         err = CL_INVALID_VALUE;
+    if (!err && vocl_host_forbids(m, map_flags & CL_MAP_READ,
+                                  map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
+        err = CL_INVALID_OPERATION;
     if (!err) {
         size_t rows, slices;
         bool rs;
@@ -408,10 +417,13 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else
+        else {
+            vocl_shadow_io = true;
             err = clEnqueueReadImage(command_queue, image, CL_TRUE, origin, region, mp->row_pitch,
                                      mp->slice_pitch, mp->ptr, num_events_in_wait_list,
                                      event_wait_list, event);
+            vocl_shadow_io = false;
+        }
         if (err) {
             free(mp->ptr);
             free(mp);

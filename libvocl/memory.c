@@ -133,7 +133,8 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
             break;
         vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
         vocl_call_put_props(&c, properties);
-        vocl_wr_u64(c.w, data ? flags : flags & ~host_flags);
+        cl_mem_flags sent = data ? flags : flags & ~host_flags;
+        vocl_wr_u64(c.w, c.px->local ? sent : sent & ~(cl_mem_flags)VOCL_HOST_ACCESS);
         vocl_wr_u64(c.w, size);
         /*
          * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
@@ -199,7 +200,7 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
         if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer))
             break;
         vocl_wr_u64(c.w, vocl_id_on(parent, c.px));
-        vocl_wr_u64(c.w, flags);
+        vocl_wr_u64(c.w, c.px->local ? flags : flags & ~(cl_mem_flags)VOCL_HOST_ACCESS);
         vocl_wr_u64(c.w, buffer_create_type);
         vocl_wr_u64(c.w, region->origin);
         vocl_wr_u64(c.w, region->size);
@@ -225,6 +226,19 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
 }
 
 /* The checks the spec asks of every buffer read and write, done here. */
+_Thread_local bool vocl_shadow_io;
+
+bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write)
+{
+    if (!m || vocl_shadow_io)
+        return false;
+    cl_mem_flags f = 0;
+    for (const struct vocl_obj *o = m; o && !f; o = o->parent) /* a sub-buffer's, or its parent's */
+        f = o->mem_flags & VOCL_HOST_ACCESS;
+    return (read && (f & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS))) ||
+           (write && (f & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)));
+}
+
 static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const struct vocl_obj *m,
                        size_t offset, size_t size, const void *ptr)
 {
@@ -253,6 +267,9 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
     struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(c, nwl, wl);
     check_xfer(c, q, m, offset, size, ptr);
+    if (!c->err && vocl_host_forbids(m, op == VOCL_OP_clEnqueueReadBuffer,
+                                     op == VOCL_OP_clEnqueueWriteBuffer))
+        vocl_call_error(c, CL_INVALID_OPERATION);
     /* A write of all of a buffer needs none of its old data. */
     bool whole = m && !m->parent && offset == 0 && size == m->mem_size;
     vocl_mem_use(c, m, op == VOCL_OP_clEnqueueReadBuffer ? VOCL_USE_R
@@ -368,6 +385,9 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
     struct vocl_obj *m = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     check_xfer(&c, q, m, offset, size, (void *)1);
+    if (!c.err && vocl_host_forbids(m, map_flags & CL_MAP_READ,
+                                    map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
+        vocl_call_error(&c, CL_INVALID_OPERATION);
     if (!c.err && !c.px->local) {
         /* Remote: read into a shadow (unless the map discards the contents). */
         struct vocl_mapping *mp = calloc(1, sizeof(*mp));
@@ -385,9 +405,12 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else
+        else {
+            vocl_shadow_io = true;
             err = clEnqueueReadBuffer(command_queue, buffer, CL_TRUE, offset, size, ptr,
                                       num_events_in_wait_list, event_wait_list, event);
+            vocl_shadow_io = false;
+        }
         if (err != CL_SUCCESS) {
             free(mp);
             if (!m->host_ptr)
@@ -448,6 +471,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
             return CL_INVALID_VALUE;
         cl_int err;
         bool write = mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
+        vocl_shadow_io = true;
         if (write && mp->image)
             err = clEnqueueWriteImage(command_queue, memobj, CL_TRUE, mp->origin, mp->region,
                                       mp->row_pitch, mp->slice_pitch, mp->ptr,
@@ -458,6 +482,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
         else
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
+        vocl_shadow_io = false;
         mapping_free(mp);
         return err;
     }

@@ -283,6 +283,15 @@ enum vocl_use { VOCL_USE_R, VOCL_USE_RW, VOCL_USE_W /* overwrites all of it */ }
  * the command's wait list.  Call before vocl_call_start.
  */
 void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
+/* The host access flags (CL_MEM_HOST_*) are libvocl's to check: the
+ * proxies' buffers and every image are made without them, since libvocl's
+ * own shadows (maps) and migrations read and write them.  So a transfer or
+ * map that m's flags forbid (read: the host reads it; write: writes it)
+ * gets CL_INVALID_OPERATION at once, as from a driver; not while
+ * vocl_shadow_io is set, the thread being libvocl's own map or unmap. */
+#define VOCL_HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+extern _Thread_local bool vocl_shadow_io;
+bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write);
 /* Records id on px as o's replica i of n (the table is made on the first). */
 int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy *px, uint64_t id);
 /* The index of o's replica on px (nreps when none; 0 for an object of one proxy). */

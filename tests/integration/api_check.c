@@ -753,6 +753,62 @@ int main(void)
             (unsigned long long)flag_cases[i], (unsigned long long)got);
         CL(clReleaseMemObject(im));
     }
+    /* Host access flags: what they forbid fails at once; maps they allow
+     * work, on buffers, sub-buffers and images, with the data intact. */
+    static const cl_mem_flags host_cases[] = {CL_MEM_HOST_WRITE_ONLY, CL_MEM_HOST_READ_ONLY,
+                                              CL_MEM_HOST_NO_ACCESS};
+    cl_uint align_bits = 0;
+    CL(clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align_bits), &align_bits, NULL));
+    for (size_t i = 0; i < 3; i++) {
+        int seed[1024];
+        for (int j = 0; j < 1024; j++)
+            seed[j] = 100 + j;
+        cl_mem hb = clCreateBuffer(ctx, host_cases[i] | CL_MEM_COPY_HOST_PTR, sizeof(seed), seed,
+                                   &err);
+        CL(err);
+        cl_buffer_region half = {align_bits / 8, sizeof(int)};
+        cl_mem hs = clCreateSubBuffer(hb, 0, CL_BUFFER_CREATE_TYPE_REGION, &half, &err);
+        CL(err);
+        static int back[1024];
+        SAY("host flags %#llx: read %d, write %d\n", (unsigned long long)host_cases[i],
+            (int)clEnqueueReadBuffer(q, hb, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL),
+            (int)clEnqueueWriteBuffer(q, hb, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL));
+        for (int sub = 0; sub < 2; sub++) {
+            cl_mem m = sub ? hs : hb;
+            cl_map_flags how = host_cases[i] == CL_MEM_HOST_READ_ONLY ? CL_MAP_READ : CL_MAP_WRITE;
+            int *p = clEnqueueMapBuffer(q, m, CL_TRUE, how, 0, sizeof(int), 0, NULL, NULL, &err);
+            SAY("  map %s of the %s: %d\n", how == CL_MAP_READ ? "read" : "write",
+                sub ? "sub-buffer" : "buffer", (int)err);
+            if (p && how == CL_MAP_READ)
+                SAY("  it reads %d\n", p[0]);
+            if (p && how == CL_MAP_WRITE)
+                p[0] = 7;
+            if (p)
+                CL(clEnqueueUnmapMemObject(q, m, p, 0, NULL, NULL));
+            CL(clFinish(q));
+        }
+        CL(clReleaseMemObject(hs));
+        CL(clReleaseMemObject(hb));
+        cl_image_format hf = {CL_RGBA, CL_UNSIGNED_INT8};
+        cl_image_desc hd = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4,
+                            .image_height = 4};
+        cl_mem hi = clCreateImage(ctx, host_cases[i], &hf, &hd, NULL, &err);
+        CL(err);
+        size_t o3[3] = {0, 0, 0}, r3[3] = {4, 4, 1}, pitch = 0;
+        unsigned char pix[64] = {0};
+        SAY("  image: read %d, write %d", (int)clEnqueueReadImage(q, hi, CL_TRUE, o3, r3, 0, 0,
+                                                                  pix, 0, NULL, NULL),
+            (int)clEnqueueWriteImage(q, hi, CL_TRUE, o3, r3, 0, 0, pix, 0, NULL, NULL));
+        cl_map_flags ihow = host_cases[i] == CL_MEM_HOST_READ_ONLY ? CL_MAP_READ : CL_MAP_WRITE;
+        void *ip = clEnqueueMapImage(q, hi, CL_TRUE, ihow, o3, r3, &pitch, NULL, 0, NULL, NULL,
+                                     &err);
+        SAY(", map: %d\n", (int)err);
+        if (ip)
+            CL(clEnqueueUnmapMemObject(q, hi, ip, 0, NULL, NULL));
+        CL(clFinish(q));
+        CL(clReleaseMemObject(hi));
+    }
+
     /* A kernel argument does not keep its object: a release frees it. */
     cl_mem argbuf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
     CL(err);
