@@ -3,16 +3,16 @@
  *
  * A build can take seconds, and the thread that reads requests serves every
  * session: it must not wait for one.  So clBuildProgram, clCompileProgram
- * and clLinkProgram run on the build thread, one after another, and the
- * serving thread goes on.  (One thread: a thread per build would keep the
- * deep stacks of the compiler's concurrent runs resident, and the proxy
- * grew by megabytes under a soak.)  Nothing needs to wait for the build: the client thread
- * that asked waits for its reply, and the other threads of that client may
- * go on with other objects, as a driver lets them (a kernel created from
- * the program meanwhile fails as it would natively: not built yet).  The
- * reply is written by the serving thread (proxyd_builds_answer), the only
- * one that touches sessions: a session that ended meanwhile gets none, and
- * a program a link made is released.
+ * and clLinkProgram run on the build thread, one after another, while the
+ * serving thread goes on.  (One thread, not one per build: the compiler's
+ * deep stacks stayed resident, and a soak saw the proxy grow by megabytes.)
+ * Nothing else waits for a build: the client thread that asked waits for
+ * its reply, and the client's other threads may go on with other objects,
+ * as a driver lets them (a kernel created from the program meanwhile fails
+ * as it would natively: not built yet).  The reply is written by the
+ * serving thread (proxyd_builds_answer), the only one that touches
+ * sessions: a session that ended meanwhile gets none, and a program a link
+ * made is released.
  *
  * The build thread holds a reference to every object it uses, so an ending
  * session cannot free them under it.  In process (local devices) the build
