@@ -6,6 +6,8 @@
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 const char *app_cl_error_name(cl_int err)
@@ -101,4 +103,23 @@ bool app_parse_u64(const char *s, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+void app_progress(const char *name, const char *unit, uint64_t done, uint64_t total, bool tty,
+                  int *shown, bool last)
+{
+    double frac = total ? (double)done / (double)total : 1.0;
+    int percent = (int)(frac * 100.0);
+    if (tty) {
+        char bar[41];
+        int full = (int)(frac * 40.0);
+        for (int k = 0; k < 40; k++)
+            bar[k] = k < full ? '#' : ' ';
+        bar[40] = '\0';
+        fprintf(stderr, "\r%s: [%s] %3d%% %" PRIu64 "/%" PRIu64 " %s%s", name, bar, percent, done,
+                total, unit, last ? "\n" : "");
+    } else if (percent / 10 > *shown / 10 || last) {
+        fprintf(stderr, "%s: %d%% of %" PRIu64 " %s\n", name, percent, total, unit);
+    }
+    *shown = percent;
 }

@@ -33,6 +33,12 @@ _Noreturn void app_cl_fail(const char *call, cl_int err, int line);
             app_cl_fail(name, err, __LINE__);                                                      \
     } while (0)
 
+/* A progress line on stderr for a run of total units ("pairs", "events"):
+ * a bar redrawn in place on a terminal, else a line every 10 %; *shown is
+ * the percentage last shown (start at -1), last ends the line. */
+void app_progress(const char *name, const char *unit, uint64_t done, uint64_t total, bool tty,
+                  int *shown, bool last);
+
 /* Strict unsigned parse: the whole string must be a decimal number (strtoull
  * alone would accept "-1", leading spaces and trailing junk). */
 bool app_parse_u64(const char *s, uint64_t *out);

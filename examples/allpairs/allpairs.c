@@ -32,6 +32,7 @@
 #include "allpairs.h"
 
 #include "apcore.h"
+#include "clutil.h"
 
 #include <CL/cl.h>
 
@@ -1426,20 +1427,7 @@ static void write_trace(struct engine *e)
 
 static void progress(struct engine *e, bool tty, int *shown, bool last)
 {
-    double frac = e->total_pairs ? (double)e->done_pairs / (double)e->total_pairs : 1.0;
-    int percent = (int)(frac * 100.0);
-    if (tty) {
-        char bar[41];
-        int full = (int)(frac * 40.0);
-        for (int k = 0; k < 40; k++)
-            bar[k] = k < full ? '#' : ' ';
-        bar[40] = '\0';
-        fprintf(stderr, "\r%s: [%s] %3d%% %" PRIu64 "/%" PRIu64 " pairs%s", e->app->name, bar,
-                percent, e->done_pairs, e->total_pairs, last ? "\n" : "");
-    } else if (percent / 10 > *shown / 10 || last) {
-        fprintf(stderr, "%s: %d%% of %" PRIu64 " pairs\n", e->app->name, percent, e->total_pairs);
-    }
-    *shown = percent;
+    app_progress(e->app->name, "pairs", e->done_pairs, e->total_pairs, tty, shown, last);
 }
 
 static void wait_for_end(struct engine *e)

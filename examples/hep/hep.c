@@ -860,20 +860,7 @@ static void *worker_main(void *arg)
 
 static void progress(struct run *r, bool tty, int *shown, bool last)
 {
-    double frac = r->total ? (double)r->done_events / (double)r->total : 1.0;
-    int percent = (int)(frac * 100.0);
-    if (tty) {
-        char bar[41];
-        int full = (int)(frac * 40.0);
-        for (int k = 0; k < 40; k++)
-            bar[k] = k < full ? '#' : ' ';
-        bar[40] = '\0';
-        fprintf(stderr, "\r%s: [%s] %3d%% %" PRIu64 "/%" PRIu64 " events%s", r->an->name, bar,
-                percent, r->done_events, r->total, last ? "\n" : "");
-    } else if (percent / 10 > *shown / 10 || last) {
-        fprintf(stderr, "%s: %d%% of %" PRIu64 " events\n", r->an->name, percent, r->total);
-    }
-    *shown = percent;
+    app_progress(r->an->name, "events", r->done_events, r->total, tty, shown, last);
 }
 
 /* ---- the run ---- */
