@@ -41,7 +41,7 @@ struct vocl_karg {
     size_t size;
     /* ARG_MEM, ARG_SAMPLER (NULL: NULL): not held, as a driver does not
      * retain them, so a release frees the object (and runs its destructor
-     * callbacks); launch_args finds it again by address and serial. */
+     * callbacks); hold_args finds it again by address and serial. */
     struct vocl_obj *obj;
     uint64_t serial;
     uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
