@@ -429,7 +429,8 @@ int main(int argc, char **argv)
     const char *role = NULL, *dir = NULL, *vocl_run = "vocl-run";
     double kernel_s = 2.0;
     uint64_t nfun = 300;
-    for (int i = 1; i < argc; i++) {
+    /* Every option but --help takes a value: they go by pairs. */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
@@ -452,7 +453,6 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        i++;
     }
     if (dir) { /* a tenant */
         const char *rank = getenv("PMI_RANK");
