@@ -63,10 +63,7 @@ int main(int argc, char **argv)
     int p = dagapp_init(&o);
     app_require_units(n, (cl_uint)p, "rows");
 
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), matmul_source, "matmul", "");
-    dagapp_check(dag_finish(), "building the kernel");
+    dag_kernel **k = dagapp_kernels(p, matmul_source, "matmul");
     dag_event **ab_done = app_calloc((size_t)p, sizeof(*ab_done));
     dag_event **cd_done = app_calloc((size_t)p, sizeof(*cd_done));
     double start = app_seconds();

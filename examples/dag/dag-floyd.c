@@ -28,13 +28,10 @@ int main(int argc, char **argv)
     int p = dagapp_init(&o);
     app_require_units(n, (cl_uint)p, "vertices");
 
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
+    dag_kernel **k = dagapp_kernels(p, floyd_source, "floyd");
     dag_buffer **dist = app_calloc((size_t)p, sizeof(*dist));
     dag_buffer **rowk = app_calloc((size_t)p, sizeof(*rowk));
     size_t *first = app_calloc((size_t)p, sizeof(*first)), *count = app_calloc((size_t)p, 8);
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), floyd_source, "floyd", "");
-    dagapp_check(dag_finish(), "building the kernel");
     double start = app_seconds();
     int owner = 0;
     for (int d = 0; d < p; d++) {

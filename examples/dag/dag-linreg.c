@@ -30,10 +30,7 @@ int main(int argc, char **argv)
     app_require_units(m, (cl_uint)p, "models");
 
     /* The multi-device host program. */
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), linreg_source, "linreg", "");
-    dagapp_check(dag_finish(), "building the kernel");
+    dag_kernel **k = dagapp_kernels(p, linreg_source, "linreg");
     double start = app_seconds();
     for (uint64_t r = 0; r < o.repeats; r++) {
         for (int d = 0; d < p; d++) {

@@ -27,10 +27,7 @@ int main(int argc, char **argv)
     int p = dagapp_init(&o);
     app_require_units(n, (cl_uint)p, "rows");
 
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), matmul_source, "matmul", "");
-    dagapp_check(dag_finish(), "building the kernel");
+    dag_kernel **k = dagapp_kernels(p, matmul_source, "matmul");
     double start = app_seconds();
     for (uint64_t r = 0; r < o.repeats; r++) {
         for (int d = 0; d < p; d++) {

@@ -32,13 +32,10 @@ int main(int argc, char **argv)
     int p = dagapp_init(&o);
     app_require_units(n, (cl_uint)p, "bodies");
 
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
+    dag_kernel **k = dagapp_kernels(p, nbody_source, "nbody");
     dag_buffer **bpos = app_calloc((size_t)p, sizeof(*bpos));
     dag_buffer **bvel = app_calloc((size_t)p, sizeof(*bvel));
     dag_buffer **bout = app_calloc((size_t)p, sizeof(*bout));
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), nbody_source, "nbody", "");
-    dagapp_check(dag_finish(), "building the kernel");
     double start = app_seconds();
     dag_event **done = app_calloc((size_t)p, sizeof(*done)), *step_done = NULL;
     for (uint64_t s = 0; s < o.steps; s++) {

@@ -24,10 +24,7 @@ int main(int argc, char **argv)
     int p = dagapp_init(&o);
     app_require_units(n, (cl_uint)p, "rows");
 
-    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
-    for (int d = 0; d < p; d++)
-        k[d] = dag_create_kernel(dag_get_device(d), perlin_source, "perlin", "");
-    dagapp_check(dag_finish(), "building the kernel");
+    dag_kernel **k = dagapp_kernels(p, perlin_source, "perlin");
     double start = app_seconds();
     for (uint64_t r = 0; r < o.repeats; r++) {
         for (int d = 0; d < p; d++) {

@@ -36,6 +36,10 @@ int dagapp_init(const struct dagapp_opts *opts);
 /* Exits with status 2 and dag_error() unless err is 0. */
 void dagapp_check(int err, const char *what);
 
+/* Kernel `name` of source on each of the p devices, built (exits if a
+ * build fails); an array for free(). */
+struct dag_kernel **dagapp_kernels(int p, const char *source, const char *name);
+
 /* The RESULT line: app, size, devices, seconds, the runtime's counters and
  * which optimisations were on, then `extra` (may be ""), then verified. */
 void dagapp_result(const char *app, uint64_t size, int devices, double seconds, const char *extra,

@@ -18,6 +18,15 @@ void dagapp_check(int err, const char *what)
     }
 }
 
+dag_kernel **dagapp_kernels(int p, const char *source, const char *name)
+{
+    dag_kernel **k = app_calloc((size_t)p, sizeof(*k));
+    for (int d = 0; d < p; d++)
+        k[d] = dag_create_kernel(dag_get_device(d), source, name, "");
+    dagapp_check(dag_finish(), "building the kernel");
+    return k;
+}
+
 int dagapp_init(const struct dagapp_opts *opts)
 {
     char query[64] = "SELECT ALL";
