@@ -597,32 +597,26 @@ void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
 /* --- spans: the host rows of rectangular transfers and images ------------------------------- */
 
 /*
- * Where the bytes of a rectangular or image transfer are for the native
- * call: a write's data (received whole when chunked: *owned), or where a
- * read lands (the client's memory in-process; else sent by span_end).
+ * Where the bytes of an image creation or of a rectangular or image
+ * transfer are for the native call, which does not block: a write's data
+ * (a copy when inline, received whole when chunked), or where a read lands
+ * (the client's memory in-process).  All but the client's own memory must
+ * outlive the request: *owned (freed by the caller, or span_end).
  */
 static void *span_begin(struct proxyd_req *q, const struct xfer *x, bool write, bool *owned)
 {
-    *owned = x->mode == VOCL_DATA_CHUNKED;
+    *owned = x->mode == VOCL_DATA_INLINE || x->mode == VOCL_DATA_CHUNKED;
     switch (x->mode) {
-    case VOCL_DATA_INLINE: return write ? (void *)x->inline_data : proxyd_tmp(q, x->size);
+    case VOCL_DATA_INLINE: {
+        void *p = malloc(x->size ? x->size : 1);
+        if (p && write)
+            memcpy(p, x->inline_data, x->size);
+        return p;
+    }
     case VOCL_DATA_HOSTPTR: return x->host;
     case VOCL_DATA_CHUNKED: return write ? recv_whole(q, x) : malloc(x->size ? x->size : 1);
     default: return NULL;
     }
-}
-
-/* The same for a transfer whose native call does not block: a write's
- * bytes and a read's destination must outlive the request (owned). */
-static void *span_begin_async(struct proxyd_req *q, const struct xfer *x, bool write, bool *owned)
-{
-    if (x->mode != VOCL_DATA_INLINE)
-        return span_begin(q, x, write, owned);
-    *owned = true;
-    void *p = malloc(x->size ? x->size : 1);
-    if (p && write)
-        memcpy(p, x->inline_data, x->size);
-    return p;
 }
 
 /*
@@ -700,7 +694,7 @@ static void buffer_rect(struct proxyd_req *q, bool write)
     }
     /* Never blocking here: the command may wait for the client (span_end). */
     bool owned;
-    void *data = span_begin_async(q, &x, write, &owned);
+    void *data = span_begin(q, &x, write, &owned);
     cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
                 : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, CL_FALSE, borigin, horigin,
@@ -761,7 +755,7 @@ static void image_rw(struct proxyd_req *q, bool write)
         return;
     }
     bool owned;
-    void *data = span_begin_async(q, &x, write, &owned);
+    void *data = span_begin(q, &x, write, &owned);
     cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
                 : write ? q->cl->clEnqueueWriteImage(queue, img, CL_FALSE, origin, region, row,
