@@ -300,7 +300,7 @@ int vocl_call_wait(struct vocl_call *c)
     /* What this call posted is ordered: the proxy is the others' again. */
     uint64_t posted = 0;
     if (c->locked) {
-        posted = vocl_xport_ticket(c->px);
+        posted = c->posted = vocl_xport_ticket(c->px);
         pthread_mutex_unlock(&c->px->lock);
         c->locked = false;
     }
@@ -382,7 +382,7 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
     struct vocl_obj *e = vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
     /* Waiting for it covers the data of the queue's earlier reads. */
     if (e)
-        e->data_ticket = queue->data_ticket;
+        e->data_ticket = atomic_load_explicit(&queue->data_ticket, memory_order_relaxed);
     return e;
 }
 

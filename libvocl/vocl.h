@@ -112,8 +112,9 @@ struct vocl_obj {
     /* Per type: */
     cl_device_type dev_type;  /* device */
     cl_ulong max_alloc;       /* device: CL_DEVICE_MAX_MEM_ALLOC_SIZE */
-    uint64_t data_ticket;     /* queue: the last chunk of its latest non-blocking read;
-                                 event: the queue's, when the event was made */
+    atomic_uint_fast64_t data_ticket; /* queue: the last chunk of its latest non-blocking
+                                         read (threads may enqueue at once: only grows);
+                                         event: the queue's, when the event was made */
     cl_uint ndevs;            /* context, program: their devices (not held) */
     struct vocl_obj **devs;
     cl_context_properties *props; /* context: as the application gave them */
@@ -202,6 +203,7 @@ struct vocl_call {
     bool sending;  /* sreq: the request is still leaving */
     MPI_Request sreq;
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
+    uint64_t posted; /* and after them, once it left (vocl_call_wait) */
     bool async; /* set before vocl_call_start: no reply; errors are deferred */
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
@@ -325,6 +327,13 @@ int vocl_xport_recv_data(struct vocl_call *c, void *buf, size_t n);
 cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi);
 /* The ticket of the last chunk posted. */
 uint64_t vocl_xport_ticket(struct vocl_proxy *px);
+/* Raises *t to v: threads may record tickets of one queue at once. */
+static inline void vocl_ticket_raise(atomic_uint_fast64_t *t, uint64_t v)
+{
+    uint_fast64_t cur = atomic_load_explicit(t, memory_order_relaxed);
+    while (cur < v && !atomic_compare_exchange_weak(t, &cur, v))
+        ;
+}
 /* A non-blocking read's event: whether its data is still on the way (reaps). */
 bool vocl_event_data_pending(struct vocl_obj *e);
 /* Waits for a non-blocking read's data to land. */
