@@ -169,6 +169,18 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
                                                      : CL_INVALID_CONTEXT);
             return -1;
         }
+    /* What comes after it on its queue may depend on anything enqueued
+     * until now (replica.c: which writes a command may depend on). */
+    if (c->queue && c->wl_n)
+        atomic_store(&c->queue->ordered_at, vocl_tick());
+    /* Calls that may tell the host that commands ended. */
+    if (c->sync || op == VOCL_OP_clWaitForEvents || op == VOCL_OP_clGetEventInfo ||
+        op == VOCL_OP_clGetEventProfilingInfo) {
+        uint64_t now = vocl_tick();
+        atomic_store(&vocl.synced_at, now);
+        if (op == VOCL_OP_clFinish)
+            c->finish_tick = now;
+    }
     /* Events of other proxies: a command waits for a mirror of each on its
      * proxy (replica.c); anything else waits here, before taking our proxy. */
     for (cl_uint i = 0; i < c->wl_n; i++) {
@@ -330,6 +342,9 @@ int vocl_call_wait(struct vocl_call *c)
         if (c->err == CL_SUCCESS && data_err != CL_SUCCESS)
             c->err = data_err;
     }
+    /* What the queue had when a clFinish began has ended (replica.c). */
+    if (c->finish_tick && c->queue && c->err == CL_SUCCESS)
+        vocl_raise(&c->queue->finished_at, c->finish_tick);
     return c->err != CL_SUCCESS;
 }
 

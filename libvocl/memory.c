@@ -331,7 +331,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue,
             /* Its events (and those of later commands of the queue) complete
              * once its data is here, too. */
             if (c.async && !c.px->local)
-                vocl_ticket_raise(&q->data_ticket, c.posted);
+                vocl_raise(&q->data_ticket, c.posted);
             if (event)
                 *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }

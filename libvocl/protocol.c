@@ -51,6 +51,8 @@ const char *vocl_proto_op_name(unsigned op)
     case VOCL_OP_TRACE: return "TRACE";
     case VOCL_OP_MIGRATE_OUT: return "MIGRATE_OUT";
     case VOCL_OP_MIGRATE_IN: return "MIGRATE_IN";
+    case VOCL_OP_DIFF_OUT: return "DIFF_OUT";
+    case VOCL_OP_DIFF_IN: return "DIFF_IN";
     case VOCL_OP_OUTPUT: return "OUTPUT";
     case VOCL_OP_EVENT_OUT: return "EVENT_OUT";
     case VOCL_OP_EVENT_IN: return "EVENT_IN";

@@ -18,12 +18,24 @@
  *   TRACE   req: (empty)  rep: i32 err, u32 n, n x (u32 opcode, u32 thread
  *           (0 requests, 1 stream), u64 start ns, u64 duration ns, u64 bytes):
  *           the session's timeline, when HELLO asked for one (VOCL_HELLO_TRACE)
- *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u32 nq,
- *           nq x u64 queue (those that wrote mem here; a queue already
+ *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
+ *           twin (0: none), and when there is one u64 new event, then u32
+ *           nq, nq x u64 queue (those that wrote mem here; a queue already
  *           released is skipped), u32 n, n x u64 event: no reply.  Reads
  *           all of mem after the queues' commands, once the events complete, and
  *           sends it to the peer proxy in chunks on the tag (one empty
- *           message if the read failed)
+ *           message if the read failed).  With a twin (buffers only), it
+ *           first copies mem into the new buffer twin, sends the twin's
+ *           bytes, and the new event is the copy
+ *   DIFF_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 twin,
+ *           then the queues and events as MIGRATE_OUT: no reply.  Sends the
+ *           bytes of mem that differ from its twin (ops_migrate.c: u64 size,
+ *           then runs of u64 offset, u64 length, bytes, in chunks)
+ *   DIFF_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
+ *           event, then the queues and events as MIGRATE_OUT: no reply.
+ *           Reads mem after them, patches in the runs the peer sends and
+ *           writes it back; the new event is that write (fails if the runs
+ *           did not come or are malformed)
  *   EVENT_OUT  req: u64 event, u32 peer rank, u32 tag: no reply.  Sends the
  *           event's final status (i32) to the peer proxy on the tag once it
  *           is reached
@@ -37,8 +49,11 @@
  *           notifications (pfn_notify) for the client's contexts since the
  *           last one, from the native driver or the proxy (proxyd/notify.c)
  *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
- *           event: no reply.  Writes what the peer sends into all of mem; the
- *           new event completes when it is there (fails if the data did not come)
+ *           event, u64 new twin (0: none): no reply.  Writes what the peer
+ *           sends into all of mem; the new event completes when it is there
+ *           (fails if the data did not come).  With a twin (buffers only),
+ *           mem is then copied into the new buffer twin, and the event is
+ *           that copy
  *
  * API entries: see the annotations in cl_api.def; every reply starts with an
  * i32 OpenCL error code.  A request without VOCL_F_REPLY gets no reply: the
@@ -76,6 +91,8 @@ enum vocl_proto_op {
     VOCL_OP_OUTPUT = 17, /* proxy -> client, before a reply: what kernels printed */
     VOCL_OP_EVENT_OUT = 18,
     VOCL_OP_EVENT_IN = 19,
+    VOCL_OP_DIFF_OUT = 22,
+    VOCL_OP_DIFF_IN = 23,
     VOCL_OP_NOTIFY = 81, /* proxy -> client, before a reply: context notifications */
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
 };

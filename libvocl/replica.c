@@ -19,6 +19,8 @@
  * that live on the source) have completed, and after what was enqueued
  * before on every queue that wrote the object there since it became the
  * only holder (two devices of one proxy may each have written a part).
+ * Writers on several proxies with no order between them need not wait for
+ * each other: they keep twins and merge diffs (see "Multiple writers").
  */
 #include "vocl.h"
 
@@ -70,32 +72,54 @@ static void wait_arrival(struct vocl_call *c, struct vocl_arrival *a)
     c->held[c->nheld++] = a;
 }
 
+/* r's writes are merged elsewhere, or overwritten. */
 static void forget_writers(struct vocl_rep *r)
 {
     for (cl_uint i = 0; i < r->nwriters; i++)
-        vocl_obj_drop(r->writers[i]);
+        vocl_obj_drop(r->writers[i].queue);
     free(r->writers);
     r->writers = NULL;
     r->nwriters = r->capwriters = 0;
+    r->since = 0;
 }
 
-/* Adds q to r's writers (held), once; -1 when out of memory. */
+/* Records a write of q on r (q held once); -1 when out of memory. */
 static int add_writer(struct vocl_rep *r, struct vocl_obj *q)
 {
+    uint64_t now = vocl_tick();
+    if (!r->since)
+        r->since = now;
     for (cl_uint i = 0; i < r->nwriters; i++)
-        if (r->writers[i] == q)
+        if (r->writers[i].queue == q) {
+            r->writers[i].last = now;
             return 0;
+        }
     if (r->nwriters == r->capwriters) {
         cl_uint cap = r->capwriters ? 2 * r->capwriters : 4;
-        struct vocl_obj **w = realloc(r->writers, cap * sizeof(*w));
+        struct vocl_writer *w = realloc(r->writers, cap * sizeof(*w));
         if (!w)
             return -1;
         r->writers = w;
         r->capwriters = cap;
     }
     vocl_obj_hold(q);
-    r->writers[r->nwriters++] = q;
+    r->writers[r->nwriters++] = (struct vocl_writer){q, now, now};
     return 0;
+}
+
+/* The first of r's writes that may not have ended: those before a clFinish
+ * of their queue have (0: all have). */
+static uint64_t unfinished_since(const struct vocl_rep *r)
+{
+    uint64_t since = 0;
+    for (cl_uint i = 0; i < r->nwriters; i++) {
+        const struct vocl_writer *w = &r->writers[i];
+        uint64_t done = atomic_load(&w->queue->finished_at);
+        uint64_t first = w->first > done ? w->first : done + 1;
+        if (w->last > done && (!since || first < since))
+            since = first;
+    }
+    return since;
 }
 
 cl_uint vocl_nreps(const struct vocl_obj *o)
@@ -177,6 +201,8 @@ void vocl_reps_free(struct vocl_obj *o)
 {
     for (cl_uint i = 0; o->reps && i < o->nreps; i++) {
         forget_writers(&o->reps[i]);
+        if (o->reps[i].twin && !o->reps[i].px->dead)
+            release_id(o->reps[i].px, o->reps[i].twin);
         /* The last migration's event into it, which nothing else holds (kept
          * until now: commands on its sub-buffers wait for it too). */
         arrival_drop(o->reps[i].arrive);
@@ -219,13 +245,41 @@ static cl_int post_async(struct vocl_proxy *px, unsigned op,
     return c.err;
 }
 
+/*
+ * A move of root's data between two replicas, directly between their
+ * proxies.  Whole (MIGRATE_OUT / MIGRATE_IN): all of `from` replaces `to`,
+ * and either side may keep a twin of the bytes sent.  Diff (DIFF_OUT /
+ * DIFF_IN): what `from` changed since its twin is patched into `to`.
+ */
 struct migration {
     const struct vocl_rep *from, *to;
     int tag;
     size_t chunk;
-    uint64_t ev_id;
-    const struct vocl_call *cmd; /* whose wait list the read waits for */
+    uint64_t ev_id;              /* the arrival into `to` */
+    uint64_t twin_from, ev_from; /* whole: a new twin of `from` and its copy (0: none) */
+    uint64_t twin_to;            /* whole: a new twin of `to` (0: none) */
+    bool diff;
+    bool after_writers;          /* the read of `from` comes after its writers */
+    const struct vocl_call *cmd; /* whose wait list the read waits for (NULL: none) */
 };
+
+/* What a read of r waits for: "u32 nq, nq x queue, u32 n, n x event". */
+static void put_after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
+                      const struct vocl_call *cmd)
+{
+    cl_uint nw = writers ? r->nwriters : 0;
+    vocl_wr_u32(c->w, nw);
+    for (cl_uint i = 0; i < nw; i++)
+        vocl_wr_u64(c->w, r->writers[i].queue->id);
+    /* The command's events that live here, and r's own arrival. */
+    if (cmd) {
+        c->wl_n = cmd->wl_n;
+        c->wl = cmd->wl;
+    }
+    if (r->arrive)
+        add_wait(c, r->arrive->id);
+    vocl_call_put_wl(c, c->wl_n, c->wl);
+}
 
 static void fill_in(struct vocl_call *c, const void *arg)
 {
@@ -235,6 +289,10 @@ static void fill_in(struct vocl_call *c, const void *arg)
     vocl_wr_u32(c->w, (uint32_t)m->tag);
     vocl_wr_u64(c->w, m->chunk);
     vocl_wr_u64(c->w, m->ev_id);
+    if (m->diff)
+        put_after(c, m->to, true, NULL);
+    else
+        vocl_wr_u64(c->w, m->twin_to);
 }
 
 static void fill_out(struct vocl_call *c, const void *arg)
@@ -244,20 +302,14 @@ static void fill_out(struct vocl_call *c, const void *arg)
     vocl_wr_u32(c->w, (uint32_t)m->to->px->rank);
     vocl_wr_u32(c->w, (uint32_t)m->tag);
     vocl_wr_u64(c->w, m->chunk);
-    vocl_wr_u32(c->w, m->from->nwriters);
-    for (cl_uint i = 0; i < m->from->nwriters; i++)
-        vocl_wr_u64(c->w, m->from->writers[i]->id);
-    /* The command's events that live here, and the source's own arrival. */
-    c->wl_n = m->cmd->wl_n;
-    c->wl = m->cmd->wl;
-    if (m->from->arrive) {
-        c->xw = malloc(sizeof(*c->xw));
-        if (c->xw) {
-            c->xw[0] = m->from->arrive->id;
-            c->nxw = c->capxw = 1;
-        }
+    if (m->diff) {
+        vocl_wr_u64(c->w, m->from->twin);
+    } else {
+        vocl_wr_u64(c->w, m->twin_from);
+        if (m->twin_from)
+            vocl_wr_u64(c->w, m->ev_from);
     }
-    vocl_call_put_wl(c, c->wl_n, c->wl);
+    put_after(c, m->from, m->after_writers, m->cmd);
 }
 
 /* --- events of another proxy in a wait list -------------------------------------------------------- */
@@ -348,33 +400,148 @@ static void release_id(struct vocl_proxy *px, uint64_t id)
     post_async(px, VOCL_OP_RELEASE, fill_release, &id);
 }
 
-/* Moves root's data from replica `from` to replica `to`. */
-static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
+/* id, an event on r's proxy, is what the next commands on r wait for. */
+static void arrive(struct vocl_rep *r, struct vocl_arrival *a, uint64_t id)
 {
-    struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
-    if (src->px->local || dst->px->local)
+    *a = (struct vocl_arrival){.px = r->px, .id = id, .refs = 1};
+    arrival_drop(r->arrive); /* released once no unsent command names it */
+    r->arrive = a;
+}
+
+/* Posts m's two requests; the commands on `to` (and on `from`, when it
+ * gets a twin) then wait for what they make. */
+static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *to)
+{
+    if (from->px->local || to->px->local)
         return CL_INVALID_OPERATION; /* refused when the context was made */
-    struct vocl_arrival *arrive = malloc(sizeof(*arrive));
-    if (!arrive)
+    struct vocl_arrival *into = malloc(sizeof(*into));
+    struct vocl_arrival *back = m->twin_from ? malloc(sizeof(*back)) : NULL;
+    if (!into || (m->twin_from && !back)) {
+        free(into);
+        free(back);
         return CL_OUT_OF_HOST_MEMORY;
-    struct migration m = {
-        .from = src,
-        .to = dst,
-        .tag = next_peer_tag(),
-        .chunk = src->px->chunk < dst->px->chunk ? src->px->chunk : dst->px->chunk,
-        .ev_id = atomic_fetch_add(&dst->px->next_id, 1),
-        .cmd = cmd,
-    };
-    cl_int err = post_async(dst->px, VOCL_OP_MIGRATE_IN, fill_in, &m);
+    }
+    m->from = from;
+    m->to = to;
+    m->tag = next_peer_tag();
+    m->chunk = from->px->chunk < to->px->chunk ? from->px->chunk : to->px->chunk;
+    m->ev_id = atomic_fetch_add(&to->px->next_id, 1);
+    cl_int err = post_async(to->px, m->diff ? VOCL_OP_DIFF_IN : VOCL_OP_MIGRATE_IN, fill_in, m);
     if (err == CL_SUCCESS)
-        err = post_async(src->px, VOCL_OP_MIGRATE_OUT, fill_out, &m);
+        err = post_async(from->px, m->diff ? VOCL_OP_DIFF_OUT : VOCL_OP_MIGRATE_OUT, fill_out, m);
     if (err != CL_SUCCESS) {
-        free(arrive);
+        free(into);
+        free(back);
         return err;
     }
-    *arrive = (struct vocl_arrival){.px = dst->px, .id = m.ev_id, .refs = 1};
-    arrival_drop(dst->arrive); /* released once no unsent command names it */
-    dst->arrive = arrive;
+    arrive(to, into, m->ev_id);
+    if (back)
+        arrive(from, back, m->ev_from);
+    return CL_SUCCESS;
+}
+
+/* Moves all of root's data from replica `from` to replica `to`, after what
+ * was written there and what cmd waits for. */
+static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
+{
+    struct migration m = {.cmd = cmd, .after_writers = true};
+    return move(&m, &root->reps[from], &root->reps[to]);
+}
+
+/*
+ * Multiple writers.  Commands on different proxies may write one buffer
+ * with no order between them (each its own part, or natively it is a
+ * race).  Then the second need not wait for the first: it gets the data as
+ * it is now, without waiting for the writes in flight, and both sides keep
+ * a twin, a copy of those same bytes.  The next use that needs all of the
+ * data merges: each replica's bytes that differ from its twin are patched
+ * into one replica (DIFF_OUT / DIFF_IN), which is then the only holder, as
+ * software DSMs merge the diffs of their writers.  A diff holds only bytes
+ * that changed, so it never undoes another replica's writes.  A buffer
+ * written on one proxy at a time keeps no twin and moves nothing more.
+ */
+static bool twinned(const struct vocl_obj *root, cl_uint i)
+{
+    return (root->twinned >> i) & 1;
+}
+
+/*
+ * Whether c's command, a write on replica `to`, may go without the writes
+ * of the other replicas that `to` lacks, as it could natively: it waits for
+ * none of them on the device (no wait list, and its queue waited for
+ * nothing since they were enqueued: the clock, vocl_call_start), and the
+ * host cannot have seen those kept apart by twins end (no call that could
+ * tell it has begun since).  Writes in flight at a twin's making are not in
+ * it; any that had ended are.
+ */
+static bool unordered(const struct vocl_call *c, const struct vocl_obj *root, cl_uint to)
+{
+    if (!c->queue || c->wl_n || root->mem_type) /* (set for images only) */
+        return false;
+    uint64_t waited = atomic_load(&c->queue->ordered_at), seen = atomic_load(&vocl.synced_at);
+    for (cl_uint i = 0; i < root->nreps; i++) {
+        const struct vocl_rep *r = &root->reps[i];
+        /* Without a twin, what has ended will be in the data moved. */
+        uint64_t since = twinned(root, i) ? r->since : unfinished_since(r);
+        if (i != to && since && (since <= waited || (twinned(root, i) && since <= seen)))
+            return false;
+    }
+    return true;
+}
+
+static void drop_twins(struct vocl_obj *root)
+{
+    for (cl_uint i = 0; i < root->nreps; i++) {
+        struct vocl_rep *r = &root->reps[i];
+        if (r->twin)
+            release_id(r->px, r->twin); /* after the requests that read it */
+        r->twin = 0;
+    }
+    root->twinned = 0;
+}
+
+/* Replica `to` starts writing from `from`'s data as it is now: twins on both. */
+static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
+{
+    struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
+    struct migration m = {.cmd = cmd, .twin_to = atomic_fetch_add(&dst->px->next_id, 1)};
+    if (!src->twin) {
+        m.twin_from = atomic_fetch_add(&src->px->next_id, 1);
+        m.ev_from = atomic_fetch_add(&src->px->next_id, 1);
+    }
+    cl_int err = move(&m, src, dst);
+    if (err != CL_SUCCESS)
+        return err;
+    if (m.twin_from) { /* what had ended is in the twins */
+        src->twin = m.twin_from;
+        src->since = unfinished_since(src);
+    }
+    dst->twin = m.twin_to;
+    root->twinned |= (uint64_t)1 << from | (uint64_t)1 << to;
+    root->valid = 0; /* no replica holds all of it */
+    return CL_SUCCESS;
+}
+
+/* Merges the writes of every twinned replica into one: `to` if it is one,
+ * else the first; that one is then the only holder. */
+static cl_int merge(struct vocl_obj *root, cl_uint to)
+{
+    cl_uint t = 0;
+    while (!twinned(root, to) && !twinned(root, t))
+        t++;
+    if (twinned(root, to))
+        t = to;
+    for (cl_uint i = 0; i < root->nreps; i++) {
+        if (i == t || !twinned(root, i))
+            continue;
+        struct migration m = {.diff = true, .after_writers = true};
+        cl_int err = move(&m, &root->reps[i], &root->reps[t]);
+        if (err != CL_SUCCESS)
+            return err; /* (a diff sent twice patches the same bytes) */
+        forget_writers(&root->reps[i]);
+    }
+    drop_twins(root);
+    root->valid = (uint64_t)1 << t;
     return CL_SUCCESS;
 }
 
@@ -406,27 +573,40 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         return;
     }
     uint64_t bit = (uint64_t)1 << to;
+    bool writes = use != VOCL_USE_R;
+    cl_int err = CL_SUCCESS;
     pthread_mutex_lock(&coherence_lock);
-    if (!(root->valid & bit) && use != VOCL_USE_W) {
+    if (root->twinned && use == VOCL_USE_W)
+        drop_twins(root); /* all of it is overwritten */
+    else if (root->twinned && !(writes && unordered(c, root, to)))
+        err = merge(root, to);
+    if (err == CL_SUCCESS && !((root->valid | root->twinned) & bit) && use != VOCL_USE_W) {
         cl_uint from = 0;
-        while (from < root->nreps && !(root->valid & ((uint64_t)1 << from)))
+        uint64_t has = root->valid ? root->valid : root->twinned;
+        while (from < root->nreps && !(has & ((uint64_t)1 << from)))
             from++;
-        cl_int err = from < root->nreps ? migrate(root, from, to, c) : CL_SUCCESS;
-        if (err != CL_SUCCESS)
-            vocl_call_error(c, err);
+        /* Twins only to overlap writes that may be running: if they have
+         * ended, moving the data whole costs no wait. */
+        bool twin = from < root->nreps && writes && unordered(c, root, to) &&
+                    (root->twinned || unfinished_since(&root->reps[from]));
+        if (from < root->nreps)
+            err = twin ? join(root, from, to, c) : migrate(root, from, to, c);
     }
-    /* A writer leaves `to` the only holder: what the others' writers did
-     * has reached it (or is overwritten), and the next migration out of
-     * `to` reads after every queue that wrote it since. */
-    if (!c->err && use != VOCL_USE_R) {
-        for (cl_uint i = 0; i < root->nreps; i++)
+    if (err != CL_SUCCESS)
+        vocl_call_error(c, err);
+    /* A writer leaves `to` the only holder, but among twins: what the
+     * others' writers did has reached it (or is overwritten), and the next
+     * migration out of `to` reads after every queue that wrote it since. */
+    if (!c->err && writes) {
+        for (cl_uint i = 0; i < root->nreps && !root->twinned; i++)
             if (i != to)
                 forget_writers(&root->reps[i]);
         if (c->queue && add_writer(&root->reps[to], c->queue))
             vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
     }
     if (!c->err) {
-        root->valid = use == VOCL_USE_R ? root->valid | bit : bit;
+        if (!root->twinned)
+            root->valid = use == VOCL_USE_R ? root->valid | bit : bit;
         if (root->reps[to].arrive)
             wait_arrival(c, root->reps[to].arrive);
     }
@@ -441,8 +621,10 @@ static void mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
         return;
     cl_uint i = vocl_rep_index(root, px);
     pthread_mutex_lock(&coherence_lock);
-    if (i < root->nreps)
+    if (i < root->nreps) {
+        drop_twins(root);
         root->valid = (uint64_t)1 << i;
+    }
     pthread_mutex_unlock(&coherence_lock);
 }
 

@@ -42,14 +42,23 @@ struct vocl_arrival {
     atomic_uint refs;
 };
 
+/* A queue that wrote a replica, and when its first and last writes of it
+ * were enqueued (vocl_tick). */
+struct vocl_writer {
+    struct vocl_obj *queue; /* held */
+    uint64_t first, last;
+};
+
 struct vocl_rep {
     struct vocl_proxy *px;
     uint64_t id;     /* 0: none there (a kernel of a program not built there) */
     struct vocl_arrival *arrive; /* memory: the last migration into it (held) */
     /* memory: the queues on px that wrote it since it became the only
      * holder of its data (held): a migration out reads after all of them */
-    struct vocl_obj **writers;
+    struct vocl_writer *writers;
     cl_uint nwriters, capwriters;
+    uint64_t since; /* memory: the first of those writes the others' twins may lack (0: none) */
+    uint64_t twin;  /* memory: its twin there (unmerged writes: replica.c), or 0 */
 };
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */
@@ -119,7 +128,7 @@ struct vocl_obj {
     struct vocl_obj **devs;
     cl_context_properties *props; /* context: as the application gave them */
     size_t nprops;
-    cl_mem_object_type mem_type; /* mem: buffer or image type */
+    cl_mem_object_type mem_type; /* mem: an image's type (0: a buffer) */
     size_t elem_size;            /* image: bytes per pixel */
     size_t dims[3];              /* image: its extent as origin/region count it */
     cl_mem_flags mem_flags;      /* mem */
@@ -139,6 +148,9 @@ struct vocl_obj {
     cl_uint nreps;           /* objects of a context spanning proxies: one replica */
     struct vocl_rep *reps;   /* per proxy of it (reps[0] is px, id); else NULL */
     uint64_t valid;          /* memory (the root buffer): replicas holding the latest data */
+    uint64_t twinned;        /* memory (the root buffer): replicas with a twin */
+    atomic_uint_fast64_t ordered_at;  /* queue: when a command of it last had a wait list */
+    atomic_uint_fast64_t finished_at; /* queue: when the last clFinish of it that returned began */
 };
 
 /* Global state, set up once by vocl_init(). */
@@ -158,8 +170,16 @@ struct vocl_state {
     struct proxyd_node *local_node;
     struct vocl_token *token; /* connect mode: presented in HELLO */
     const char *init_error; /* why there are no devices, for the one line on stderr */
+    atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
+    atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */
 };
 extern struct vocl_state vocl;
+
+/* The next value of the enqueue clock (from 1). */
+static inline uint64_t vocl_tick(void)
+{
+    return atomic_fetch_add(&vocl.clock, 1) + 1;
+}
 extern const struct _cl_icd_dispatch vocl_dispatch;
 
 /* Sets everything up on the first call; 0, or an OpenCL error. */
@@ -204,6 +224,7 @@ struct vocl_call {
     MPI_Request sreq;
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */
+    uint64_t finish_tick; /* clFinish: when it began (vocl_tick) */
     bool async; /* set before vocl_call_start: no reply; errors are deferred */
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */
@@ -327,8 +348,8 @@ int vocl_xport_recv_data(struct vocl_call *c, void *buf, size_t n);
 cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi);
 /* The ticket of the last chunk posted. */
 uint64_t vocl_xport_ticket(struct vocl_proxy *px);
-/* Raises *t to v: threads may record tickets of one queue at once. */
-static inline void vocl_ticket_raise(atomic_uint_fast64_t *t, uint64_t v)
+/* Raises *t to v: threads may record tickets (or ticks) of one queue at once. */
+static inline void vocl_raise(atomic_uint_fast64_t *t, uint64_t v)
 {
     uint_fast64_t cur = atomic_load_explicit(t, memory_order_relaxed);
     while (cur < v && !atomic_compare_exchange_weak(t, &cur, v))

@@ -777,6 +777,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         proxyd_op_migrate_out(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_IN) {
         proxyd_op_migrate_in(&q);
+    } else if (h.opcode == VOCL_OP_DIFF_OUT) {
+        proxyd_op_diff_out(&q);
+    } else if (h.opcode == VOCL_OP_DIFF_IN) {
+        proxyd_op_diff_in(&q);
     } else if (h.opcode == VOCL_OP_EVENT_OUT) {
         proxyd_op_event_out(&q);
     } else if (h.opcode == VOCL_OP_EVENT_IN) {

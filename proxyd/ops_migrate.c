@@ -17,6 +17,10 @@
  *
  * The sender sends every chunk or, when its read failed, one empty message,
  * so a receiver is never left waiting for a proxy that is alive.
+ *
+ * A buffer written on two proxies at once has a twin on each (MIGRATE_OUT
+ * and MIGRATE_IN may make them); DIFF_OUT sends what changed since, and
+ * DIFF_IN patches it into the buffer here ("Diffs" below).
  */
 #include "proxyd.h"
 #include "thread.h"
@@ -53,9 +57,11 @@ static void rd_peer(struct proxyd_req *q, struct peer_link *l, const char *what)
 struct migration {
     struct peer_link l;
     size_t size, chunk;
-    uint8_t *buf;
-    cl_event ev;   /* out: the read; in: the write */
+    uint8_t *buf;  /* out: what is sent (diff: mem now); in: what comes, or mem (diff) */
+    uint8_t *twin; /* diff out: the twin's bytes */
+    cl_event ev;   /* out: the (last) read; in: the write */
     cl_event gate; /* in: the user event the write waits on */
+    cl_event read; /* diff in: the read of mem, before the runs are patched in */
 };
 
 /* The bytes of all of mem, and a read or write of them on queue. */
@@ -138,32 +144,89 @@ static cl_command_queue mem_queue(const struct vocl_native_api *cl, cl_mem mem)
     return cl->clCreateCommandQueue(ctx, devs[0], 0, &err);
 }
 
+/*
+ * The twin of a buffer: a copy of it on the device, enqueued on queue after
+ * wl.  Recorded under twin_id, and the copy's event under ev_id.  NULL when
+ * it cannot be made.
+ */
+static cl_mem make_twin(struct proxyd_req *q, cl_command_queue queue, cl_mem mem, size_t size,
+                        uint64_t twin_id, uint64_t ev_id, cl_uint nwl, const cl_event *wl)
+{
+    cl_context ctx;
+    cl_int rc = q->cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL);
+    cl_mem twin = rc == CL_SUCCESS ? q->cl->clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &rc)
+                                   : NULL;
+    cl_event copied = NULL;
+    if (twin && q->cl->clEnqueueCopyBuffer(queue, mem, twin, 0, 0, size, nwl, nwl ? wl : NULL,
+                                           &copied) != CL_SUCCESS) {
+        q->cl->clReleaseMemObject(twin);
+        return NULL;
+    }
+    if (!twin)
+        return NULL;
+    /* One reference for the session, one for the caller; without the
+     * session's (a limit), a diff against it fails and says so. */
+    q->cl->clRetainMemObject(twin);
+    proxyd_put_new(q, twin_id, VOCL_T_MEM, twin);
+    proxyd_put_new(q, ev_id, VOCL_T_EVENT, copied);
+    return twin;
+}
+
 static void migration_free(struct migration *m)
 {
+    const struct vocl_native_api *cl = m->l.cl;
     if (m->ev)
-        m->l.cl->clReleaseEvent(m->ev);
+        cl->clReleaseEvent(m->ev);
     if (m->gate)
-        m->l.cl->clReleaseEvent(m->gate);
+        cl->clReleaseEvent(m->gate);
+    if (m->read)
+        cl->clReleaseEvent(m->read);
     free(m->buf);
+    free(m->twin);
     free(m);
+}
+
+/* Whether ev (if any) completed. */
+static bool completed(const struct vocl_native_api *cl, cl_event ev)
+{
+    cl_int status = CL_INVALID_VALUE;
+    if (ev && cl->clWaitForEvents(1, &ev) == CL_SUCCESS)
+        cl->clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
+    return status == CL_COMPLETE;
+}
+
+/* Sends n bytes in chunks; 0, or -1 when the peer is gone. */
+static int send_all(const struct migration *m, const uint8_t *p, size_t n)
+{
+    for (size_t done = 0; done < n; done += m->chunk)
+        if (m->l.data->peer_send(m->l.peer, m->l.tag, p + done,
+                                 n - done < m->chunk ? n - done : m->chunk))
+            return -1;
+    return 0;
+}
+
+/* Receives n bytes in chunks into p (NULL: drains them); 0, or -1 when
+ * one is short (the sender failed: nothing follows) or the peer is gone. */
+static int recv_all(const struct migration *m, uint8_t *p, size_t n)
+{
+    for (size_t done = 0; done < n; done += m->chunk) {
+        size_t want = n - done < m->chunk ? n - done : m->chunk, got = 0;
+        if (m->l.data->peer_recv(m->l.peer, m->l.tag, p ? p + done : NULL, p ? want : 0, &got) ||
+            got != want) {
+            if (p)
+                vocl_warn("migration from rank %d: %zu of %zu bytes came", m->l.peer, done + got,
+                          n);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void *out_thread(void *arg)
 {
     struct migration *m = arg;
-    cl_int status = CL_INVALID_VALUE;
-    if (m->ev && m->l.cl->clWaitForEvents(1, &m->ev) == CL_SUCCESS)
-        m->l.cl->clGetEventInfo(m->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-                              NULL);
-    if (status != CL_COMPLETE) {
+    if (!completed(m->l.cl, m->ev) || send_all(m, m->buf, m->size))
         m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
-    } else {
-        for (size_t done = 0; done < m->size; done += m->chunk) {
-            size_t n = m->size - done < m->chunk ? m->size - done : m->chunk;
-            if (m->l.data->peer_send(m->l.peer, m->l.tag, m->buf + done, n))
-                break;
-        }
-    }
     migration_free(m);
     return NULL;
 }
@@ -171,22 +234,166 @@ static void *out_thread(void *arg)
 static void *in_thread(void *arg)
 {
     struct migration *m = arg;
-    cl_int status = CL_COMPLETE;
-    for (size_t done = 0; done < m->size && status == CL_COMPLETE; done += m->chunk) {
-        size_t n = m->size - done < m->chunk ? m->size - done : m->chunk, got = 0;
-        if (m->l.data->peer_recv(m->l.peer, m->l.tag, m->buf + done, n, &got) || got != n) {
-            vocl_warn("migration from rank %d: %zu of %zu bytes came", m->l.peer, done + got,
-                      m->size);
-            status = CL_MEM_COPY_OVERLAP - 100; /* any negative status fails the write */
-        }
-    }
+    cl_int status = recv_all(m, m->buf, m->size) ? -1 : CL_COMPLETE; /* < 0 fails the write */
     m->l.cl->clSetUserEventStatus(m->gate, status);
     m->l.cl->clWaitForEvents(1, &m->ev); /* the write reads buf until then */
     migration_free(m);
     return NULL;
 }
 
-/* A migration with the fields both requests start with; NULL when out of memory. */
+/*
+ * Diffs.  A buffer written on several proxies with no order between the
+ * writers (libvocl/replica.c) has a twin on each: its bytes when that proxy
+ * got them.  What changed since is sent to the proxy that merges, after a
+ * u64 of its size (an empty message: the diff could not be made), as runs:
+ * u64 offset, u64 length, a mask of length bits (set: the byte changed),
+ * then the changed bytes.  Only changed bytes are written where they
+ * arrive, so a diff never undoes another proxy's writes; a run spans up to
+ * DIFF_GAP equal bytes rather than start another.
+ */
+#define DIFF_GAP 32
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* The first byte from i on where a and b are equal (same) or differ (!same). */
+static size_t skip(const uint8_t *a, const uint8_t *b, size_t i, size_t size, bool same)
+{
+    for (;;) {
+        if (same) /* equal stretches go 64 bytes at a time */
+            while (i + 64 <= size && !memcmp(a + i, b + i, 64))
+                i += 64;
+        size_t end = size - i > 64 ? i + 64 : size;
+        while (i < end && (a[i] == b[i]) == same)
+            i++;
+        if (i < end || i == size)
+            return i;
+    }
+}
+
+/* The end of the run that starts at i (a byte that differs). */
+static size_t run_end(const uint8_t *a, const uint8_t *b, size_t i, size_t size)
+{
+    size_t end = skip(a, b, i, size, false);
+    for (size_t next; (next = skip(a, b, end, size, true)) < size && next - end <= DIFF_GAP;)
+        end = skip(a, b, next, size, false);
+    return end;
+}
+
+size_t proxyd_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
+                          size_t *changed)
+{
+    size_t n = 0;
+    *changed = 0;
+    for (size_t i = skip(now, was, 0, size, true), j; i < size; i = skip(now, was, j, size, true)) {
+        j = run_end(now, was, i, size);
+        size_t len = j - i, nmask = (len + 7) / 8, c = 0;
+        uint8_t *mask = out ? out + n + 16 : NULL, *data = mask ? mask + nmask : NULL;
+        if (out) {
+            put_u64(out + n, i);
+            put_u64(out + n + 8, len);
+            memset(mask, 0, nmask);
+        }
+        for (size_t k = 0; k < len; k++) {
+            if (now[i + k] == was[i + k])
+                continue;
+            if (out) {
+                mask[k / 8] |= (uint8_t)(1u << (k % 8));
+                data[c] = now[i + k];
+            }
+            c++;
+        }
+        n += 16 + nmask + c;
+        *changed += c;
+    }
+    return n;
+}
+
+uint64_t proxyd_diff_max(size_t size)
+{
+    return 2 * (uint64_t)size + 64;
+}
+
+int proxyd_diff_apply(uint8_t *buf, size_t size, const uint8_t *d, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (n - i < 16)
+            return -1;
+        uint64_t off = get_u64(d + i), len = get_u64(d + i + 8);
+        i += 16;
+        if (!len || off > size || len > size - off || (len + 7) / 8 > n - i)
+            return -1;
+        const uint8_t *mask = d + i;
+        i += (len + 7) / 8;
+        for (uint64_t k = 0; k < len; k++) {
+            if (!((mask[k / 8] >> (k % 8)) & 1))
+                continue;
+            if (i == n)
+                return -1;
+            buf[off + k] = d[i++];
+        }
+    }
+    return 0;
+}
+
+static void *diff_out_thread(void *arg)
+{
+    struct migration *m = arg;
+    size_t changed = 0, n = 0;
+    uint8_t *d = NULL;
+    if (completed(m->l.cl, m->ev)) {
+        n = proxyd_diff_encode(m->buf, m->twin, m->size, NULL, &changed);
+        if ((d = malloc(n ? n : 1)))
+            proxyd_diff_encode(m->buf, m->twin, m->size, d, &changed);
+    }
+    uint8_t head[8];
+    put_u64(head, n);
+    if (!d || m->l.data->peer_send(m->l.peer, m->l.tag, head, sizeof(head)) || send_all(m, d, n))
+        m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
+    else
+        vocl_info("diff to rank %d: %zu of %zu bytes changed, %zu sent", m->l.peer, changed,
+                  m->size, n + sizeof(head));
+    free(d);
+    migration_free(m);
+    return NULL;
+}
+
+static void *diff_in_thread(void *arg)
+{
+    struct migration *m = arg;
+    uint8_t head[8], *d = NULL;
+    size_t got = 0;
+    uint64_t n = 0;
+    bool ok = !m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
+              got == sizeof(head) && (n = get_u64(head)) <= proxyd_diff_max(m->size);
+    if (ok && !(d = malloc(n ? n : 1))) {
+        recv_all(m, NULL, n); /* nowhere to put it */
+        ok = false;
+    }
+    ok = ok && !recv_all(m, d, n) && completed(m->l.cl, m->read);
+    if (ok && proxyd_diff_apply(m->buf, m->size, d, n)) {
+        vocl_warn("diff from rank %d: malformed runs", m->l.peer);
+        ok = false;
+    }
+    free(d);
+    m->l.cl->clSetUserEventStatus(m->gate, ok ? CL_COMPLETE : -1);
+    m->l.cl->clWaitForEvents(1, &m->ev);
+    migration_free(m);
+    return NULL;
+}
+
+/* A migration with the fields every request starts with; NULL when out of memory. */
 static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
 {
     struct migration *m = calloc(1, sizeof(*m));
@@ -202,30 +409,81 @@ static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
     return m;
 }
 
-void proxyd_op_migrate_out(struct proxyd_req *q)
+/*
+ * What a read of mem here comes after: the events the client named, and
+ * what the queues that wrote mem here enqueued before ("u32 nq, nq x u64
+ * queue, u32 n, n x u64 event"; a queue already released is skipped, and
+ * so are its commands).
+ */
+struct after {
+    cl_command_queue *writers;
+    cl_uint nw, nwl;
+    const cl_event *wl;
+    cl_event *list; /* room for the events and a marker per writer */
+};
+
+static void rd_after(struct proxyd_req *q, struct after *a)
 {
-    cl_mem mem;
-    struct migration *m = rd_head(q, &mem);
-    if (!m)
-        return;
-    /* The queues that wrote mem here: after their commands (a queue may be
-     * gone already, and then so are they). */
     uint32_t nq = vocl_rd_u32(q->r);
     if (nq > (size_t)(q->r->end - q->r->p) / 8)
         proxyd_fail(q, "migration writer count beyond the request");
-    cl_command_queue *writers = proxyd_tmp(q, (nq ? nq : 1) * sizeof(*writers));
-    cl_uint nw = 0;
+    a->writers = proxyd_tmp(q, (nq ? nq : 1) * sizeof(*a->writers));
+    a->nw = 0;
     for (uint32_t i = 0; i < nq && !q->fail && !q->r->fail; i++) {
         struct proxyd_obj *o = proxyd_lookup(q->s, vocl_rd_u64(q->r), VOCL_T_QUEUE);
-        if (o && writers)
-            writers[nw++] = o->native;
+        if (o && a->writers)
+            a->writers[a->nw++] = o->native;
     }
-    cl_uint nwl = 0;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    cl_event *wl2 = proxyd_tmp(q, (nwl + nw + 1) * sizeof(*wl2));
+    a->nwl = 0;
+    a->wl = proxyd_rd_ha(q, VOCL_T_EVENT, &a->nwl);
+    a->list = proxyd_tmp(q, (a->nwl + a->nw + 1) * sizeof(*a->list));
+}
+
+/* The events of a, with a marker on each writer (released by after_done). */
+static cl_uint after_events(struct proxyd_req *q, struct after *a)
+{
+    cl_uint n = a->nwl;
+    if (n)
+        memcpy(a->list, a->wl, n * sizeof(*a->list));
+    for (cl_uint i = 0; i < a->nw; i++)
+        if (q->cl->clEnqueueMarkerWithWaitList(a->writers[i], 0, NULL, &a->list[n]) ==
+            CL_SUCCESS) {
+            q->cl->clFlush(a->writers[i]);
+            n++;
+        }
+    return n;
+}
+
+static void after_done(struct proxyd_req *q, struct after *a, cl_uint n)
+{
+    for (cl_uint i = a->nwl; i < n; i++)
+        q->cl->clReleaseEvent(a->list[i]);
+}
+
+/*
+ * MIGRATE_OUT sends all of mem; kept is the twin it may make of what it
+ * sends.  DIFF_OUT sends what changed since twin was made.
+ */
+static void op_out(struct proxyd_req *q, bool diff)
+{
+    cl_mem mem, twin = NULL;
+    struct migration *m = rd_head(q, &mem);
+    if (!m)
+        return;
+    uint64_t twin_id = 0, ev_id = 0;
+    if (diff) {
+        twin = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    } else if ((twin_id = proxyd_rd_newid(q)) != 0 && !(ev_id = proxyd_rd_newid(q))) {
+        proxyd_fail(q, "a twin without an event");
+    }
+    struct after a;
+    rd_after(q, &a);
     size_t region[3];
     bool image = false;
-    if (!proxyd_req_begin(q)) {
+    if (!q->fail && !q->r->fail && (diff || twin_id) &&
+        (whole_size(q->cl, mem, region, &image), image))
+        proxyd_fail(q, "a twin of an image");
+    if (!proxyd_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
         if (!q->fail)
             m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
@@ -235,22 +493,32 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
     cl_int rc = CL_OUT_OF_RESOURCES;
     m->size = whole_size(q->cl, mem, region, &image);
     m->buf = m->size ? malloc(m->size) : NULL;
-    cl_command_queue queue = m->buf && wl2 ? mem_queue(q->cl, mem) : NULL;
+    if (diff)
+        m->twin = m->size ? malloc(m->size) : NULL;
+    cl_command_queue queue = m->buf && (!diff || m->twin) ? mem_queue(q->cl, mem) : NULL;
     if (queue) {
-        if (nwl)
-            memcpy(wl2, wl, nwl * sizeof(*wl2));
-        cl_uint first_marker = nwl;
-        for (cl_uint i = 0; i < nw; i++)
-            if (q->cl->clEnqueueMarkerWithWaitList(writers[i], 0, NULL, &wl2[nwl]) ==
-                CL_SUCCESS) {
-                q->cl->clFlush(writers[i]);
-                nwl++;
-            }
-        /* (An empty list must be NULL: the native call checks.) */
-        rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, nwl,
-                        nwl ? wl2 : NULL, &m->ev);
-        for (cl_uint i = first_marker; i < nwl; i++)
-            q->cl->clReleaseEvent(wl2[i]);
+        cl_uint n = after_events(q, &a);
+        const cl_event *wl = n ? a.list : NULL; /* (an empty list must be NULL) */
+        if (diff) {
+            rc = whole_xfer(q->cl, queue, twin, false, false, region, m->size, m->twin, n, wl,
+                            NULL);
+            if (rc == CL_SUCCESS)
+                rc = whole_xfer(q->cl, queue, mem, false, false, region, m->size, m->buf, 0,
+                                NULL, &m->ev);
+        } else if (twin_id) {
+            /* What is sent is read from the twin: both are the same bytes,
+             * even while a kernel writes mem. */
+            twin = make_twin(q, queue, mem, m->size, twin_id, ev_id, n, wl);
+            if (twin)
+                rc = whole_xfer(q->cl, queue, twin, false, false, region, m->size, m->buf, 0,
+                                NULL, &m->ev);
+        } else {
+            rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, n, wl,
+                            &m->ev);
+        }
+        if (twin_id && twin)
+            q->cl->clReleaseMemObject(twin);
+        after_done(q, &a, n);
         q->cl->clFlush(queue);
         q->cl->clReleaseCommandQueue(queue);
     }
@@ -258,9 +526,115 @@ void proxyd_op_migrate_out(struct proxyd_req *q)
         q->cl->clReleaseEvent(m->ev);
         m->ev = NULL;
     }
-    if (vocl_thread_detached(out_thread, m))
-        out_thread(m); /* sends the failure at once */
+    void *(*send)(void *) = diff ? diff_out_thread : out_thread;
+    if (vocl_thread_detached(send, m))
+        send(m); /* a failure goes at once; data waits for the read (it is on its way) */
     vocl_wr_i32(q->w, rc);
+}
+
+void proxyd_op_migrate_out(struct proxyd_req *q)
+{
+    op_out(q, false);
+}
+
+void proxyd_op_diff_out(struct proxyd_req *q)
+{
+    op_out(q, true);
+}
+
+/*
+ * MIGRATE_IN writes what the peer sends into all of mem, and may make a
+ * twin of it; DIFF_IN reads mem (after what a names), patches the runs in
+ * and writes it back.  The write waits on a user event a thread sets when
+ * the bytes are in; ev_id names the write (or the twin's copy after it).
+ */
+static void op_in(struct proxyd_req *q, bool diff)
+{
+    cl_mem mem;
+    struct migration *m = rd_head(q, &mem);
+    if (!m)
+        return;
+    uint64_t ev_id = proxyd_rd_newid(q), twin_id = 0;
+    struct after a = {0};
+    if (diff)
+        rd_after(q, &a);
+    else
+        twin_id = proxyd_rd_newid(q);
+    size_t region[3];
+    bool image = false;
+    cl_int rc = CL_OUT_OF_RESOURCES;
+    if (!ev_id)
+        proxyd_fail(q, "migration without an event");
+    if (!q->fail && !q->r->fail && (diff || twin_id) &&
+        (whole_size(q->cl, mem, region, &image), image))
+        proxyd_fail(q, "a twin of an image");
+    if (!proxyd_req_begin(q)) {
+        free(m);
+        return;
+    }
+    m->size = whole_size(q->cl, mem, region, &image);
+    m->buf = m->size ? malloc(m->size) : NULL;
+    cl_command_queue queue = m->buf && (!diff || a.list) ? mem_queue(q->cl, mem) : NULL;
+    cl_context ctx = NULL;
+    if (queue && q->cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) ==
+                     CL_SUCCESS)
+        m->gate = q->cl->clCreateUserEvent(ctx, &rc);
+    if (m->gate && diff) {
+        cl_uint n = after_events(q, &a);
+        rc = whole_xfer(q->cl, queue, mem, false, false, region, m->size, m->buf, n,
+                        n ? a.list : NULL, &m->read);
+        after_done(q, &a, n);
+    }
+    if (m->gate && rc == CL_SUCCESS)
+        rc = whole_xfer(q->cl, queue, mem, true, image, region, m->size, m->buf, 1, &m->gate,
+                        &m->ev);
+    cl_mem twin = NULL;
+    if (rc == CL_SUCCESS && twin_id) /* the twin holds what came, as mem does */
+        twin = make_twin(q, queue, mem, m->size, twin_id, ev_id, 1, &m->ev);
+    if (twin)
+        q->cl->clReleaseMemObject(twin);
+    if (queue) {
+        q->cl->clFlush(queue);
+        q->cl->clReleaseCommandQueue(queue);
+    }
+    if (rc == CL_SUCCESS) {
+        if (!twin) {
+            q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
+            proxyd_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
+        }
+        if (vocl_thread_detached(diff ? diff_in_thread : in_thread, m) == 0) {
+            vocl_wr_i32(q->w, rc);
+            return;
+        }
+        rc = CL_OUT_OF_HOST_MEMORY;
+    }
+    /* Nothing will take the data: fail the write, and drain what the
+     * sender sends so that it is not left waiting. */
+    if (m->gate)
+        q->cl->clSetUserEventStatus(m->gate, -1);
+    if (m->ev)
+        q->cl->clWaitForEvents(1, &m->ev);
+    if (diff) {
+        uint8_t head[8];
+        size_t got = 0;
+        if (!m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
+            got == sizeof(head) && get_u64(head) <= proxyd_diff_max(m->size))
+            recv_all(m, NULL, get_u64(head));
+    } else {
+        recv_all(m, NULL, m->size);
+    }
+    migration_free(m);
+    vocl_wr_i32(q->w, rc);
+}
+
+void proxyd_op_migrate_in(struct proxyd_req *q)
+{
+    op_in(q, false);
+}
+
+void proxyd_op_diff_in(struct proxyd_req *q)
+{
+    op_in(q, true);
 }
 
 /*
@@ -362,55 +736,3 @@ void proxyd_op_event_in(struct proxyd_req *q)
     vocl_wr_i32(q->w, rc);
 }
 
-void proxyd_op_migrate_in(struct proxyd_req *q)
-{
-    cl_mem mem;
-    struct migration *m = rd_head(q, &mem);
-    if (!m)
-        return;
-    uint64_t ev_id = proxyd_rd_newid(q);
-    size_t region[3];
-    bool image = false;
-    cl_int rc = CL_OUT_OF_RESOURCES;
-    if (!ev_id)
-        proxyd_fail(q, "migration without an event");
-    if (!proxyd_req_begin(q)) {
-        free(m);
-        return;
-    }
-    m->size = whole_size(q->cl, mem, region, &image);
-    m->buf = m->size ? malloc(m->size) : NULL;
-    cl_command_queue queue = m->buf ? mem_queue(q->cl, mem) : NULL;
-    cl_context ctx = NULL;
-    if (queue && q->cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) ==
-                     CL_SUCCESS)
-        m->gate = q->cl->clCreateUserEvent(ctx, &rc);
-    if (m->gate)
-        rc = whole_xfer(q->cl, queue, mem, true, image, region, m->size, m->buf, 1, &m->gate,
-                        &m->ev);
-    if (queue) {
-        q->cl->clFlush(queue);
-        q->cl->clReleaseCommandQueue(queue);
-    }
-    if (rc == CL_SUCCESS) {
-        q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
-        if (vocl_thread_detached(in_thread, m) == 0) {
-            vocl_wr_i32(q->w, rc);
-            return;
-        }
-        rc = CL_OUT_OF_HOST_MEMORY;
-    }
-    /* Nothing will take the data: fail the write, and drain what the
-     * sender sends so that it is not left waiting. */
-    if (m->gate)
-        q->cl->clSetUserEventStatus(m->gate, -1);
-    if (m->ev)
-        q->cl->clWaitForEvents(1, &m->ev);
-    size_t got = 1;
-    for (size_t done = 0; done < m->size && got; done += m->chunk)
-        if (m->l.data->peer_recv(m->l.peer, m->l.tag, NULL, 0, &got))
-            break;
-    migration_free(m);
-    vocl_wr_i32(q->w, rc);
-}

@@ -296,6 +296,16 @@ void proxyd_op_program_binaries(struct proxyd_req *q);
 void proxyd_op_trace(struct proxyd_req *q);
 void proxyd_op_migrate_out(struct proxyd_req *q);
 void proxyd_op_migrate_in(struct proxyd_req *q);
+void proxyd_op_diff_out(struct proxyd_req *q);
+/* Diffs (ops_migrate.c): writes the runs where now differs from was to out
+ * (NULL: only counts) and returns their size; *changed counts the bytes. */
+size_t proxyd_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
+                          size_t *changed);
+/* The most the runs of a buffer of size bytes can take. */
+uint64_t proxyd_diff_max(size_t size);
+/* Patches runs (n bytes, from the wire) into buf; -1 when they are malformed. */
+int proxyd_diff_apply(uint8_t *buf, size_t size, const uint8_t *d, size_t n);
+void proxyd_op_diff_in(struct proxyd_req *q);
 void proxyd_op_event_out(struct proxyd_req *q);
 void proxyd_op_event_in(struct proxyd_req *q);
 
