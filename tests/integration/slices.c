@@ -28,15 +28,16 @@
         }                                                                                          \
     } while (0)
 
-/* Work that takes a while, then one value per item of the slice. */
+/* Work that takes a while (zero is 0, but the compiler cannot know: the
+ * loop stays), then one value per item of the slice. */
 static const char *src =
-    "kernel void slice(global uint *x, uint v, uint loops)\n"
+    "kernel void slice(global uint *x, uint v, uint loops, uint zero)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
     "    uint h = v;\n"
     "    for (uint k = 0; k < loops; k++)\n"
     "        h = h * 1103515245u + 12345u;\n"
-    "    x[i] = v * 100000u + (uint)i + (h & 0u);\n"
+    "    x[i] = v * 100000u + (uint)i + (h & zero);\n"
     "}\n";
 
 static void on_alarm(int sig)
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
             CHECK(clSetKernelArg(k[d], 0, sizeof(buf), &buf));
             CHECK(clSetKernelArg(k[d], 1, sizeof(v), &v));
             CHECK(clSetKernelArg(k[d], 2, sizeof(loops), &loops));
+            CHECK(clSetKernelArg(k[d], 3, sizeof(zero), &zero));
             CHECK(clEnqueueNDRangeKernel(q[d], k[d], 1, &off, &g, NULL, 0, NULL, NULL));
             CHECK(clFlush(q[d]));
         }
