@@ -23,6 +23,7 @@ static int failures;
 
 static const char *src =
     "__kernel void add(__global int *a, int v) { a[get_global_id(0)] += v; }\n"
+    "__kernel void shift(__global int *a, int d) { a[get_global_id(0)] += a[get_global_id(0) + d]; }\n"
     "__kernel void scale(__global const int *in, __global int *out, int f)\n"
     "{ out[get_global_id(0)] = in[get_global_id(0)] * f; }\n"
     "__kernel void img_sum(__read_only image2d_t img, sampler_t s, __global int *out)\n"
@@ -290,6 +291,36 @@ int main(void)
     CHECK(clGetMemObjectInfo(out, CL_MEM_REFERENCE_COUNT, sizeof(refs), &refs, NULL));
     printf("buffer reference count after a retain: %u\n", refs);
     CHECK(clReleaseMemObject(out));
+
+    /* 11. Halves written on A and on B with no order between them (they
+     * overlap, with twins), then the host waits for B's alone: a kernel on
+     * A that reads B's half must see what B wrote. */
+    cl_kernel shift = clCreateKernel(prog, "shift", &err);
+    CHECK(err);
+    cl_mem halves = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    const int zero = 0;
+    CHECK(clEnqueueFillBuffer(qa, halves, &zero, sizeof(zero), 0, N * sizeof(int), 0, NULL, NULL));
+    CHECK(clFinish(qa));
+    size_t half = N / 2;
+    CHECK(clSetKernelArg(add, 0, sizeof(cl_mem), &halves));
+    v = 1;
+    CHECK(clSetKernelArg(add, 1, sizeof(int), &v));
+    CHECK(clEnqueueNDRangeKernel(qa, add, 1, NULL, &half, NULL, 0, NULL, NULL));
+    v = 2;
+    CHECK(clSetKernelArg(add, 1, sizeof(int), &v));
+    CHECK(clEnqueueNDRangeKernel(qb, add, 1, &half, &half, NULL, 0, NULL, NULL));
+    CHECK(clFinish(qb));
+    int d = (int)half;
+    CHECK(clSetKernelArg(shift, 0, sizeof(cl_mem), &halves));
+    CHECK(clSetKernelArg(shift, 1, sizeof(int), &d));
+    CHECK(clEnqueueNDRangeKernel(qa, shift, 1, NULL, &half, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(qa, halves, CL_TRUE, 0, N * sizeof(int), got, 0, NULL, NULL));
+    for (int i = 0; i < N; i++)
+        want[i] = i < (int)half ? 3 : 2;
+    report("halves A and B, wait for B, A reads B's", got, want, N);
+    clReleaseMemObject(halves);
+    clReleaseKernel(shift);
 
     /* 10. A program built for one device only, as clpeak builds, one device
      * at a time: B's build log reads empty, and a kernel made from it and
