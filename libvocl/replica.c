@@ -480,10 +480,12 @@ static bool unordered(const struct vocl_call *c, const struct vocl_obj *root, cl
         return false;
     uint64_t waited = atomic_load(&c->queue->ordered_at), seen = atomic_load(&vocl.synced_at);
     for (cl_uint i = 0; i < root->nreps; i++) {
-        const struct vocl_rep *r = &root->reps[i];
+        if (i == to)
+            continue;
         /* Without a twin, what has ended will be in the data moved. */
-        uint64_t since = twinned(root, i) ? r->since : unfinished_since(r);
-        if (i != to && since && (since <= waited || (twinned(root, i) && since <= seen)))
+        bool twin = twinned(root, i);
+        uint64_t since = twin ? root->reps[i].since : unfinished_since(&root->reps[i]);
+        if (since && (since <= waited || (twin && since <= seen)))
             return false;
     }
     return true;
@@ -526,11 +528,12 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
  * else the first; that one is then the only holder. */
 static cl_int merge(struct vocl_obj *root, cl_uint to)
 {
-    cl_uint t = 0;
-    while (!twinned(root, to) && !twinned(root, t))
-        t++;
-    if (twinned(root, to))
-        t = to;
+    cl_uint t = to;
+    if (!twinned(root, t)) {
+        t = 0;
+        while (!twinned(root, t))
+            t++;
+    }
     for (cl_uint i = 0; i < root->nreps; i++) {
         if (i == t || !twinned(root, i))
             continue;
