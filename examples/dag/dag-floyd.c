@@ -1,9 +1,10 @@
 /*
  * dag-floyd: all-pairs shortest paths (Floyd-Warshall) of a random graph on
  * every device of the DAG runtime, rows split over the devices.  In round
- * k every device needs row k, which only its owner has: the program reads
- * it to the host and writes it to every device; DHDCR turns the writes into
- * copies from the owner.
+ * k every device needs row k, which only its owner has: the owner copies it
+ * on the device; for the others the program reads it to the host and
+ * writes it to each, and DCR and DHDCR turn those writes into a broadcast
+ * of copies from the owner.
  */
 #include "dag.h"
 #include "dagapp.h"
@@ -45,11 +46,16 @@ int main(int argc, char **argv)
     for (size_t kk = 0; kk < n; kk++) {
         while (kk >= first[owner] + count[owner])
             owner++;
-        dag_event *got;
-        dag_read(dist[owner], (kk - first[owner]) * row, row, rows + kk * n, NULL, &got);
+        size_t at = (kk - first[owner]) * row;
+        dag_event *got = NULL;
+        if (p > 1)
+            dag_read(dist[owner], at, row, rows + kk * n, NULL, &got);
         for (int d = 0; d < p; d++) {
             dag_event *in, *ran;
-            dag_write(rowk[d], 0, row, rows + kk * n, got, &in);
+            if (d == owner)
+                dag_copy(rowk[d], 0, dist[d], at, row, NULL, &in);
+            else
+                dag_write(rowk[d], 0, row, rows + kk * n, got, &in);
             size_t global[2] = {n, count[d]};
             int size = (int)n, via = (int)kk;
             dag_run(k[d], 2, NULL, global, NULL, in, &ran, 4, DAG_BUF(dist[d]), DAG_BUF(rowk[d]),
