@@ -348,6 +348,26 @@ int vocl_call_wait(struct vocl_call *c)
     return c->err != CL_SUCCESS;
 }
 
+int vocl_call_post_away(struct vocl_call *c)
+{
+    int rc = vocl_call_post(c);
+    if (c->locked) {
+        c->posted = vocl_xport_ticket(c->px);
+        pthread_mutex_unlock(&c->px->lock);
+        c->locked = false;
+    }
+    if (rc == 0 && vocl_xport_sent(c)) {
+        vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
+        rc = -1;
+    }
+    return rc;
+}
+
+bool vocl_call_ready(struct vocl_call *c, struct vocl_live *lw)
+{
+    return !c->waiting || vocl_xport_test_reply(c, lw);
+}
+
 int vocl_call_send(struct vocl_call *c)
 {
     if (vocl_call_post(c))

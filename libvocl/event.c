@@ -5,6 +5,8 @@
  */
 #include "vocl.h"
 
+#include "backoff.h"
+#include "liveness.h"
 #include "thread.h"
 
 #include <stdlib.h>
@@ -62,24 +64,101 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
     return err;
 }
 
+/*
+ * Event callbacks.  One thread of libvocl calls them all back: for each it
+ * posts a wait for the event to the event's proxy (answered when the event
+ * completes) and polls the replies, so that a callback costs no thread of
+ * its own blocked in a wait (the runtimes set one per command).  A callback
+ * runs on that thread once its event has completed, and a read's data has
+ * landed, with the status reached: the spec lets a callback of any type
+ * come that late.  One that blocks holds up those after it; the spec leaves
+ * blocking calls in a callback undefined.
+ */
 struct event_cb {
-    cl_event event;
+    struct event_cb *next;
+    cl_event event; /* retained */
     cl_int type;
     void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
     void *user_data;
+    struct vocl_call wait; /* clWaitForEvents, posted by the thread */
+    struct vocl_live lw;
 };
 
-/* Waits for the event on a thread of libvocl, then calls back, as the spec
- * allows for every callback type (the status passed is the one reached). */
-static void *event_cb_thread(void *arg)
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct event_cb *todo; /* registered, not posted yet */
+    bool running;          /* the thread is there (started on first use) */
+} cbs = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false};
+
+static void post_wait(struct event_cb *cb)
 {
-    struct event_cb *cb = arg;
+    struct vocl_obj *e = (struct vocl_obj *)cb->event;
+    vocl_call_init(&cb->wait);
+    cb->wait.px = e->px;
+    vocl_live_begin(&cb->lw, e->px->rank);
+    if (vocl_call_start(&cb->wait, VOCL_OP_clWaitForEvents) == 0) {
+        vocl_wr_u32(cb->wait.w, 1);
+        vocl_wr_u64(cb->wait.w, e->id);
+        vocl_call_post_away(&cb->wait);
+    }
+}
+
+static bool ready(struct event_cb *cb)
+{
+    return vocl_call_ready(&cb->wait, &cb->lw) &&
+           (cb->wait.err || !vocl_event_data_pending((struct vocl_obj *)cb->event));
+}
+
+static void call_back(struct event_cb *cb)
+{
+    vocl_call_wait(&cb->wait); /* the reply is here: takes its status */
+    vocl_call_end(&cb->wait);
     cl_int status = CL_COMPLETE;
-    clWaitForEvents(1, &cb->event);
-    clGetEventInfo(cb->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
+    if (clGetEventInfo(cb->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+                       NULL) != CL_SUCCESS &&
+        cb->wait.err)
+        status = cb->wait.err; /* its proxy is gone */
     cb->fn(cb->event, status < 0 ? status : cb->type, cb->user_data);
     clReleaseEvent(cb->event);
     free(cb);
+}
+
+static void *callbacks_thread(void *arg)
+{
+    (void)arg;
+    struct event_cb *active = NULL;
+    uint64_t idle_since = vocl_now_ns();
+    for (;;) {
+        pthread_mutex_lock(&cbs.lock);
+        while (!active && !cbs.todo)
+            pthread_cond_wait(&cbs.wake, &cbs.lock);
+        struct event_cb *fresh = cbs.todo;
+        cbs.todo = NULL;
+        pthread_mutex_unlock(&cbs.lock);
+        bool moved = fresh != NULL;
+        while (fresh) {
+            struct event_cb *cb = fresh;
+            fresh = cb->next;
+            post_wait(cb);
+            cb->next = active;
+            active = cb;
+        }
+        for (struct event_cb **p = &active; *p;) {
+            struct event_cb *cb = *p;
+            if (!ready(cb)) {
+                p = &cb->next;
+                continue;
+            }
+            *p = cb->next;
+            call_back(cb);
+            moved = true;
+        }
+        if (moved)
+            idle_since = vocl_now_ns();
+        else
+            vocl_backoff(idle_since, 50000);
+    }
     return NULL;
 }
 
@@ -94,12 +173,25 @@ cl_int CL_API_CALL vocl_hand_clSetEventCallback(
                         command_exec_callback_type != CL_RUNNING &&
                         command_exec_callback_type != CL_SUBMITTED))
         return CL_INVALID_VALUE;
-    struct event_cb *cb = malloc(sizeof(*cb));
+    struct event_cb *cb = calloc(1, sizeof(*cb));
     if (!cb)
         return CL_OUT_OF_HOST_MEMORY;
-    *cb = (struct event_cb){event, command_exec_callback_type, pfn_notify, user_data};
+    cb->event = event;
+    cb->type = command_exec_callback_type;
+    cb->fn = pfn_notify;
+    cb->user_data = user_data;
     clRetainEvent(event);
-    if (vocl_thread_detached(event_cb_thread, cb)) {
+    pthread_mutex_lock(&cbs.lock);
+    if (!cbs.running)
+        cbs.running = vocl_thread_detached(callbacks_thread, NULL) == 0;
+    bool ok = cbs.running;
+    if (ok) {
+        cb->next = cbs.todo;
+        cbs.todo = cb;
+        pthread_cond_signal(&cbs.wake);
+    }
+    pthread_mutex_unlock(&cbs.lock);
+    if (!ok) {
         clReleaseEvent(event);
         free(cb);
         return CL_OUT_OF_HOST_MEMORY;

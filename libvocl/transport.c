@@ -282,7 +282,7 @@ int vocl_xport_post(struct vocl_call *c)
 
 /* The request left this process (its buffer is the thread's again); a
  * send to a dead proxy must not wait forever.  No lock held. */
-static int sent(struct vocl_call *c)
+int vocl_xport_sent(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
     struct vocl_live lw;
@@ -312,7 +312,7 @@ static int sent(struct vocl_call *c)
 int vocl_xport_wait_reply(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
-    if (sent(c))
+    if (vocl_xport_sent(c))
         goto dead;
     if (c->async)
         return 0;
@@ -349,6 +349,22 @@ dead:
     c->waiting = false;
     pthread_mutex_unlock(&px->lock);
     return -1;
+}
+
+bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw)
+{
+    struct vocl_proxy *px = c->px;
+    if (c->waiting) {
+        struct vocl_wr notes;
+        vocl_wr_init(&notes);
+        pthread_mutex_lock(&px->lock);
+        progress_locked(px, &notes);
+        if (c->waiter.done)
+            c->waiting = false;
+        pthread_mutex_unlock(&px->lock);
+        run_notes(px, &notes);
+    }
+    return !c->waiting || !still_there(px, lw);
 }
 
 /*

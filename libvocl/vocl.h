@@ -17,6 +17,8 @@
 #include "native.h"
 #include "protocol.h"
 #include "vocl_api.h"
+
+struct vocl_live; /* liveness.h */
 #include "wire.h"
 
 #define VOCL_OBJ_MAGIC 0x766f636cu /* "vocl" */
@@ -269,6 +271,12 @@ int vocl_call_send(struct vocl_call *c);
 /* The two halves, for calls that move bulk data in between. */
 int vocl_call_post(struct vocl_call *c);
 int vocl_call_wait(struct vocl_call *c);
+/* Posts the request and lets the proxy go, once it has left: the reply is
+ * awaited by polling vocl_call_ready, then taken with vocl_call_wait. */
+int vocl_call_post_away(struct vocl_call *c);
+/* Whether c's reply came (or its proxy is gone): vocl_call_wait then
+ * returns at once.  Never waits; lw: c's proxy's liveness, begun at post. */
+bool vocl_call_ready(struct vocl_call *c, struct vocl_live *lw);
 void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret);
 struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
                                    struct vocl_obj *context, struct vocl_obj *parent);
@@ -337,6 +345,10 @@ int vocl_xport_post(struct vocl_call *c);
 /* Waits, holding nothing, for c's request to leave and its reply to come
  * (into c->reply, read by c->r); -1 when the proxy is gone. */
 int vocl_xport_wait_reply(struct vocl_call *c);
+/* The first half: waits for the request to leave; -1 when the proxy is gone. */
+int vocl_xport_sent(struct vocl_call *c);
+/* One look, holding nothing: whether the reply came or the proxy is gone. */
+bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw);
 /* One pass of progress on px (replies to their waiters, done chunks), from
  * a thread that holds nothing. */
 void vocl_xport_progress(struct vocl_proxy *px);
