@@ -105,6 +105,65 @@ static int callback_round(int round)
     return ok;
 }
 
+/* Many callbacks on commands a user event holds: each is called once its
+ * command ends, and while they wait they cost the process no thread each
+ * (the threads counted in /proc/self/status). */
+#define CALLBACKS 200
+
+static atomic_int many_called;
+
+static void CL_CALLBACK on_many(cl_event ev, cl_int status, void *data)
+{
+    (void)ev, (void)data;
+    if (status == CL_COMPLETE)
+        atomic_fetch_add(&many_called, 1);
+}
+
+static int threads_now(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int many_callbacks(void)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[0], 0, &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err), ev[CALLBACKS];
+    CHECK(err);
+    atomic_store(&many_called, 0);
+    int before = threads_now();
+    for (int i = 0; i < CALLBACKS; i++) {
+        CHECK(clEnqueueMarkerWithWaitList(q, 1, &gate, &ev[i]));
+        CHECK(clSetEventCallback(ev[i], CL_COMPLETE, on_many, NULL));
+    }
+    CHECK(clFlush(q));
+    usleep(100000); /* the callbacks' waits are under way */
+    int extra = threads_now() - before;
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clFinish(q));
+    for (int i = 0; i < 5000 && atomic_load(&many_called) < CALLBACKS; i++)
+        usleep(1000);
+    int called_back = atomic_load(&many_called);
+    for (int i = 0; i < CALLBACKS; i++)
+        clReleaseEvent(ev[i]);
+    clReleaseEvent(gate), clReleaseCommandQueue(q);
+    if (called_back != CALLBACKS || extra >= CALLBACKS / 4) {
+        fprintf(stderr, "waits: %d of %d callbacks called; %d more threads while they waited\n",
+                called_back, CALLBACKS, extra);
+        return 0;
+    }
+    return 1;
+}
+
 struct sharer {
     int id;
     cl_kernel k;
@@ -265,11 +324,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s\n", r,
                     cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG");
     }
+    int many = many_callbacks();
+    failed += !many;
     /* A wait that returned before its gate was set is wrong too. */
     printf("callback after a gated kernel: %s\n", failed ? "FAILED" : "ran");
     printf("%d threads blocked on one user event: %s\n", THREADS,
            failed ? "FAILED" : "all returned with their data");
     printf("waits returned before the gate was set: %d\n", early);
+    printf("%d callbacks on gated commands: %s\n", CALLBACKS,
+           many ? "all called, no thread each" : "FAILED");
     printf("one kernel launched by %d threads at once: %s\n", SHARERS,
            failed ? "FAILED" : "every launch ran");
     clReleaseProgram(prog);
