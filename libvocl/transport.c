@@ -309,6 +309,21 @@ int vocl_xport_sent(struct vocl_call *c)
     return 0;
 }
 
+/* One pass of progress for c, holding nothing after: whether c's reply
+ * came is then !c->waiting.  Whether context notifications ran. */
+static bool look(struct vocl_call *c)
+{
+    struct vocl_proxy *px = c->px;
+    struct vocl_wr notes;
+    vocl_wr_init(&notes);
+    pthread_mutex_lock(&px->lock);
+    progress_locked(px, &notes);
+    if (c->waiter.done)
+        c->waiting = false;
+    pthread_mutex_unlock(&px->lock);
+    return run_notes(px, &notes);
+}
+
 int vocl_xport_wait_reply(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
@@ -320,14 +335,7 @@ int vocl_xport_wait_reply(struct vocl_call *c)
     vocl_live_begin(&lw, px->rank);
     uint64_t start = vocl_now_ns();
     while (c->waiting) {
-        struct vocl_wr notes;
-        vocl_wr_init(&notes);
-        pthread_mutex_lock(&px->lock);
-        progress_locked(px, &notes);
-        if (c->waiter.done)
-            c->waiting = false;
-        pthread_mutex_unlock(&px->lock);
-        if (run_notes(px, &notes))
+        if (look(c))
             start = vocl_now_ns();
         if (!c->waiting)
             break;
@@ -353,18 +361,9 @@ dead:
 
 bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw)
 {
-    struct vocl_proxy *px = c->px;
-    if (c->waiting) {
-        struct vocl_wr notes;
-        vocl_wr_init(&notes);
-        pthread_mutex_lock(&px->lock);
-        progress_locked(px, &notes);
-        if (c->waiter.done)
-            c->waiting = false;
-        pthread_mutex_unlock(&px->lock);
-        run_notes(px, &notes);
-    }
-    return !c->waiting || !still_there(px, lw);
+    if (c->waiting)
+        look(c);
+    return !c->waiting || !still_there(c->px, lw);
 }
 
 /*
