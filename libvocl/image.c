@@ -294,10 +294,10 @@ cl_mem CL_API_CALL vocl_hand_clCreateImage3D(cl_context context, cl_mem_flags fl
     return create_image(context, NULL, flags, image_format, &d, host_ptr, errcode_ret);
 }
 
-static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image, cl_bool blocking,
-                       const size_t *origin, const size_t *region, size_t row_pitch,
-                       size_t slice_pitch, void *ptr, cl_uint nwl, const cl_event *wl,
-                       cl_event *event)
+cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_mem image,
+                     cl_bool blocking, const size_t *origin, const size_t *region,
+                     size_t row_pitch, size_t slice_pitch, void *ptr, cl_uint nwl,
+                     const cl_event *wl, cl_event *event)
 {
     struct vocl_call c;
     vocl_call_init(&c);
@@ -306,7 +306,7 @@ static cl_int image_rw(bool write, cl_command_queue command_queue, cl_mem image,
     vocl_call_wl(&c, nwl, wl);
     if (!c.err && (!ptr || !origin || !region_ok(region)))
         vocl_call_error(&c, CL_INVALID_VALUE);
-    if (!c.err && vocl_host_forbids(m, !write, write))
+    if (!c.err && host && vocl_host_forbids(m, !write, write))
         vocl_call_error(&c, CL_INVALID_OPERATION);
     if (!c.err && !m->elem_size)
         vocl_call_error(&c, CL_INVALID_MEM_OBJECT);
@@ -351,8 +351,9 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadImage(cl_command_queue command_queue, 
                                                    const cl_event *event_wait_list,
                                                    cl_event *event)
 {
-    return image_rw(false, command_queue, image, blocking_read, origin, region, row_pitch,
-                    slice_pitch, ptr, num_events_in_wait_list, event_wait_list, event);
+    return vocl_image_rw(false, true, command_queue, image, blocking_read, origin, region,
+                         row_pitch, slice_pitch, ptr, num_events_in_wait_list, event_wait_list,
+                         event);
 }
 
 cl_int CL_API_CALL vocl_hand_clEnqueueWriteImage(cl_command_queue command_queue, cl_mem image,
@@ -363,9 +364,9 @@ cl_int CL_API_CALL vocl_hand_clEnqueueWriteImage(cl_command_queue command_queue,
                                                     const cl_event *event_wait_list,
                                                     cl_event *event)
 {
-    return image_rw(true, command_queue, image, blocking_write, origin, region, input_row_pitch,
-                    input_slice_pitch, (void *)ptr, num_events_in_wait_list, event_wait_list,
-                    event);
+    return vocl_image_rw(true, true, command_queue, image, blocking_write, origin, region,
+                         input_row_pitch, input_slice_pitch, (void *)ptr,
+                         num_events_in_wait_list, event_wait_list, event);
 }
 
 /*
@@ -417,13 +418,10 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else {
-            vocl_shadow_io = true;
-            err = clEnqueueReadImage(command_queue, image, CL_TRUE, origin, region, mp->row_pitch,
-                                     mp->slice_pitch, mp->ptr, num_events_in_wait_list,
-                                     event_wait_list, event);
-            vocl_shadow_io = false;
-        }
+        else
+            err = vocl_image_rw(false, false, command_queue, image, CL_TRUE, origin, region,
+                                mp->row_pitch, mp->slice_pitch, mp->ptr,
+                                num_events_in_wait_list, event_wait_list, event);
         if (err) {
             free(mp->ptr);
             free(mp);

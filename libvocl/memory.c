@@ -225,12 +225,9 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
     return (cl_mem)mem;
 }
 
-/* The checks the spec asks of every buffer read and write, done here. */
-_Thread_local bool vocl_shadow_io;
-
 bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write)
 {
-    if (!m || vocl_shadow_io)
+    if (!m)
         return false;
     cl_mem_flags f = 0;
     for (const struct vocl_obj *o = m; o && !f; o = o->parent) /* a sub-buffer's, or its parent's */
@@ -239,6 +236,7 @@ bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write)
            (write && (f & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)));
 }
 
+/* The checks the spec asks of every buffer read and write, done here. */
 static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const struct vocl_obj *m,
                        size_t offset, size_t size, const void *ptr)
 {
@@ -255,9 +253,10 @@ static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const stru
  * and its first fields.  Returns the queue, or NULL with c->err set; *ev_id
  * is the id of the event the command returns (0: none).  A non-blocking one
  * wants no reply: ptr is the application's again after the next
- * synchronisation.
+ * synchronisation.  host: the application's own transfer, which its host
+ * access flags govern (not libvocl's shadows of maps).
  */
-static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
+static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool host,
                                           cl_command_queue command_queue, cl_mem buffer,
                                           cl_bool blocking, size_t offset, size_t size,
                                           const void *ptr, cl_uint nwl, const cl_event *wl,
@@ -267,8 +266,8 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
     struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
     vocl_call_wl(c, nwl, wl);
     check_xfer(c, q, m, offset, size, ptr);
-    if (!c->err && vocl_host_forbids(m, op == VOCL_OP_clEnqueueReadBuffer,
-                                     op == VOCL_OP_clEnqueueWriteBuffer))
+    if (!c->err && host &&
+        vocl_host_forbids(m, op == VOCL_OP_clEnqueueReadBuffer, op == VOCL_OP_clEnqueueWriteBuffer))
         vocl_call_error(c, CL_INVALID_OPERATION);
     /* A write of all of a buffer needs none of its old data. */
     bool whole = m && !m->parent && offset == 0 && size == m->mem_size;
@@ -290,18 +289,16 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op,
     return q;
 }
 
-cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
-                                                     cl_bool blocking_write, size_t offset,
-                                                     size_t size, const void *ptr,
-                                                     cl_uint num_events_in_wait_list,
-                                                     const cl_event *event_wait_list,
-                                                     cl_event *event)
+static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buffer,
+                           cl_bool blocking_write, size_t offset, size_t size, const void *ptr,
+                           cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+                           cl_event *event)
 {
     struct vocl_call c;
     uint64_t ev_id;
     vocl_call_init(&c);
-    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, command_queue, buffer,
-                                           blocking_write, offset, size, ptr,
+    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, host, command_queue,
+                                           buffer, blocking_write, offset, size, ptr,
                                            num_events_in_wait_list, event_wait_list, event, &ev_id);
     if (q) {
         vocl_xfer_put_out(&c, ptr, size);
@@ -312,18 +309,16 @@ cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue
     return c.err;
 }
 
-cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue, cl_mem buffer,
-                                                    cl_bool blocking_read, size_t offset,
-                                                    size_t size, void *ptr,
-                                                    cl_uint num_events_in_wait_list,
-                                                    const cl_event *event_wait_list,
-                                                    cl_event *event)
+static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buffer,
+                          cl_bool blocking_read, size_t offset, size_t size, void *ptr,
+                          cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
+                          cl_event *event)
 {
     struct vocl_call c;
     uint64_t ev_id;
     vocl_call_init(&c);
-    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, command_queue, buffer,
-                                           blocking_read, offset, size, ptr,
+    struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, host, command_queue,
+                                           buffer, blocking_read, offset, size, ptr,
                                            num_events_in_wait_list, event_wait_list, event, &ev_id);
     if (q) {
         vocl_xfer_put_in(&c, ptr, size);
@@ -338,6 +333,28 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue,
     }
     vocl_call_end(&c);
     return c.err;
+}
+
+cl_int CL_API_CALL vocl_hand_clEnqueueWriteBuffer(cl_command_queue command_queue, cl_mem buffer,
+                                                     cl_bool blocking_write, size_t offset,
+                                                     size_t size, const void *ptr,
+                                                     cl_uint num_events_in_wait_list,
+                                                     const cl_event *event_wait_list,
+                                                     cl_event *event)
+{
+    return write_buffer(true, command_queue, buffer, blocking_write, offset, size, ptr,
+                        num_events_in_wait_list, event_wait_list, event);
+}
+
+cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue, cl_mem buffer,
+                                                    cl_bool blocking_read, size_t offset,
+                                                    size_t size, void *ptr,
+                                                    cl_uint num_events_in_wait_list,
+                                                    const cl_event *event_wait_list,
+                                                    cl_event *event)
+{
+    return read_buffer(true, command_queue, buffer, blocking_read, offset, size, ptr,
+                       num_events_in_wait_list, event_wait_list, event);
 }
 
 /* --- maps: in-process natively; remotely a host shadow ------------------------------------------- */
@@ -405,12 +422,9 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else {
-            vocl_shadow_io = true;
-            err = clEnqueueReadBuffer(command_queue, buffer, CL_TRUE, offset, size, ptr,
-                                      num_events_in_wait_list, event_wait_list, event);
-            vocl_shadow_io = false;
-        }
+        else
+            err = read_buffer(false, command_queue, buffer, CL_TRUE, offset, size, ptr,
+                              num_events_in_wait_list, event_wait_list, event);
         if (err != CL_SUCCESS) {
             free(mp);
             if (!m->host_ptr)
@@ -471,18 +485,16 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
             return CL_INVALID_VALUE;
         cl_int err;
         bool write = mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
-        vocl_shadow_io = true;
         if (write && mp->image)
-            err = clEnqueueWriteImage(command_queue, memobj, CL_TRUE, mp->origin, mp->region,
-                                      mp->row_pitch, mp->slice_pitch, mp->ptr,
-                                      num_events_in_wait_list, event_wait_list, event);
+            err = vocl_image_rw(true, false, command_queue, memobj, CL_TRUE, mp->origin,
+                                mp->region, mp->row_pitch, mp->slice_pitch, mp->ptr,
+                                num_events_in_wait_list, event_wait_list, event);
         else if (write)
-            err = clEnqueueWriteBuffer(command_queue, memobj, CL_TRUE, mp->offset, mp->size,
-                                       mp->ptr, num_events_in_wait_list, event_wait_list, event);
+            err = write_buffer(false, command_queue, memobj, CL_TRUE, mp->offset, mp->size,
+                               mp->ptr, num_events_in_wait_list, event_wait_list, event);
         else
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        vocl_shadow_io = false;
         mapping_free(mp);
         return err;
     }

@@ -318,11 +318,16 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
  * proxies' buffers and every image are made without them, since libvocl's
  * own shadows (maps) and migrations read and write them.  So a transfer or
  * map that m's flags forbid (read: the host reads it; write: writes it)
- * gets CL_INVALID_OPERATION at once, as from a driver; not while
- * vocl_shadow_io is set, the thread being libvocl's own map or unmap. */
+ * gets CL_INVALID_OPERATION at once, as from a driver.  The transfers of
+ * libvocl's own map shadows are not checked (the map itself was). */
 #define VOCL_HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-extern _Thread_local bool vocl_shadow_io;
 bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write);
+/* An image read or write (image.c); host: the application's own, which the
+ * host access flags govern (false: a map's shadow). */
+cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_mem image,
+                     cl_bool blocking, const size_t *origin, const size_t *region,
+                     size_t row_pitch, size_t slice_pitch, void *ptr, cl_uint nwl,
+                     const cl_event *wl, cl_event *event);
 /* Records id on px as o's replica i of n (the table is made on the first). */
 int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy *px, uint64_t id);
 /* The index of o's replica on px (nreps when none; 0 for an object of one proxy). */
