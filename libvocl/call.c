@@ -197,7 +197,8 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
-    c->w = thread_writer();
+    if (!c->w) /* (a caller may give the request a buffer of its own) */
+        c->w = thread_writer();
     if (!c->w) {
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
@@ -348,7 +349,7 @@ int vocl_call_wait(struct vocl_call *c)
     return c->err != CL_SUCCESS;
 }
 
-int vocl_call_post_away(struct vocl_call *c)
+int vocl_call_post_only(struct vocl_call *c)
 {
     int rc = vocl_call_post(c);
     if (c->locked) {
@@ -356,6 +357,12 @@ int vocl_call_post_away(struct vocl_call *c)
         pthread_mutex_unlock(&c->px->lock);
         c->locked = false;
     }
+    return rc;
+}
+
+int vocl_call_post_away(struct vocl_call *c)
+{
+    int rc = vocl_call_post_only(c);
     if (rc == 0 && vocl_xport_sent(c)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         rc = -1;

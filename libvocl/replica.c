@@ -229,20 +229,62 @@ cl_uint vocl_rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
 }
 
 
+/*
+ * Requests that a coherence decision posts while it holds coherence_lock
+ * go out at once, in the decision's order, but no thread waits under the
+ * lock for one to leave (a send to a dead proxy waits out the liveness
+ * timeout): each gets a buffer of its own, and the decision waits for them
+ * (outbox_wait) once it has let the lock go.
+ */
+struct outgoing {
+    struct outgoing *next;
+    struct vocl_call c;
+    struct vocl_wr w;
+};
+
+static _Thread_local struct outgoing **outbox; /* set while coherence_lock is held */
+
+static void outbox_wait(struct outgoing *list)
+{
+    while (list) {
+        struct outgoing *o = list;
+        list = o->next;
+        vocl_call_end(&o->c);
+        vocl_wr_free(&o->w);
+        free(o);
+    }
+}
+
 /* Sends a request of no reply that the writer fill has filled to px. */
 static cl_int post_async(struct vocl_proxy *px, unsigned op,
                          void (*fill)(struct vocl_call *, const void *), const void *arg)
 {
-    struct vocl_call c;
-    vocl_call_init(&c);
-    c.px = px;
-    c.async = true;
-    if (vocl_call_start(&c, op) == 0) {
-        fill(&c, arg);
-        vocl_call_send(&c);
+    struct outgoing *o = outbox ? calloc(1, sizeof(*o)) : NULL;
+    if (outbox && !o)
+        return CL_OUT_OF_HOST_MEMORY;
+    struct vocl_call now, *c = o ? &o->c : &now;
+    vocl_call_init(c);
+    if (o) {
+        vocl_wr_init(&o->w);
+        c->w = &o->w;
     }
-    vocl_call_end(&c);
-    return c.err;
+    c->px = px;
+    c->async = true;
+    if (vocl_call_start(c, op) == 0) {
+        fill(c, arg);
+        if (o)
+            vocl_call_post_only(c);
+        else
+            vocl_call_send(c);
+    }
+    cl_int err = c->err;
+    if (o) {
+        o->next = *outbox;
+        *outbox = o;
+    } else {
+        vocl_call_end(c);
+    }
+    return err;
 }
 
 /*
@@ -578,7 +620,9 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     uint64_t bit = (uint64_t)1 << to;
     bool writes = use != VOCL_USE_R;
     cl_int err = CL_SUCCESS;
+    struct outgoing *sent = NULL;
     pthread_mutex_lock(&coherence_lock);
+    outbox = &sent;
     if (root->twinned && use == VOCL_USE_W)
         drop_twins(root); /* all of it is overwritten */
     else if (root->twinned && !(writes && unordered(c, root, to)))
@@ -613,7 +657,9 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         if (root->reps[to].arrive)
             wait_arrival(c, root->reps[to].arrive);
     }
+    outbox = NULL;
     pthread_mutex_unlock(&coherence_lock);
+    outbox_wait(sent);
 }
 
 /* The same, without moving data: the content is undefined or is about to be. */
@@ -623,12 +669,16 @@ static void mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
     if (!root->reps)
         return;
     cl_uint i = vocl_rep_index(root, px);
+    struct outgoing *sent = NULL;
     pthread_mutex_lock(&coherence_lock);
+    outbox = &sent;
     if (i < root->nreps) {
         drop_twins(root);
         root->valid = (uint64_t)1 << i;
     }
+    outbox = NULL;
     pthread_mutex_unlock(&coherence_lock);
+    outbox_wait(sent);
 }
 
 /* The errors the spec asks of a fill that the client can tell (the command

@@ -274,6 +274,9 @@ int vocl_call_wait(struct vocl_call *c);
 /* Posts the request and lets the proxy go, once it has left: the reply is
  * awaited by polling vocl_call_ready, then taken with vocl_call_wait. */
 int vocl_call_post_away(struct vocl_call *c);
+/* The same without waiting for the request to leave: vocl_call_end waits
+ * (the request's buffer must stay until then). */
+int vocl_call_post_only(struct vocl_call *c);
 /* Whether c's reply came (or its proxy is gone): vocl_call_wait then
  * returns at once.  Never waits; lw: c's proxy's liveness, begun at post. */
 bool vocl_call_ready(struct vocl_call *c, struct vocl_live *lw);
