@@ -478,10 +478,11 @@ static void op_out(struct proxyd_req *q, bool diff)
     }
     struct after a;
     rd_after(q, &a);
-    size_t region[3];
+    size_t region[3], size = 0;
     bool image = false;
-    if (!q->fail && !q->r->fail && (diff || twin_id) &&
-        (whole_size(q->cl, mem, region, &image), image))
+    if (!q->fail && !q->r->fail)
+        size = whole_size(q->cl, mem, region, &image);
+    if ((diff || twin_id) && image)
         proxyd_fail(q, "a twin of an image");
     if (!proxyd_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
@@ -491,7 +492,7 @@ static void op_out(struct proxyd_req *q, bool diff)
         return;
     }
     cl_int rc = CL_OUT_OF_RESOURCES;
-    m->size = whole_size(q->cl, mem, region, &image);
+    m->size = size;
     m->buf = m->size ? malloc(m->size) : NULL;
     if (diff)
         m->twin = m->size ? malloc(m->size) : NULL;
@@ -508,16 +509,16 @@ static void op_out(struct proxyd_req *q, bool diff)
         } else if (twin_id) {
             /* What is sent is read from the twin: both are the same bytes,
              * even while a kernel writes mem. */
-            twin = make_twin(q, queue, mem, m->size, twin_id, ev_id, n, wl);
-            if (twin)
-                rc = whole_xfer(q->cl, queue, twin, false, false, region, m->size, m->buf, 0,
+            cl_mem made = make_twin(q, queue, mem, m->size, twin_id, ev_id, n, wl);
+            if (made) {
+                rc = whole_xfer(q->cl, queue, made, false, false, region, m->size, m->buf, 0,
                                 NULL, &m->ev);
+                q->cl->clReleaseMemObject(made);
+            }
         } else {
             rc = whole_xfer(q->cl, queue, mem, false, image, region, m->size, m->buf, n, wl,
                             &m->ev);
         }
-        if (twin_id && twin)
-            q->cl->clReleaseMemObject(twin);
         after_done(q, &a, n);
         q->cl->clFlush(queue);
         q->cl->clReleaseCommandQueue(queue);
@@ -560,19 +561,20 @@ static void op_in(struct proxyd_req *q, bool diff)
         rd_after(q, &a);
     else
         twin_id = proxyd_rd_newid(q);
-    size_t region[3];
+    size_t region[3], size = 0;
     bool image = false;
     cl_int rc = CL_OUT_OF_RESOURCES;
     if (!ev_id)
         proxyd_fail(q, "migration without an event");
-    if (!q->fail && !q->r->fail && (diff || twin_id) &&
-        (whole_size(q->cl, mem, region, &image), image))
+    if (!q->fail && !q->r->fail)
+        size = whole_size(q->cl, mem, region, &image);
+    if ((diff || twin_id) && image)
         proxyd_fail(q, "a twin of an image");
     if (!proxyd_req_begin(q)) {
         free(m);
         return;
     }
-    m->size = whole_size(q->cl, mem, region, &image);
+    m->size = size;
     m->buf = m->size ? malloc(m->size) : NULL;
     cl_command_queue queue = m->buf && (!diff || a.list) ? mem_queue(q->cl, mem) : NULL;
     cl_context ctx = NULL;
