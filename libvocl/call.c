@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_key_t wr_key;
 static pthread_once_t wr_once = PTHREAD_ONCE_INIT;
@@ -148,10 +149,13 @@ void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
     c->wl = list;
 }
 
-int vocl_call_start(struct vocl_call *c, unsigned op)
+int vocl_call_route(struct vocl_call *c)
 {
     if (c->err)
         return -1;
+    if (c->routed)
+        return 0;
+    c->routed = true;
     /* Not looked up again: another thread may have released the event since. */
     if (!c->px)
         c->px = c->wl_px;
@@ -169,6 +173,25 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
                                                      : CL_INVALID_CONTEXT);
             return -1;
         }
+    /* Events of other proxies: a command waits for a mirror of each on its
+     * proxy (replica.c); anything else waits here, before taking our proxy. */
+    for (cl_uint i = 0; i < c->wl_n; i++) {
+        struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
+        if (e && !vocl_on(e, c->px) && vocl_event_mirror(c, c->wl[i]) != 0) {
+            cl_int rc = clWaitForEvents(1, &c->wl[i]);
+            if (rc != CL_SUCCESS) {
+                vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+int vocl_call_start(struct vocl_call *c, unsigned op)
+{
+    if (vocl_call_route(c))
+        return -1;
     /* What comes after it on its queue may depend on anything enqueued
      * until now (replica.c: which writes a command may depend on). */
     if (c->queue && c->wl_n)
@@ -181,17 +204,9 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         if (op == VOCL_OP_clFinish)
             c->finish_tick = now;
     }
-    /* Events of other proxies: a command waits for a mirror of each on its
-     * proxy (replica.c); anything else waits here, before taking our proxy. */
-    for (cl_uint i = 0; i < c->wl_n; i++) {
-        struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
-        if (e && !vocl_on(e, c->px) && vocl_event_mirror(c, c->wl[i]) != 0) {
-            cl_int rc = clWaitForEvents(1, &c->wl[i]);
-            if (rc != CL_SUCCESS) {
-                vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-                return -1;
-            }
-        }
+    if (vocl.post_delay_us && c->coherent) { /* (tests: the window replica.c closes) */
+        struct timespec d = {vocl.post_delay_us / 1000000, vocl.post_delay_us % 1000000 * 1000};
+        nanosleep(&d, NULL);
     }
     if (c->px->dead) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
@@ -301,7 +316,9 @@ int vocl_call_post(struct vocl_call *c)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
     }
-    if (vocl_xport_post(c)) {
+    int rc = vocl_xport_post(c);
+    vocl_coherence_posted(c); /* it is ordered among the proxy's requests */
+    if (rc) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;
     }
@@ -430,9 +447,11 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
 
 void vocl_call_end(struct vocl_call *c)
 {
+    vocl_coherence_posted(c); /* (not posted: an error) */
     if (c->locked)
         pthread_mutex_unlock(&c->px->lock);
     c->locked = false;
+    vocl_coherence_sent(c);
     if (c->waiting || c->sending)
         vocl_call_wait(c); /* posted but never waited for: a reply is due */
     vocl_wr_free(&c->reply);

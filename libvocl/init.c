@@ -290,6 +290,7 @@ static cl_int do_init(void)
 {
     vocl_log_set_prefix("libvocl");
     vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
+    vocl.post_delay_us = env_long("VOCL_TEST_POST_DELAY_US", 0);
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;

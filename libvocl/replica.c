@@ -230,24 +230,54 @@ cl_uint vocl_rep_index(const struct vocl_obj *o, const struct vocl_proxy *px)
 
 
 /*
- * Requests that a coherence decision posts while it holds coherence_lock
- * go out at once, in the decision's order, but no thread waits under the
- * lock for one to leave (a send to a dead proxy waits out the liveness
- * timeout): each gets a buffer of its own, and the decision waits for them
- * (outbox_wait) once it has let the lock go.
+ * A command's coherence decisions and its request are one step for every
+ * other thread: the command holds coherence_lock from its first decision
+ * (vocl_mem_use) until its request has its place among its proxy's
+ * (vocl_coherence_posted, from vocl_call_post).  So a move that another
+ * thread decides next is ordered after the command at every proxy: a
+ * migration or a diff out of a replica reads after the command's write,
+ * and a DIFF_IN's read-modify-write does not write around it.  Nothing in
+ * between waits: the command waits for events of other proxies
+ * (vocl_call_route) before it takes the lock.
+ *
+ * Requests that a decision posts go out at once, in the decision's order,
+ * but no thread waits under the lock for one to leave (a send to a dead
+ * proxy waits out the liveness timeout): each gets a buffer of its own,
+ * and the command waits for them (vocl_coherence_sent) once it has let
+ * the lock go.
  */
-struct outgoing {
-    struct outgoing *next;
+struct vocl_outgoing {
+    struct vocl_outgoing *next;
     struct vocl_call c;
     struct vocl_wr w;
 };
 
-static _Thread_local struct outgoing **outbox; /* set while coherence_lock is held */
+static _Thread_local struct vocl_outgoing **outbox; /* set while coherence_lock is held */
 
-static void outbox_wait(struct outgoing *list)
+static void coherence_take(struct vocl_call *c)
 {
+    if (c->coherent)
+        return;
+    pthread_mutex_lock(&coherence_lock);
+    c->coherent = true;
+    outbox = &c->outgoing;
+}
+
+void vocl_coherence_posted(struct vocl_call *c)
+{
+    if (!c->coherent)
+        return;
+    c->coherent = false;
+    outbox = NULL;
+    pthread_mutex_unlock(&coherence_lock);
+}
+
+void vocl_coherence_sent(struct vocl_call *c)
+{
+    struct vocl_outgoing *list = c->outgoing;
+    c->outgoing = NULL;
     while (list) {
-        struct outgoing *o = list;
+        struct vocl_outgoing *o = list;
         list = o->next;
         vocl_call_end(&o->c);
         vocl_wr_free(&o->w);
@@ -259,7 +289,7 @@ static void outbox_wait(struct outgoing *list)
 static cl_int post_async(struct vocl_proxy *px, unsigned op,
                          void (*fill)(struct vocl_call *, const void *), const void *arg)
 {
-    struct outgoing *o = outbox ? calloc(1, sizeof(*o)) : NULL;
+    struct vocl_outgoing *o = outbox ? calloc(1, sizeof(*o)) : NULL;
     if (outbox && !o)
         return CL_OUT_OF_HOST_MEMORY;
     struct vocl_call now, *c = o ? &o->c : &now;
@@ -620,9 +650,9 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     uint64_t bit = (uint64_t)1 << to;
     bool writes = use != VOCL_USE_R;
     cl_int err = CL_SUCCESS;
-    struct outgoing *sent = NULL;
-    pthread_mutex_lock(&coherence_lock);
-    outbox = &sent;
+    if (vocl_call_route(c))
+        return;
+    coherence_take(c);
     if (root->twinned && use == VOCL_USE_W)
         drop_twins(root); /* all of it is overwritten */
     else if (root->twinned && !(writes && unordered(c, root, to)))
@@ -657,28 +687,20 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         if (root->reps[to].arrive)
             wait_arrival(c, root->reps[to].arrive);
     }
-    outbox = NULL;
-    pthread_mutex_unlock(&coherence_lock);
-    outbox_wait(sent);
 }
 
 /* The same, without moving data: the content is undefined or is about to be. */
-static void mem_discard(struct vocl_obj *m, struct vocl_proxy *px)
+static void mem_discard(struct vocl_call *c, struct vocl_obj *m)
 {
     struct vocl_obj *root = mem_root(m);
-    if (!root->reps)
+    if (!root->reps || vocl_call_route(c))
         return;
-    cl_uint i = vocl_rep_index(root, px);
-    struct outgoing *sent = NULL;
-    pthread_mutex_lock(&coherence_lock);
-    outbox = &sent;
+    cl_uint i = vocl_rep_index(root, c->px);
+    coherence_take(c);
     if (i < root->nreps) {
         drop_twins(root);
         root->valid = (uint64_t)1 << i;
     }
-    outbox = NULL;
-    pthread_mutex_unlock(&coherence_lock);
-    outbox_wait(sent);
 }
 
 /* The errors the spec asks of a fill that the client can tell (the command
@@ -739,7 +761,7 @@ void vocl_pre_clEnqueueMigrateMemObjects(struct vocl_call *c, cl_command_queue c
         if (!m || (flags & CL_MIGRATE_MEM_OBJECT_HOST))
             continue;
         if (flags & CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED)
-            mem_discard(m, c->px);
+            mem_discard(c, m);
         else
             vocl_mem_use(c, m, VOCL_USE_R);
     }

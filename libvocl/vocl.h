@@ -174,6 +174,7 @@ struct vocl_state {
     const char *init_error; /* why there are no devices, for the one line on stderr */
     atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
     atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */
+    long post_delay_us; /* VOCL_TEST_POST_DELAY_US: tests widen a race window (call.c) */
 };
 extern struct vocl_state vocl;
 
@@ -241,6 +242,9 @@ struct vocl_call {
     cl_uint nmirrors;
     struct vocl_obj *spread[4]; /* handles of objects with replicas, checked at start */
     cl_uint nspread;
+    bool routed;   /* vocl_call_route has run */
+    bool coherent; /* holds the coherence lock, from its first vocl_mem_use until posted */
+    struct vocl_outgoing *outgoing; /* what its coherence decisions posted (replica.c) */
 };
 
 void vocl_call_init(struct vocl_call *c);
@@ -256,7 +260,10 @@ void vocl_call_devs(struct vocl_call *c, const struct vocl_obj *ctx, cl_uint n,
 /* How many of the handles in list live on px. */
 cl_uint vocl_count_on(const struct vocl_proxy *px, cl_uint n, const void *const *list);
 void vocl_call_put_on(struct vocl_call *c, cl_uint n, const void *const *list);
-/* Waits for foreign events, takes the proxy and starts the message. */
+/* Picks the call's proxy and waits for the events of other proxies that
+ * it cannot wait for there (once; vocl_call_start does it if not done). */
+int vocl_call_route(struct vocl_call *c);
+/* Routes, takes the proxy and starts the message. */
 int vocl_call_start(struct vocl_call *c, unsigned op);
 /* Encoders for the payload. */
 void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
@@ -317,6 +324,11 @@ enum vocl_use { VOCL_USE_R, VOCL_USE_RW, VOCL_USE_W /* overwrites all of it */ }
  * the command's wait list.  Call before vocl_call_start.
  */
 void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
+/* c's request has its place among its proxy's (or c failed): the coherence
+ * decisions it made are others' to change again. */
+void vocl_coherence_posted(struct vocl_call *c);
+/* Waits until the requests c's decisions posted have left (no lock held). */
+void vocl_coherence_sent(struct vocl_call *c);
 /* The host access flags (CL_MEM_HOST_*) are libvocl's to check: the
  * proxies' buffers and every image are made without them, since libvocl's
  * own shadows (maps) and migrations read and write them.  So a transfer or
