@@ -91,8 +91,10 @@ struct run {
     unsigned order[HEP_MAX_PROPS];
     struct hep_sample samples[HEP_MAX_PROPS];
     unsigned since_checkpoint;
+    unsigned claimed; /* batches DS has begun to read */
+    size_t probe;     /* events in each of the batches before the first checkpoint */
     double ds_busy, dp_busy;
-    unsigned ds_batches, dp_batches;
+    uint64_t ds_events, dp_events; /* since the last checkpoint */
     double t0, ds_end;
     uint64_t *ids;
     size_t nids, cap_ids;
@@ -541,12 +543,12 @@ out:
 /* Runs every kernel once on an empty batch: implementations that compile
  * kernels at their first launch (PoCL does) would otherwise charge the
  * compilation to the first propositions' times and to the first batches. */
-static int warm_up(struct run *r, struct slot *s, char *error)
+static int warm_up(struct run *r, struct slot *s, size_t events, char *error)
 {
     struct device *d = s->dev;
     /* The sizes of real batches: PoCL compiles for each local size it picks. */
-    size_t global = (r->o.batch + WG - 1) / WG * WG, local = WG, one = 1;
-    size_t rglobal = r->o.batch * (r->an->rng_per_event / 4);
+    size_t global = (events + WG - 1) / WG * WG, local = WG, one = 1;
+    size_t rglobal = events * (r->an->rng_per_event / 4);
     cl_uint zero = 0, base = 0, nb = 1;
     double lo = 0.0, scale = 1.0;
     int rc = -1;
@@ -634,13 +636,15 @@ static void checkpoint(struct run *r)
             memcpy(r->order, next, sizeof(next[0]) * r->np);
     }
     record_positions(r);
-    if (!r->fixed_split && !r->ds_done && r->ds_batches && r->dp_batches) {
-        hep_balance_step(&r->bal, r->ds_busy / r->ds_batches, r->dp_busy / r->dp_batches);
+    /* Per event: the batches before the first checkpoint are smaller. */
+    if (!r->fixed_split && !r->ds_done && r->ds_events && r->dp_events) {
+        hep_balance_step(&r->bal, r->ds_busy / (double)r->ds_events,
+                         r->dp_busy / (double)r->dp_events);
         r->ds_target = r->bal.ds;
     }
     append_number(r->res->splits, sizeof(r->res->splits), r->ds_done ? 0 : r->ds_target);
     r->ds_busy = r->dp_busy = 0.0;
-    r->ds_batches = r->dp_batches = 0;
+    r->ds_events = r->dp_events = 0;
     r->since_checkpoint = 0;
     pthread_cond_broadcast(&r->cond);
 }
@@ -757,7 +761,11 @@ static void ds_turn(struct run *r)
     }
     r->free_list = b->next;
     b->first = r->next_event;
-    b->n = r->total - b->first < r->o.batch ? (size_t)(r->total - b->first) : r->o.batch;
+    /* After the small ones, a batch starts at a multiple of the batch size
+     * again: the file's chunks are read whole, once each. */
+    size_t want = r->claimed++ < r->o.checkpoint ? r->probe
+                                                 : r->o.batch - r->next_event % r->o.batch;
+    b->n = r->total - b->first < want ? (size_t)(r->total - b->first) : want;
     r->next_event += b->n;
     r->reading++;
     pthread_mutex_unlock(&r->lock);
@@ -784,7 +792,7 @@ static void ds_turn(struct run *r)
         r->ready_head = b;
     r->ready_tail = b;
     r->ds_busy += t;
-    r->ds_batches++;
+    r->ds_events += b->n;
     pthread_cond_broadcast(&r->cond);
 }
 
@@ -836,7 +844,7 @@ static void dp_turn(struct run *r, double *wait_since)
     r->free_list = b;
     r->processing--;
     r->dp_busy += now() - t;
-    r->dp_batches++;
+    r->dp_events += b->n;
     if (rc == 0 && ++r->since_checkpoint >= r->bal.interval)
         checkpoint(r);
     pthread_cond_broadcast(&r->cond);
@@ -943,6 +951,12 @@ int hep_run(const struct hep_analysis *an, const struct hep_options *opts,
         r->o.time_weight = 0.3;
     if (r->o.batch > (1u << 24))
         return teardown(r), fail(error, "a batch holds at most %u events", 1u << 24);
+    /* Until the first checkpoint the order is the initial one, however bad:
+     * reordering, the run spends as little as it can in it, and learns the
+     * weights from batches an eighth of the size. */
+    r->probe = r->o.batch;
+    if (r->o.adapt && r->o.batch >= 8 * WG)
+        r->probe = (r->o.batch / 8 + WG - 1) / WG * WG;
     if (check_analysis(r, error))
         return teardown(r), -1;
     for (size_t c = 0; c < an->num_columns; c++)
@@ -971,7 +985,8 @@ int hep_run(const struct hep_analysis *an, const struct hep_options *opts,
         for (unsigned k = 0; k < r->o.slots; k++)
             if (make_slot(r, d, &d->slots[k], error))
                 return teardown(r), -1;
-        if (warm_up(r, &d->slots[0], error))
+        if (warm_up(r, &d->slots[0], r->o.batch, error) ||
+            (r->probe != r->o.batch && warm_up(r, &d->slots[0], r->probe, error)))
             return teardown(r), -1;
         d->free_slots = r->o.slots;
     }
