@@ -95,5 +95,5 @@ for pd in 1x1 2x1 2x2 4x2 8x2 16x2; do
     run "vocl $pd" -- "$vocl_run" -n "${pd%x*}" -d "${pd#*x}" -- "$app" "${in[@]}" --order shuffle:7
 done
 
-python3 "$out/report.py" "$runs" >"$out/results.md"
+python3 "$(dirname "$0")/report.py" "$runs" >"$out/results.md"
 echo "wrote $out/results.md"
