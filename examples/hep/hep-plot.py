@@ -8,8 +8,8 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 except ImportError:
-    # hep(3) then tries the next interpreter (Debian's /usr/bin/python3).
-    print("%s: no matplotlib" % sys.executable, file=sys.stderr)
+    # hep(3) then tries the next interpreter (Debian's /usr/bin/python3),
+    # and says what is missing if none has it.
     sys.exit(3)
 
 
