@@ -147,6 +147,7 @@ struct cmd {
 
     bool d2d;         /* a copy between two devices */
     bool notify;      /* enqueued with an event and a completion callback */
+    bool waited;      /* the host waits for it (dag_wait) */
     bool enqueued;    /* went to the device's queue */
     uint64_t seq;     /* its place in the queue */
     struct cmd *q_next;
@@ -728,14 +729,15 @@ static void sync_reads(struct cmd *list)
 /* Which commands of a batch get an event and a callback: a read (its host
  * memory must be synchronised), one that a command on another device or the
  * host waits to complete, and the last one enqueued on each device (so
- * that every command is known to be complete before long).  A callback per
- * command would be simpler, but libvocl serves each one with a thread that
- * waits for the event (up to 188 threads in one dag-abcd run on 32 devices
- * when every command had one). */
+ * that every command is known to be complete before long); the others
+ * complete with the next of their queue that has one.  A callback per
+ * command would be simpler, but each costs an event and a hand-off between
+ * threads, a few microseconds, as long as some kernels (dag-floyd's at
+ * n = 192); and a chain of commands on one device is one batch. */
 static void notify_locked(struct cmd *batch)
 {
     for (struct cmd *c = batch; c; c = c->ready_next) {
-        c->notify = c->kind == K_READ;
+        c->notify = c->kind == K_READ || c->waited;
         for (unsigned i = 0; i < c->num_succ && !c->notify; i++)
             c->notify = !queue_orders(c, c->succ[i]);
         if (is_enqueued_kind(c->kind))
@@ -749,13 +751,11 @@ static void notify_locked(struct cmd *batch)
     }
 }
 
-/* After c was enqueued (or done): count off its same-device successors. */
+/* c is taken for enqueueing (or doing) in this batch: count off its
+ * same-device successors, which may then join the batch after it. */
 static void dispatched_locked(struct cmd *c)
 {
     c->state = S_DISPATCHED;
-    count_locked(c);
-    if (c->trace)
-        rt.trace[c->trace - 1].dispatched = now() - rt.t0;
     for (unsigned i = 0; i < c->num_succ; i++) {
         struct cmd *s = c->succ[i];
         if (queue_orders(c, s) && --s->waiting == 0)
@@ -787,8 +787,22 @@ static void *scheduler(void *arg)
         }
         if (!rt.ready_head)
             break; /* stopping, and nothing is left */
-        struct cmd *batch = rt.ready_head;
-        rt.ready_head = rt.ready_tail = NULL;
+        /* The batch: the ready commands, and those that taking them makes
+         * ready (a chain on one device goes in one batch, so that only its
+         * last command needs an event and a callback).  Nothing else
+         * enqueues: a command that depends on one taken here goes after it
+         * on its queue, in this batch or a later one. */
+        struct cmd *batch = NULL, **tail = &batch;
+        while (rt.ready_head) {
+            struct cmd *c = rt.ready_head;
+            rt.ready_head = c->ready_next;
+            if (!rt.ready_head)
+                rt.ready_tail = NULL;
+            c->ready_next = NULL;
+            *tail = c;
+            tail = &c->ready_next;
+            dispatched_locked(c);
+        }
         notify_locked(batch);
         pthread_mutex_unlock(&rt.lock);
 
@@ -813,7 +827,9 @@ static void *scheduler(void *arg)
         for (struct cmd *c = batch, *next; c; c = next) {
             next = c->ready_next;
             dag_device *dev = c->dev;
-            dispatched_locked(c);
+            count_locked(c);
+            if (c->trace)
+                rt.trace[c->trace - 1].dispatched = now() - rt.t0;
             if (c->enqueued) {
                 c->seq = ++dev->seq;
                 if (c->kind != K_READ) {
@@ -1371,6 +1387,12 @@ static bool done_locked(const struct cmd *c)
 /* Waits for the commands (after a flush); returns the first error. */
 static int wait_cmds(struct cmd *const *cmds, unsigned n)
 {
+    /* Not yet taken by the scheduler: it gets a callback of its own, so
+     * that the wait does not last until the end of its batch. */
+    pthread_mutex_lock(&rt.lock);
+    for (unsigned i = 0; i < n; i++)
+        cmds[i]->waited = true;
+    pthread_mutex_unlock(&rt.lock);
     dag_flush();
     pthread_mutex_lock(&rt.lock);
     for (unsigned i = 0; i < n; i++) {
@@ -1834,7 +1856,9 @@ int dag_init(const char *query)
     rt.dcr = env_flag("DAG_DCR", true);
     rt.dhdcr = env_flag("DAG_DHDCR", true);
     const char *w = getenv("DAG_WINDOW");
-    rt.window_limit = w && atol(w) > 0 ? (size_t)atol(w) : 65536;
+    /* The window is there for the rewrites, which move data between
+     * devices: with one device a short one lets it start sooner. */
+    rt.window_limit = w && atol(w) > 0 ? (size_t)atol(w) : rt.num_devices > 1 ? 65536 : 64;
     rt.trace_path = getenv("DAG_TRACE");
     if (rt.trace_path && !*rt.trace_path)
         rt.trace_path = NULL;
