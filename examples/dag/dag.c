@@ -68,6 +68,7 @@ struct dag_device {
     struct cmd *q_head, *q_tail;
     uint64_t seq;
     struct cmd *q_head_batch; /* notify_locked()'s scratch */
+    unsigned in_batch;        /* the scheduler's batch: its commands on this device */
 };
 
 struct dag_buffer {
@@ -769,6 +770,12 @@ static void dispatched_locked(struct cmd *c)
     c->prev = NULL;
 }
 
+/* The most commands of one device in one batch of the scheduler: a
+ * command that a later flush makes another device wait for completes with
+ * the last of its batch, so a batch is not a whole long chain.  (One
+ * device's window, 64, is one batch.) */
+#define BATCH_CHAIN 64
+
 static void *scheduler(void *arg)
 {
     (void)arg;
@@ -788,21 +795,37 @@ static void *scheduler(void *arg)
         if (!rt.ready_head)
             break; /* stopping, and nothing is left */
         /* The batch: the ready commands, and those that taking them makes
-         * ready (a chain on one device goes in one batch, so that only its
-         * last command needs an event and a callback).  Nothing else
-         * enqueues: a command that depends on one taken here goes after it
-         * on its queue, in this batch or a later one. */
-        struct cmd *batch = NULL, **tail = &batch;
+         * ready, up to BATCH_CHAIN a device (a chain on one device goes in
+         * few batches, and only the last command of each needs an event
+         * and a callback; but a command completes only with the next one
+         * that has them).  Nothing else enqueues: a command that depends on
+         * one taken here goes after it on its queue, in this batch or a
+         * later one. */
+        struct cmd *batch = NULL, **tail = &batch, *later = NULL, *later_last = NULL;
+        for (int d = 0; d < rt.num_devices; d++)
+            rt.devices[d].in_batch = 0;
         while (rt.ready_head) {
             struct cmd *c = rt.ready_head;
             rt.ready_head = c->ready_next;
             if (!rt.ready_head)
                 rt.ready_tail = NULL;
             c->ready_next = NULL;
+            if (c->dev && c->dev->in_batch == BATCH_CHAIN) { /* the next pass's */
+                if (later_last)
+                    later_last->ready_next = c;
+                else
+                    later = c;
+                later_last = c;
+                continue;
+            }
+            if (c->dev)
+                c->dev->in_batch++;
             *tail = c;
             tail = &c->ready_next;
             dispatched_locked(c);
         }
+        rt.ready_head = later;
+        rt.ready_tail = later_last;
         notify_locked(batch);
         pthread_mutex_unlock(&rt.lock);
 
