@@ -461,4 +461,5 @@ void vocl_call_end(struct vocl_call *c)
     free(c->xw);
     c->xw = NULL;
     c->nxw = c->capxw = 0;
+    c->routed = false; /* a call made again, to another proxy, routes again */
 }
