@@ -325,15 +325,21 @@ int vocl_call_post(struct vocl_call *c)
     return 0;
 }
 
+/* What c posted is ordered among its proxy's: the proxy is the others'
+ * again.  Returns the proxy's last chunk ticket then (0: c did not hold it). */
+static uint64_t let_go(struct vocl_call *c)
+{
+    if (!c->locked)
+        return 0;
+    c->posted = vocl_xport_ticket(c->px);
+    pthread_mutex_unlock(&c->px->lock);
+    c->locked = false;
+    return c->posted;
+}
+
 int vocl_call_wait(struct vocl_call *c)
 {
-    /* What this call posted is ordered: the proxy is the others' again. */
-    uint64_t posted = 0;
-    if (c->locked) {
-        posted = c->posted = vocl_xport_ticket(c->px);
-        pthread_mutex_unlock(&c->px->lock);
-        c->locked = false;
-    }
+    uint64_t posted = let_go(c);
     if (c->err && !c->waiting && !c->sending)
         return -1;
     /* Even after an error, a request that left has its reply taken. */
@@ -369,11 +375,7 @@ int vocl_call_wait(struct vocl_call *c)
 int vocl_call_post_only(struct vocl_call *c)
 {
     int rc = vocl_call_post(c);
-    if (c->locked) {
-        c->posted = vocl_xport_ticket(c->px);
-        pthread_mutex_unlock(&c->px->lock);
-        c->locked = false;
-    }
+    let_go(c);
     return rc;
 }
 
@@ -448,9 +450,7 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
 void vocl_call_end(struct vocl_call *c)
 {
     vocl_coherence_posted(c); /* (not posted: an error) */
-    if (c->locked)
-        pthread_mutex_unlock(&c->px->lock);
-    c->locked = false;
+    let_go(c);
     vocl_coherence_sent(c);
     if (c->waiting || c->sending)
         vocl_call_wait(c); /* posted but never waited for: a reply is due */

@@ -17,9 +17,9 @@
 #include "native.h"
 #include "protocol.h"
 #include "vocl_api.h"
+#include "wire.h"
 
 struct vocl_live; /* liveness.h */
-#include "wire.h"
 
 #define VOCL_OBJ_MAGIC 0x766f636cu /* "vocl" */
 

@@ -752,9 +752,9 @@ static void notify_locked(struct cmd *batch)
     }
 }
 
-/* c is taken for enqueueing (or doing) in this batch: count off its
- * same-device successors, which may then join the batch after it. */
-static void dispatched_locked(struct cmd *c)
+/* c is taken for enqueueing (or doing) in this batch (S_DISPATCHED): count
+ * off its same-device successors, which may then join the batch after it. */
+static void take_locked(struct cmd *c)
 {
     c->state = S_DISPATCHED;
     for (unsigned i = 0; i < c->num_succ; i++) {
@@ -822,7 +822,7 @@ static void *scheduler(void *arg)
                 c->dev->in_batch++;
             *tail = c;
             tail = &c->ready_next;
-            dispatched_locked(c);
+            take_locked(c);
         }
         rt.ready_head = later;
         rt.ready_tail = later_last;
