@@ -51,8 +51,10 @@ run() {
     done
     shift
     local line
-    line=$(env "${envs[@]}" timeout 600 "$@" 2>/dev/null | tail -n 1) || true
-    [[ $line == RESULT\ *\ verified=yes ]] || { echo "not verified: $label: $line" >&2; exit 1; }
+    line=$(env "${envs[@]}" timeout 600 "$@" 2>"$out/last.err" | tail -n 1) || true
+    [[ $line == RESULT\ *\ verified=yes ]] ||
+        { echo "not verified: $label: $line" >&2; tail -n 30 "$out/last.err" >&2; exit 1; }
+    rm -f "$out/last.err"
     echo "$label | ${envs[*]} $* | $line" >>"$runs"
     echo "$label: ${line#RESULT }" | cut -c1-150
 }

@@ -13,7 +13,7 @@ app=$build/examples/hep/hep-tth
 vocl_run=$build/tools/vocl-run
 runs=$out/runs.txt
 data=${DATA:-/tmp/hep-report}
-mkdir -p "$data"
+mkdir -p "$data" "$out"
 export HWLOC_COMPONENTS=-opencl HYDRA_LAUNCHER=fork
 export VOCL_PEER_TIMEOUT=60
 : >"$runs"
@@ -31,9 +31,10 @@ run() {
     done
     shift
     local line
-    line=$(env "${envs[@]}" timeout 900 "$@" 2>/dev/null | tail -n 1) || true
+    line=$(env "${envs[@]}" timeout 900 "$@" 2>"$out/last.err" | tail -n 1) || true
     [[ $line == RESULT\ *\ verified=yes || $line == RESULT\ *\ verified=skipped ]] ||
-        { echo "failed: $label: $line" >&2; exit 1; }
+        { echo "failed: $label: $line" >&2; tail -n 30 "$out/last.err" >&2; exit 1; }
+    rm -f "$out/last.err"
     echo "$label | ${envs[*]} $* | $line" >>"$runs"
     echo "$label: $(sed 's/.*seconds=\([^ ]*\) rate.*selected=\([^ ]*\) ids_hash=\([^ ]*\).*verified=\(.*\)/seconds=\1 selected=\2 ids=\3 verified=\4/' <<<"$line")"
 }
