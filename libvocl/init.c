@@ -164,15 +164,21 @@ static void open_local(void)
 
 static void leave(void);
 
-/* After a proxy died MPI_Finalize would wait for it forever (MPICH/UCX):
- * the job ends with MPI_Abort instead. */
+/* After a peer of the job died (a proxy, or a client a proxy told us of),
+ * MPI_Finalize would wait for it forever (MPICH/UCX). */
+static bool peer_lost(void)
+{
+    return atomic_load(&vocl.proxies_lost) || vocl.peer_died;
+}
+
+/* Where MPI_Finalize must go on (ICD mode: at_finalize), the job ends with
+ * MPI_Abort instead. */
 static void abort_if_lost(void)
 {
-    int lost = atomic_load(&vocl.proxies_lost);
-    if (!lost)
+    if (!peer_lost())
         return;
-    vocl_warn("%d proxies died, and MPI_Finalize would wait for them: ending the job with "
-              "MPI_Abort", lost);
+    vocl_warn("a peer of the job died, and MPI_Finalize would wait for it: ending the job "
+              "with MPI_Abort");
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -395,7 +401,10 @@ static void leave(void)
         if (vocl_call_start(&c, VOCL_OP_BYE) == 0) {
             if (atomic_load(&vocl.proxies_lost))
                 vocl_wr_u8(c.w, 1);
-            vocl_call_send(&c);
+            /* The reply's byte: a peer died (a client, or a proxy this
+             * process did not use), and MPI_Finalize would wait for it. */
+            if (vocl_call_send(&c) == 0 && c.r.end > c.r.p && vocl_rd_u8(&c.r))
+                vocl.peer_died = true;
         }
         vocl_call_end(&c);
         pthread_mutex_lock(&px->lock);
@@ -436,6 +445,16 @@ static void join_job(void)
 __attribute__((visibility("default"))) int MPI_Finalize(void)
 {
     join_job();
+    if (init_done) {
+        leave();
+        if (peer_lost()) {
+            /* The process then exits with the application's status, and
+             * mpiexec ends the job (a rank that exits unfinalized ends it). */
+            vocl_warn("a peer of the job died: MPI_Finalize returns without finalizing, "
+                      "which would wait for it");
+            return MPI_SUCCESS;
+        }
+    }
     return PMPI_Finalize();
 }
 
@@ -451,12 +470,11 @@ __attribute__((destructor)) static void vocl_fini(void)
     MPI_Finalized(&fin);
     if (!vocl.mpi_ours || fin)
         return;
-    if (atomic_load(&vocl.proxies_lost)) {
-        /* MPI_Finalize would wait for the dead proxy forever (MPICH/UCX).
-         * Leave MPI as it is, so the process ends with the application's
+    if (peer_lost()) {
+        /* Leave MPI as it is, so the process ends with the application's
          * own status: vocl-guard reports it, and the job ends with it. */
-        vocl_warn("%d proxies died: leaving without MPI_Finalize, with the application's "
-                  "exit status", atomic_load(&vocl.proxies_lost));
+        vocl_warn("a peer of the job died: leaving without MPI_Finalize, with the "
+                  "application's exit status");
         return;
     }
     PMPI_Finalize(); /* (at_finalize: MPI_Abort if a proxy died meanwhile) */

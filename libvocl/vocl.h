@@ -167,6 +167,7 @@ struct vocl_state {
     bool mpi_ours;    /* libvocl initialised MPI and finalises it */
     bool job_mode;
     atomic_int proxies_lost; /* proxies that died (vocl_xport_fail) */
+    bool peer_died; /* a proxy's reply to BYE said a peer of the job died */
     int app_ranks;
     int app_rank; /* job mode: this process's rank, 0 .. app_ranks - 1 */
     struct proxyd_node *local_node;

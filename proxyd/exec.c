@@ -240,7 +240,7 @@ void proxyd_session_end(struct proxyd_session *s)
     size_t leaked = 0;
 
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
-    if (s->lost)
+    if (atomic_load(&s->lost))
         atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */
     fail_user_events(s);
     proxyd_stream_flush(s->node, s); /* nothing may still be sending from its objects */
@@ -758,7 +758,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
             s->peer_died = true;
         if (!wants_reply)
             return 0;
+        /* The reply's byte says whether a peer died here: the client then
+         * leaves without MPI_Finalize, which would wait for the dead. */
         vocl_wr_i32(reply, CL_SUCCESS);
+        vocl_wr_u8(reply, s->peer_died || (s->data && s->data->peer_died && s->data->peer_died()));
         vocl_wr_finish(reply);
         return 1;
     }

@@ -250,11 +250,20 @@ static int parse_args(int argc, char **argv, struct options *o)
  * would wait for it forever, so this proxy will exit without it. */
 static atomic_bool peer_died;
 
+/* Clients that said BYE, told that a peer died (they leave without
+ * MPI_Finalize) or not (they wait in it): how the job ends (main). */
+static int left_told, left_untold;
+
 static int client_died(struct proxyd_session *s)
 {
     atomic_store(&peer_died, true);
-    s->lost = true;
+    atomic_store(&s->lost, true);
     return -1;
+}
+
+static bool mpi_peer_died(void)
+{
+    return atomic_load(&peer_died);
 }
 
 static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
@@ -288,34 +297,45 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
     return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
 }
 
-/* A chunk of a read: sent once the client takes it, but not waited for forever. */
-static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
+/* Waits for a send to s's client to complete: not forever, and not past
+ * the client's death. */
+static int sent(struct proxyd_session *s, MPI_Request *req)
 {
-    MPI_Request req;
-    int done = 0;
-    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), &req) !=
-        MPI_SUCCESS)
-        return -1;
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
     vocl_live_begin(&lw, s->peer);
-    while (!done) {
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return -1;
-        if (!done && !vocl_live_ok(&lw)) {
-            MPI_Request_free(&req);
+        if (done)
+            return 0;
+        if (!vocl_live_ok(&lw)) {
+            MPI_Request_free(req);
             return client_died(s);
         }
-        if (!done && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
-            vocl_warn("rank %d: data chunk not taken in 30 s", s->peer);
-            MPI_Cancel(&req);
-            MPI_Request_free(&req);
+        if (vocl_now_ns() - start > DATA_TIMEOUT_NS) {
+            vocl_warn("rank %d: a message was not taken in 30 s", s->peer);
+            MPI_Cancel(req);
+            MPI_Request_free(req);
             return -1;
         }
-        if (!done)
-            vocl_backoff(start, 100000);
+        vocl_backoff(start, 100000);
     }
-    return 0;
+}
+
+static int post(struct proxyd_session *s, int tag, const void *buf, size_t n, MPI_Request *req)
+{
+    return MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), req) == MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+/* A chunk of a read: sent once the client takes it. */
+static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
+{
+    MPI_Request req;
+    return post(s, tag, buf, n, &req) ? -1 : sent(s, &req);
 }
 
 /* --- what kernels print ------------------------------------------------------------------------
@@ -382,33 +402,45 @@ static void output_capture(void)
     vocl_thread_detached(output_thread, NULL);
 }
 
+/* A reply, after the kernel output and context notifications before it.
+ * Any thread may reply: the OUTPUT is posted under the lock, so that
+ * output leaves in the order it was printed; nothing waits under it. */
 static int mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
 {
-    MPI_Comm c = session_comm(s);
+    struct vocl_wr output, note;
+    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    vocl_wr_init(&output);
+    vocl_wr_init(&note);
     if (out.fd >= 0) {
         fflush(stdout);
         pthread_mutex_lock(&out.lock);
         output_take();
         if (out.buf.len) {
-            struct vocl_wr msg;
-            vocl_wr_init(&msg);
-            vocl_wr_begin(&msg, VOCL_OP_OUTPUT, 0, 0);
-            wr_raw(&msg, out.buf.buf, out.buf.len);
-            vocl_wr_finish(&msg);
-            if (!msg.fail)
-                MPI_Send(msg.buf, (int)msg.len, MPI_BYTE, s->peer, VOCL_TAG_REP, c);
-            vocl_wr_free(&msg);
+            vocl_wr_begin(&output, VOCL_OP_OUTPUT, 0, 0);
+            wr_raw(&output, out.buf.buf, out.buf.len);
+            vocl_wr_finish(&output);
+            if (!output.fail)
+                post(s, VOCL_TAG_REP, output.buf, output.len, &req[0]);
             vocl_wr_reset(&out.buf);
         }
         pthread_mutex_unlock(&out.lock);
     }
-    struct vocl_wr msg;
-    vocl_wr_init(&msg);
-    if (proxyd_notify_take(s, &msg))
-        MPI_Send(msg.buf, (int)msg.len, MPI_BYTE, s->peer, VOCL_TAG_REP, c);
-    vocl_wr_free(&msg);
-    return MPI_Send(w->buf, (int)w->len, MPI_BYTE, s->peer, VOCL_TAG_REP, c) == MPI_SUCCESS ? 0
-                                                                                           : -1;
+    if (proxyd_notify_take(s, &note))
+        post(s, VOCL_TAG_REP, note.buf, note.len, &req[1]);
+    int rc = post(s, VOCL_TAG_REP, w->buf, w->len, &req[2]);
+    for (int i = 0; i < 3; i++) {
+        if (req[i] == MPI_REQUEST_NULL)
+            continue;
+        if (atomic_load(&s->lost)) /* (found by an earlier one): nothing takes it */
+            MPI_Request_free(&req[i]);
+        else if (sent(s, &req[i]))
+            rc = -1;
+    }
+    if (atomic_load(&s->lost))
+        rc = -1;
+    vocl_wr_free(&output);
+    vocl_wr_free(&note);
+    return rc;
 }
 
 /* Migrations go between the proxies of one job (MPI_COMM_NULL in connect mode). */
@@ -456,8 +488,8 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     return rc ? 0 : -1;
 }
 
-static const struct proxyd_data_ops mpi_data = {mpi_recv, mpi_send, mpi_peer_ok, mpi_peer_send,
-                                                mpi_peer_recv};
+static const struct proxyd_data_ops mpi_data = {mpi_recv,      mpi_send,      mpi_peer_ok,
+                                                mpi_peer_send, mpi_peer_recv, mpi_peer_died};
 
 /* --- serving sessions ------------------------------------------------------------------------ */
 
@@ -531,7 +563,7 @@ static void check_clients(struct server *sv)
         struct client *cl = sv->clients[i];
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
             atomic_store(&peer_died, true);
-            cl->s.lost = true;
+            atomic_store(&cl->s.lost, true);
             close_client(sv, cl, "it died (no sign of life for the VOCL_PEER_TIMEOUT)");
         }
     }
@@ -597,11 +629,14 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
-    if (bye && cl->s.peer_died)
-        atomic_store(&peer_died, true);
-    if (bye)
+    if (bye) {
+        /* (as the reply said: exec.c) */
+        bool told = cl->s.peer_died || atomic_load(&peer_died);
+        if (cl->s.peer_died)
+            atomic_store(&peer_died, true);
+        told ? left_told++ : left_untold++;
         close_client(sv, cl, NULL);
-    else if (cl->s.lost)
+    } else if (atomic_load(&cl->s.lost))
         close_client(sv, cl, "it died");
     else if (rc < 0 || cl->s.broken)
         close_client(sv, cl, "a protocol error");
@@ -905,13 +940,23 @@ int main(int argc, char **argv)
     proxyd_node_close(&node);
     report_rusage(rank);
     if (atomic_load(&peer_died)) {
-        /* MPI_Finalize would wait for the dead one forever (MPICH/UCX).  Every
-         * client is gone from this proxy, so the job is over.  The clients
-         * that said BYE get a second to exit by themselves first, so that
-         * vocl-run reports their own status (vocl-guard writes it down). */
+        /* MPI_Finalize would wait for the dead peer forever (MPICH/UCX).
+         * Clients told so at BYE leave without it, and mpiexec ends the
+         * job when the first of them exits: waiting for that, however
+         * long they take, lets vocl-run report their own status.  A client
+         * that left before the death waits in MPI_Finalize: only an
+         * MPI_Abort ends that, after a second for the others to exit
+         * first (vocl-guard writes their status down). */
+        if (left_told && !left_untold) {
+            vocl_info("a client or a proxy died: waiting for the clients to exit, which "
+                      "ends the job");
+            for (;;)
+                pause();
+        }
         vocl_warn("a client or a proxy died, and MPI_Finalize would wait for it: ending "
                   "the job with MPI_Abort");
-        nanosleep(&(struct timespec){1, 0}, NULL);
+        if (left_told || left_untold)
+            nanosleep(&(struct timespec){1, 0}, NULL);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Finalize();

@@ -97,6 +97,9 @@ struct proxyd_data_ops {
     bool (*peer_ok)(int rank);
     int (*peer_send)(int rank, int tag, const void *buf, size_t n);
     int (*peer_recv)(int rank, int tag, void *buf, size_t n, size_t *got);
+    /* Whether a client or a proxy of the job died (the reply to a BYE says
+     * so: MPI_Finalize would wait for it); NULL: none can. */
+    bool (*peer_died)(void);
 };
 
 struct proxyd_session {
@@ -119,7 +122,7 @@ struct proxyd_session {
     void (*leave)(struct proxyd_session *s);
     void (*enter)(struct proxyd_session *s);
     int data_tag; /* the tag of the current request's transfer */
-    bool lost;          /* the client died (its transport noticed) */
+    atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
     bool peer_died;     /* its BYE said a proxy of the job died */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the

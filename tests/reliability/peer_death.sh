@@ -11,6 +11,7 @@
 #   peer_death.sh VOCL_RUN PROGRAM stream
 #     as proxy, but the proxy dies while the program streams 4 MiB writes
 #     and reads to it (after a random 0.1-0.9 s): no crash, the program
+#     (here an MPI program, which works on for 2 s after MPI_Finalize)
 #     ends with its own status (0), and the job within 5 s of it.
 set -uo pipefail
 vocl_run=$1 prog=$2 what=$3

@@ -8,8 +8,9 @@
  * and go on, which is what VOCL promises (libvocl(7), "When a peer dies").
  * So each rank runs under a guard, which holds the rank's place: when the
  * command is killed, the guard says so on stderr and waits, holding the PMI
- * socket open, until the job ends (the VOCL side that noticed the death
- * calls MPI_Abort once it is done).  A command that exits is answered by
+ * socket open, until the job ends (the application exits without
+ * MPI_Finalize, which ends the job, or a proxy calls MPI_Abort: libvocl(7)).
+ * A command that exits is answered by
  * the guard exiting with its status (an error status still ends the job:
  * a rank that never reached MPI_Init would leave the others waiting in it).
  * The command dies with its guard.
@@ -19,7 +20,7 @@
  * VOCL_GUARD_STATUS, if set, is a folder where the guard writes the
  * command's exit status (128 + signal when killed) as a file named after
  * the rank, before anything else: vocl-run exits with the application's
- * status even when the job ends with an MPI_Abort of a proxy.
+ * status, however the job ends after it.
  */
 #include <errno.h>
 #include <signal.h>
