@@ -62,6 +62,7 @@ struct migration {
     cl_event ev;   /* out: the (last) read; in: the write */
     cl_event gate; /* in: the user event the write waits on */
     cl_event read; /* diff in: the read of mem, before the runs are patched in */
+    bool diff;     /* in: a DIFF_IN (what is drained when it fails) */
 };
 
 /* The bytes of all of mem, and a read or write of them on queue. */
@@ -393,6 +394,26 @@ static void *diff_in_thread(void *arg)
     return NULL;
 }
 
+/* What the peer sends for an IN request that failed, taken and dropped. */
+static void *drain_thread(void *arg)
+{
+    struct migration *m = arg;
+    if (m->ev)
+        m->l.cl->clWaitForEvents(1, &m->ev); /* (the write failed with its gate) */
+    uint64_t n = m->size;
+    if (m->diff) {
+        uint8_t head[8];
+        size_t got = 0;
+        n = 0;
+        if (!m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
+            got == sizeof(head) && get_u64(head) <= proxyd_diff_max(m->size))
+            n = get_u64(head);
+    }
+    recv_all(m, NULL, n);
+    migration_free(m);
+    return NULL;
+}
+
 /* A migration with the fields every request starts with; NULL when out of memory. */
 static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
 {
@@ -610,22 +631,13 @@ static void op_in(struct proxyd_req *q, bool diff)
         }
         rc = CL_OUT_OF_HOST_MEMORY;
     }
-    /* Nothing will take the data: fail the write, and drain what the
-     * sender sends so that it is not left waiting. */
+    /* Nothing will take the data: fail the write, and have a thread drain
+     * what the sender sends, so that it is not left waiting. */
     if (m->gate)
         q->cl->clSetUserEventStatus(m->gate, -1);
-    if (m->ev)
-        q->cl->clWaitForEvents(1, &m->ev);
-    if (diff) {
-        uint8_t head[8];
-        size_t got = 0;
-        if (!m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
-            got == sizeof(head) && get_u64(head) <= proxyd_diff_max(m->size))
-            recv_all(m, NULL, get_u64(head));
-    } else {
-        recv_all(m, NULL, m->size);
-    }
-    migration_free(m);
+    m->diff = diff;
+    if (vocl_thread_detached(drain_thread, m))
+        drain_thread(m); /* (no thread to be had: the drain waits here) */
     vocl_wr_i32(q->w, rc);
 }
 
