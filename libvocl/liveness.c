@@ -23,6 +23,7 @@ static struct {
     _Atomic uint64_t *heard; /* per rank: when its last pong came */
     _Atomic uint64_t *asked; /* per rank: the ping it has not answered; 0: none */
     uint64_t timeout_ns;
+    _Atomic uint64_t looked; /* every pong that came by then is taken */
     pthread_t thread;
     atomic_bool stop;
     atomic_bool running; /* read by any waiting thread, even at exit */
@@ -55,14 +56,16 @@ static void *live_thread(void *arg)
 {
     (void)arg;
     while (!atomic_load(&live.stop)) {
-        int pinger = take(VOCL_TAG_PING), ponger = take(VOCL_TAG_PONG);
-        if (pinger >= 0)
-            send_nothing(pinger, VOCL_TAG_PONG);
-        if (ponger >= 0) {
-            atomic_store(&live.heard[ponger], vocl_now_ns());
-            atomic_store(&live.asked[ponger], 0);
+        uint64_t t = vocl_now_ns();
+        bool any = false;
+        for (int r; (r = take(VOCL_TAG_PING)) >= 0; any = true)
+            send_nothing(r, VOCL_TAG_PONG);
+        for (int r; (r = take(VOCL_TAG_PONG)) >= 0; any = true) {
+            atomic_store(&live.heard[r], vocl_now_ns());
+            atomic_store(&live.asked[r], 0);
         }
-        if (pinger < 0 && ponger < 0)
+        atomic_store(&live.looked, t); /* every pong that came by t is taken */
+        if (!any)
             nanosleep(&(struct timespec){0, POLL_NS}, NULL);
     }
     return NULL;
@@ -124,6 +127,8 @@ bool vocl_live_ok(struct vocl_live *w)
         w->since = heard;
     if (now - w->since < VOCL_LIVE_PING_NS)
         return true;
+    /* (looked before asked: a pong taken by then has cleared asked) */
+    uint64_t looked = atomic_load(&live.looked);
     uint64_t asked = atomic_load(&live.asked[w->rank]), none = 0;
     if (asked == 0) {
         /* One ping at a time, whichever thread waits. */
@@ -131,7 +136,10 @@ bool vocl_live_ok(struct vocl_live *w)
             send_nothing(w->rank, VOCL_TAG_PING);
         return true;
     }
-    return now - asked < live.timeout_ns;
+    /* Dead once this process looked for the pong a whole timeout after the
+     * ping and found none: a liveness thread of ours that got no CPU (a
+     * loaded node, a sanitizer) is no silence of the peer's. */
+    return looked < asked || looked - asked < live.timeout_ns;
 }
 
 int vocl_live_roll_call(const int *ranks, int n, bool *dead)

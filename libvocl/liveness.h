@@ -7,7 +7,9 @@
  * pings on a thread of its own, and every wait on a peer goes through
  * vocl_live_ok: once the peer has been silent for VOCL_LIVE_PING_NS, it is
  * pinged; a ping unanswered for the timeout (VOCL_PEER_TIMEOUT seconds,
- * default 3) means the peer is dead.  A long kernel is no silence: the
+ * default 3, counted until this process's own thread looked for the
+ * answer: a starved process does not take its peers for dead) means the
+ * peer is dead.  A long kernel is no silence: the
  * peer's liveness thread answers while its main thread waits on the device.
  *
  * Job mode only (one communicator, peers named by rank); in connect mode
