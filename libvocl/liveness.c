@@ -3,10 +3,14 @@
  */
 #include "liveness.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backoff.h"
 #include "log.h"
@@ -16,6 +20,15 @@
  * at most this long, far below any timeout, for ~100 cheap wake-ups a second. */
 #define POLL_NS (10 * 1000000L)
 #define DEFAULT_TIMEOUT_S 3.0
+/* A ping this old to a peer of this node: its process is looked up. */
+#define LOOKUP_NS (5 * POLL_NS)
+
+/* Where a rank runs: the same node key (kernel boot and PID namespace)
+ * means its pid names its process here. */
+struct where {
+    uint64_t node; /* 0: unknown */
+    int64_t pid;
+};
 
 static struct {
     MPI_Comm comm;
@@ -24,6 +37,9 @@ static struct {
     _Atomic uint64_t *asked; /* per rank: the ping it has not answered; 0: none */
     uint64_t timeout_ns;
     _Atomic uint64_t looked; /* every pong that came by then is taken */
+    struct where *where;     /* per rank */
+    uint64_t node;           /* this process's node key */
+    char silence[64];        /* why a peer elsewhere is taken for dead */
     pthread_t thread;
     atomic_bool stop;
     atomic_bool running; /* read by any waiting thread, even at exit */
@@ -71,6 +87,53 @@ static void *live_thread(void *arg)
     return NULL;
 }
 
+/* FNV-1a over n bytes, on from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211u;
+    return h;
+}
+
+/* This kernel's boot and this PID namespace, hashed; 0 when unknown. */
+static uint64_t node_key(void)
+{
+    char boot[64] = {0}, ns[64] = {0};
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, boot, sizeof(boot) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    ssize_t m = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+    if (n <= 0 || m <= 0)
+        return 0;
+    uint64_t h = fnv(fnv(14695981039346656037u, boot, (size_t)n), ns, (size_t)m);
+    return h ? h : 1;
+}
+
+/* Whether the process pid of this node is gone (or a zombie). */
+static bool process_gone(int64_t pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return true;
+    ssize_t n = read(fd, stat, sizeof(stat) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    stat[n] = 0;
+    const char *end = strrchr(stat, ')'); /* "pid (comm) S ..." */
+    return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+}
+
+/* Whether rank runs on this node (its process can be looked up). */
+static bool on_this_node(int rank)
+{
+    return live.where && live.node && live.where[rank].node == live.node &&
+           live.where[rank].pid > 0;
+}
+
 int vocl_live_start(MPI_Comm comm)
 {
     const char *t = getenv("VOCL_PEER_TIMEOUT");
@@ -78,8 +141,22 @@ int vocl_live_start(MPI_Comm comm)
     if (secs < 0.1)
         secs = DEFAULT_TIMEOUT_S;
     live.timeout_ns = (uint64_t)(secs * 1e9);
+    snprintf(live.silence, sizeof(live.silence), "no sign of life for %.1f s (VOCL_PEER_TIMEOUT)",
+             secs);
     live.comm = comm;
     MPI_Comm_size(comm, &live.size);
+    /* Every rank of the job calls this on the same communicator, right
+     * after making it: a collective is safe here. */
+    live.node = node_key();
+    struct where me = {live.node, (int64_t)getpid()};
+    live.where = calloc((size_t)live.size, sizeof(*live.where));
+    if (!live.where) {
+        vocl_error("out of memory at start");
+        MPI_Abort(comm, 1);
+    }
+    if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, live.where, sizeof(me), MPI_BYTE, comm) !=
+        MPI_SUCCESS)
+        memset(live.where, 0, (size_t)live.size * sizeof(*live.where)); /* timeouts only */
     live.heard = calloc((size_t)live.size, sizeof(*live.heard));
     live.asked = calloc((size_t)live.size, sizeof(*live.asked));
     atomic_store(&live.stop, false);
@@ -136,10 +213,21 @@ bool vocl_live_ok(struct vocl_live *w)
             send_nothing(w->rank, VOCL_TAG_PING);
         return true;
     }
-    /* Dead once this process looked for the pong a whole timeout after the
-     * ping and found none: a liveness thread of ours that got no CPU (a
-     * loaded node, a sanitizer) is no silence of the peer's. */
+    /* A peer of this node is dead when its process is gone, whatever the
+     * time: a starved process is slow, not dead. */
+    if (on_this_node(w->rank))
+        return now - asked < LOOKUP_NS || !process_gone(live.where[w->rank].pid);
+    /* Elsewhere, dead once this process looked for the pong a whole timeout
+     * after the ping and found none: a liveness thread of ours that got no
+     * CPU (a loaded node, a sanitizer) is no silence of the peer's. */
     return looked < asked || looked - asked < live.timeout_ns;
+}
+
+const char *vocl_live_why(int rank)
+{
+    if (rank >= 0 && rank < live.size && on_this_node(rank))
+        return "its process is gone";
+    return live.silence;
 }
 
 int vocl_live_roll_call(const int *ranks, int n, bool *dead)
@@ -171,9 +259,4 @@ int vocl_live_roll_call(const int *ranks, int n, bool *dead)
             vocl_backoff(start, 1000000);
     }
     return ndead;
-}
-
-double vocl_live_timeout_s(void)
-{
-    return live.running ? (double)live.timeout_ns / 1e9 : 0;
 }

@@ -6,10 +6,13 @@
  * process of a job (the application's libvocl and each voclproxyd) answers
  * pings on a thread of its own, and every wait on a peer goes through
  * vocl_live_ok: once the peer has been silent for VOCL_LIVE_PING_NS, it is
- * pinged; a ping unanswered for the timeout (VOCL_PEER_TIMEOUT seconds,
- * default 3, counted until this process's own thread looked for the
- * answer: a starved process does not take its peers for dead) means the
- * peer is dead.  A long kernel is no silence: the
+ * pinged.  A peer on this node (the same kernel and PID namespace: the
+ * ranks tell each other their pids at start) is dead when a ping is
+ * unanswered and its process is gone: a starved peer is slow, not dead.
+ * A peer elsewhere is dead when a ping is unanswered for the timeout
+ * (VOCL_PEER_TIMEOUT seconds, default 3, counted until this process's own
+ * thread looked for the answer: a starved process does not take its peers
+ * for dead).  A long kernel is no silence: the
  * peer's liveness thread answers while its main thread waits on the device.
  *
  * Job mode only (one communicator, peers named by rank); in connect mode
@@ -27,7 +30,8 @@
 #define VOCL_LIVE_PING_NS (500ull * 1000000u)
 
 /* Starts answering pings on comm (which must stay valid until
- * vocl_live_stop).  0, or -1 when the thread cannot start. */
+ * vocl_live_stop).  Collective: every rank of comm calls it, right after
+ * making comm.  0, or -1 when the thread cannot start. */
 int vocl_live_start(MPI_Comm comm);
 /* Stops the liveness thread, before comm goes. */
 void vocl_live_stop(void);
@@ -46,7 +50,7 @@ bool vocl_live_ok(struct vocl_live *w);
 /* Pings every rank of ranks[0..n) at once and waits for their answers:
  * how many are dead (dead[i] set for those), within the timeout. */
 int vocl_live_roll_call(const int *ranks, int n, bool *dead);
-/* Seconds a ping may go unanswered (for messages). */
-double vocl_live_timeout_s(void);
+/* Why rank, which vocl_live_ok gave up on, is taken for dead (for messages). */
+const char *vocl_live_why(int rank);
 
 #endif

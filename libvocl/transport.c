@@ -61,8 +61,7 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
     if (px->local || vocl_live_ok(lw))
         return true;
     char what[96];
-    snprintf(what, sizeof(what), "no sign of life for %.1f s (VOCL_PEER_TIMEOUT): it died",
-             vocl_live_timeout_s());
+    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(px->rank));
     vocl_xport_fail(px, what);
     return false;
 }

@@ -471,8 +471,7 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
         if (flag)
             break;
         if (!vocl_live_ok(&lw)) {
-            vocl_warn("proxy rank %d: no sign of life for %.1f s: it died", rank,
-                      vocl_live_timeout_s());
+            vocl_warn("proxy rank %d: %s: it died", rank, vocl_live_why(rank));
             atomic_store(&peer_died, true);
             return -1;
         }
@@ -564,7 +563,9 @@ static void check_clients(struct server *sv)
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
             atomic_store(&peer_died, true);
             atomic_store(&cl->s.lost, true);
-            close_client(sv, cl, "it died (no sign of life for the VOCL_PEER_TIMEOUT)");
+            char why[96];
+            snprintf(why, sizeof(why), "it died (%s)", vocl_live_why(cl->s.peer));
+            close_client(sv, cl, why);
         }
     }
 }
@@ -733,6 +734,25 @@ static void serve(struct server *sv)
     }
 }
 
+/*
+ * After a peer died, MPI_Finalize would wait for the dead one forever
+ * (MPICH/UCX), so the job ends with MPI_Abort.  Clients told so at BYE
+ * leave without MPI_Finalize; an MPI_Abort before they exit would lose
+ * their exit status (vocl-guard writes it down as they end), so the proxy
+ * first waits until each of them is gone: on this node, its process; on
+ * another, silence for the VOCL_PEER_TIMEOUT.  (Where mpiexec ends the job
+ * as the first of them exits unfinalized, that comes first.)
+ */
+static void await_exits(struct server *sv)
+{
+    vocl_info("a client or a proxy died: waiting for the clients to exit");
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        while (!atomic_load(&cl->s.lost) && vocl_live_ok(&cl->lw))
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+}
+
 static void server_free(struct server *sv)
 {
     for (int i = 0; i < sv->nclients; i++)
@@ -763,6 +783,8 @@ static int job_mode(struct proxyd_node *node, int nclients)
             return 1;
         }
     serve(&sv);
+    if (atomic_load(&peer_died) && left_told && !left_untold)
+        await_exits(&sv);
     vocl_live_stop();
     server_free(&sv);
     peer_comm = MPI_COMM_NULL;
@@ -940,19 +962,9 @@ int main(int argc, char **argv)
     proxyd_node_close(&node);
     report_rusage(rank);
     if (atomic_load(&peer_died)) {
-        /* MPI_Finalize would wait for the dead peer forever (MPICH/UCX).
-         * Clients told so at BYE leave without it, and mpiexec ends the
-         * job when the first of them exits: waiting for that, however
-         * long they take, lets vocl-run report their own status.  A client
-         * that left before the death waits in MPI_Finalize: only an
-         * MPI_Abort ends that, after a second for the others to exit
-         * first (vocl-guard writes their status down). */
-        if (left_told && !left_untold) {
-            vocl_info("a client or a proxy died: waiting for the clients to exit, which "
-                      "ends the job");
-            for (;;)
-                pause();
-        }
+        /* (await_exits says why.)  A client that left before the death
+         * waits in MPI_Finalize: only MPI_Abort ends it.  The others get a
+         * second to end by themselves first. */
         vocl_warn("a client or a proxy died, and MPI_Finalize would wait for it: ending "
                   "the job with MPI_Abort");
         if (left_told || left_untold)

@@ -10,7 +10,7 @@
 #   cluster-test.sh VOCL_CLUSTER VOCL_RUN kill PEER_DEATH [--stream]
 #     kill -9 of the proxy on another host (peer_death.c): the program
 #     does not crash, its calls on the dead device fail, the others work,
-#     and the job ends with its status (0) within 10 s of the kill.
+#     and the job ends with its status (0) within 15 s of the kill.
 #   cluster-test.sh VOCL_CLUSTER VOCL_RUN slurm PROGRAM ARGS...
 #     Slurm (slurmctld + a slurmd per host): `salloc -N 4 vocl-run -n 4`
 #     and an sbatch script both run PROGRAM with one proxy per node.
