@@ -487,8 +487,12 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     return rc ? 0 : -1;
 }
 
-static const struct proxyd_data_ops mpi_data = {mpi_recv,      mpi_send,      mpi_peer_ok,
-                                                mpi_peer_send, mpi_peer_recv, mpi_peer_died};
+static const struct proxyd_data_ops mpi_data = {.recv = mpi_recv,
+                                                .send = mpi_send,
+                                                .peer_ok = mpi_peer_ok,
+                                                .peer_send = mpi_peer_send,
+                                                .peer_recv = mpi_peer_recv,
+                                                .peer_died = mpi_peer_died};
 
 /* --- serving sessions ------------------------------------------------------------------------ */
 

@@ -94,8 +94,11 @@ static int fuzz_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     return 0;
 }
 
-static const struct proxyd_data_ops fuzz_data = {fuzz_recv, fuzz_send, fuzz_peer_ok,
-                                                 fuzz_peer_send, fuzz_peer_recv};
+static const struct proxyd_data_ops fuzz_data = {.recv = fuzz_recv,
+                                                 .send = fuzz_send,
+                                                 .peer_ok = fuzz_peer_ok,
+                                                 .peer_send = fuzz_peer_send,
+                                                 .peer_recv = fuzz_peer_recv};
 
 /* --- the executor's threads, run in order between requests ------------------------------- */
 
