@@ -760,8 +760,10 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
             return 0;
         /* The reply's byte says whether a peer died here: the client then
          * leaves without MPI_Finalize, which would wait for the dead. */
+        if (s->data && s->data->peer_died && s->data->peer_died())
+            s->peer_died = true;
         vocl_wr_i32(reply, CL_SUCCESS);
-        vocl_wr_u8(reply, s->peer_died || (s->data && s->data->peer_died && s->data->peer_died()));
+        vocl_wr_u8(reply, s->peer_died);
         vocl_wr_finish(reply);
         return 1;
     }

@@ -324,11 +324,13 @@ static int sent(struct proxyd_session *s, MPI_Request *req)
     }
 }
 
+/* Posts a send to s's client; *req stays MPI_REQUEST_NULL when it fails. */
 static int post(struct proxyd_session *s, int tag, const void *buf, size_t n, MPI_Request *req)
 {
-    return MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), req) == MPI_SUCCESS
-               ? 0
-               : -1;
+    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), req) == MPI_SUCCESS)
+        return 0;
+    *req = MPI_REQUEST_NULL;
+    return -1;
 }
 
 /* A chunk of a read: sent once the client takes it. */
@@ -635,11 +637,12 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
     if (bye) {
-        /* (as the reply said: exec.c) */
-        bool told = cl->s.peer_died || atomic_load(&peer_died);
-        if (cl->s.peer_died)
+        if (cl->s.peer_died) {
             atomic_store(&peer_died, true);
-        told ? left_told++ : left_untold++;
+            left_told++;
+        } else {
+            left_untold++;
+        }
         close_client(sv, cl, NULL);
     } else if (atomic_load(&cl->s.lost))
         close_client(sv, cl, "it died");

@@ -123,7 +123,7 @@ struct proxyd_session {
     void (*enter)(struct proxyd_session *s);
     int data_tag; /* the tag of the current request's transfer */
     atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
-    bool peer_died;     /* its BYE said a proxy of the job died */
+    bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (exec.c: is_sync_op). */
