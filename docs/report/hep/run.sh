@@ -15,7 +15,6 @@ runs=$out/runs.txt
 data=${DATA:-/tmp/hep-report}
 mkdir -p "$data" "$out"
 export HWLOC_COMPONENTS=-opencl HYDRA_LAUNCHER=fork
-export VOCL_PEER_TIMEOUT=60
 : >"$runs"
 
 # run LABEL [ENV=V...] -- COMMAND...: one run; its RESULT line must not say
