@@ -12,6 +12,11 @@
  * (another application rank is killed): then rounds go on for 8 s on every
  * device, while the proxies notice the death and clean up after it.
  *
+ *   peer_death GATE -1 --killed-after-end
+ * An MPI program that does its first round on every device, finalizes MPI
+ * (its sessions end), prints PASS, then dies by SIGKILL: an application
+ * killed at its very end.  The job must still end (vocl-run).
+ *
  *   peer_death GATE DEAD_DEVICE --stream
  * Does not stop at the gate: once GATE.ready.RANK is made it streams 4 MiB
  * writes and reads to DEAD_DEVICE until one fails (the test kills that
@@ -23,6 +28,7 @@
 #include <CL/cl.h>
 #include <mpi.h>
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,12 +106,13 @@ static cl_int stream_until_dead(struct dev *d, double *streamed)
 int main(int argc, char **argv)
 {
     bool stream = argc == 4 && !strcmp(argv[3], "--stream");
-    if (argc != 3 && !stream) {
-        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE [--stream]\n");
+    bool killed = argc == 4 && !strcmp(argv[3], "--killed-after-end");
+    if (argc != 3 && !stream && !killed) {
+        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE [--stream | --killed-after-end]\n");
         return 2;
     }
     int provided = 0;
-    if (stream && MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    if ((stream || killed) && MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "MPI_Init_thread failed\n");
         return 2;
     }
@@ -131,6 +138,12 @@ int main(int argc, char **argv)
     }
     printf("before: %u devices verified\n", n);
     fflush(stdout);
+    if (killed) {
+        MPI_Finalize();
+        printf("PASS\n");
+        fflush(stdout);
+        raise(SIGKILL);
+    }
 
     char path[4096];
     snprintf(path, sizeof(path), "%s.ready.%s", gate, rank ? rank : "0");

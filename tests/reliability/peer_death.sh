@@ -8,6 +8,10 @@
 #   peer_death.sh VOCL_RUN PROGRAM client
 #     two application ranks share the proxies; one is killed: the proxies
 #     must release everything it held and keep serving the other.
+#   peer_death.sh VOCL_RUN PROGRAM killed
+#     the program dies by SIGKILL after its sessions ended (after
+#     MPI_Finalize): the job ends all the same, VOCL_RUN_GRACE (here 2 s)
+#     after it, with the program's status (137).
 #   peer_death.sh VOCL_RUN PROGRAM stream
 #     as proxy, but the proxy dies while the program streams 4 MiB writes
 #     and reads to it (after a random 0.1-0.9 s): no crash, the program
@@ -44,7 +48,11 @@ proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
 # objects; rank 0 goes on, on every device.
 client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
 stream) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
-*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream" >&2; exit 2 ;;
+killed)
+    VOCL_RUN_GRACE=2 "$vocl_run" -n 1 -d 1 -v -- "$prog" "$tmp/gate" -1 --killed-after-end \
+        > "$tmp/out" 2> "$tmp/err" &
+    job=$! ;;
+*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream|killed" >&2; exit 2 ;;
 esac
 
 # The job ends by itself: no wait outlives a dead peer.  Stream: within 5 s
@@ -57,6 +65,10 @@ if [ "$what" = stream ]; then
     echo "job exit status: $status; the job ended ${late} s after the program's last line"
     [ "$status" -eq 0 ] || { echo "peer_death: the job did not end with the program's status (0)" >&2; fail=1; }
     [ "$late" -le 5 ] || { echo "peer_death: the job outlived the program by ${late} s" >&2; fail=1; }
+elif [ "$what" = killed ]; then
+    echo "job exit status: $status"
+    [ "$status" -eq 137 ] || { echo "peer_death: the job did not end with the program's status (137)" >&2; fail=1; }
+    expect "$tmp/err" 'vocl-run: the application ended 2 s ago and the job did not' 1
 else
     echo "job exit status: $status"
 fi

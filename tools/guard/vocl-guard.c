@@ -101,6 +101,9 @@ int main(int argc, char **argv)
             "vocl-guard: rank %s (%s) was killed by signal %d; the rest of the job goes on "
             "without it\n",
             rank ? rank : "?", argv[1], WTERMSIG(st));
-    for (;;)
-        pause(); /* until mpiexec ends the job */
+    while (!told)
+        pause(); /* until mpiexec (or vocl-run) ends the job */
+    signal(told, SIG_DFL);
+    raise(told);
+    return 128 + told;
 }
