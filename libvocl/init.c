@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "liveness.h"
 #include "token.h"
@@ -292,6 +293,15 @@ static void connect_mode(const char *port)
         px->dead = true;
 }
 
+/* Whether this process is the rank vocl-guard started (VOCL_RANK_PID), and
+ * not a process it started: under LD_PRELOAD every one of those loads
+ * libvocl too, and each would join the job as the same rank. */
+static bool rank_process(void)
+{
+    const char *pid = getenv("VOCL_RANK_PID");
+    return !pid || !*pid || strtol(pid, NULL, 10) == (long)getpid();
+}
+
 static cl_int do_init(void)
 {
     vocl_log_set_prefix("libvocl");
@@ -311,6 +321,10 @@ static cl_int do_init(void)
     vocl.app_ranks = (int)env_long("VOCL_APP_RANKS", 0);
     if (port && *port)
         connect_mode(port);
+    else if (vocl.app_ranks > 0 && !rank_process())
+        vocl.init_error = "this process is a child of the application rank vocl-run "
+                          "started, and only that process can join the job: start the "
+                          "OpenCL program itself under vocl-run (or exec it from a script)";
     else if (vocl.app_ranks > 0) {
         vocl.job_mode = true;
         open_job();
@@ -433,7 +447,7 @@ static void join_job(void)
     int fin = 0;
     MPI_Finalized(&fin);
     if (!init_done && !fin && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT") &&
-        !getenv("VOCL_IN_PROXY"))
+        !getenv("VOCL_IN_PROXY") && rank_process())
         vocl_init();
 }
 
