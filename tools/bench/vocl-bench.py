@@ -36,6 +36,8 @@ SECTION_TITLES = {
     "lat": "(c) blocking round trip: median",
     "launch": "(d) launch throughput: small kernels, 7 arguments set before each",
     "rss": "(e) peak resident memory",
+    "pyopencl-wall": "PyOpenCL scripts: wall time of the command (vocl-run's start and end included)",
+    "pyopencl-own": "PyOpenCL scripts: the script's own time (from its first line to its last)",
 }
 # The worker's line sections; `info` and `end` carry no measurement.
 LINE_SECTIONS = ("info", "call", "bw", "lat", "launch", "rss", "end")
@@ -626,6 +628,113 @@ def cluster_main(a, worker, vocl_run):
     return EXIT_RUN_FAILED if failed else EXIT_OK
 
 
+# ---- --pyopencl: a suite of many small calls, natively and through VOCL ----
+
+PYOPENCL_TARGET = 1.15  # VOCL's wall time over native's, the whole suite
+# Runs a script as its own __main__ and says how long it took, from its
+# first line to its last (not the interpreter's start, nor libvocl's end).
+PY_TIMER = """
+import os, runpy, sys, time
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+t0 = time.perf_counter()
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:  # (a script may end with sys.exit)
+    sys.stderr.write("vocl-bench-script-seconds %.6f\\n" % (time.perf_counter() - t0))
+"""
+SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
+
+
+def run_script(label, cmd, env, timeout):
+    """(wall seconds, script seconds), or None with a note on failure."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        note("%s: timed out after %d s" % (label, timeout))
+        return None
+    wall = time.monotonic() - t0
+    m = SCRIPT_SECONDS.search(err)
+    why = ("exit status %d" % proc.returncode if proc.returncode else
+           "a FAIL line" if re.search(r"^FAIL ", out, re.M) else
+           "no PASS line" if not re.search(r"^PASS ", out, re.M) else
+           "no time printed" if not m else None)
+    if why:
+        note("%s FAILED (%s); its stderr ends with:" % (label, why))
+        for line in err.splitlines()[-10:]:
+            print("    " + line, file=sys.stderr)
+        return None
+    return wall, float(m.group(1))
+
+
+def median(xs):
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def pyopencl_main(a, vocl_run):
+    """Every PyOpenCL script of a directory (tests/external/pyopencl: each
+    checks its results against NumPy), natively and under vocl-run -n 1 -d 1,
+    taking turns, ROUNDS times; the median wall time of each, and of the
+    script's own part (without the interpreter's start and libvocl's end)."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import pyopencl, numpy"], stderr=subprocess.DEVNULL).returncode:
+        die("--pyopencl needs %s with pyopencl and numpy (Debian: apt-get install "
+            "python3-pyopencl python3-numpy)" % py)
+    scripts = sorted(f for f in os.listdir(a.pyopencl)
+                     if f.endswith(".py") and f not in ("common.py", "multidevice.py"))
+    if not scripts:
+        die("no PyOpenCL scripts (*.py) in %s" % a.pyopencl)
+    walls = {s: ([], []) for s in scripts}
+    own = {s: ([], []) for s in scripts}
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        # PyOpenCL builds every program from source (as tests/external does);
+        # PoCL's own compiler cache stays on for both.
+        env = dict(os.environ, PYOPENCL_NO_CACHE="1", PYTHONDONTWRITEBYTECODE="1",
+                   XDG_CACHE_HOME=tmp, POCL_DEVICES=os.environ.get("POCL_DEVICES", "pthread"))
+        for r in range(a.rounds):
+            note("round %d of %d" % (r + 1, a.rounds))
+            for s in scripts:
+                cmd = [py, "-c", PY_TIMER, os.path.join(a.pyopencl, s)]
+                for i, full in enumerate((cmd, [vocl_run, "-n", "1", "-d", "1", "--"] + cmd)):
+                    got = run_script("%s %s" % (("native", "VOCL")[i], s), full, env, a.timeout)
+                    if got is None:
+                        failed += 1
+                        continue
+                    walls[s][i].append(got[0])
+                    own[s][i].append(got[1])
+    rows = []
+    for section, table in (("pyopencl-wall", walls), ("pyopencl-own", own)):
+        tot = [0.0, 0.0]
+        for s in scripts:
+            n, v = (median(x) if x else None for x in table[s])
+            rows.append(Row(section, s[:-3], "", "s", n, v, None))
+            for i, x in enumerate((n, v)):
+                tot[i] = tot[i] + x if x is not None and tot[i] is not None else None
+        rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", tot[0], tot[1],
+                        None, "<= %.2fx native" % PYOPENCL_TARGET,
+                        "n/a" if None in tot else verdict(tot[1] <= PYOPENCL_TARGET * tot[0])))
+    print()
+    print_table(rows, "%s %s --pyopencl: %d scripts of %s, natively (PoCL) and under %s -n 1 "
+                "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
+                                             os.path.basename(vocl_run), a.rounds))
+    try:
+        write_csv(a.csv, rows)
+        print("CSV written to %s" % a.csv)
+    except OSError as e:
+        note("cannot write %s: %s" % (a.csv, e))
+    if failed:
+        print("%d runs FAILED" % failed)
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
 # ---- main ----
 
 
@@ -666,9 +775,12 @@ def parse_args(argv):
     p.add_argument("--rate", default="10gbit",
                    help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
     p.add_argument("--rounds", metavar="N", type=int, default=3,
-                   help="--cluster: rounds of the three runs, taking turns (default 3)")
+                   help="--cluster, --pyopencl: rounds of the runs, taking turns (default 3)")
     p.add_argument("--vocl-cluster", metavar="PATH", help="--cluster: the vocl-cluster to use")
     p.add_argument("--pingpong", metavar="PATH", help="--cluster: the mpi-pingpong to use")
+    p.add_argument("--pyopencl", metavar="DIR",
+                   help="instead: time every PyOpenCL script of DIR (tests/external/pyopencl) "
+                        "natively and through VOCL, --rounds times")
     p.add_argument("--timeout", metavar="S", type=int, default=3600,
                    help="seconds each run may take (default 3600)")
     p.add_argument("-V", "--version", action="version", version="%s %s" % (PROG, VERSION))
@@ -686,6 +798,8 @@ def parse_args(argv):
             p.error("--%s must be at least 1" % name)
     if a.device is not None and a.device < 0:
         p.error("--device must be 0 or more")
+    if a.pyopencl is not None and not os.path.isdir(a.pyopencl):
+        p.error("--pyopencl takes a directory of scripts, not '%s'" % a.pyopencl)
     return a
 
 
@@ -717,6 +831,8 @@ def main(argv):
                 "python3-matplotlib, or gnuplot-nox); neither is installed")
     if a.cluster:
         return cluster_main(a, worker, vocl_run)
+    if a.pyopencl:
+        return pyopencl_main(a, vocl_run)
 
     wargs = worker_args(a)
     base_env = dict(os.environ)
