@@ -16,6 +16,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -293,13 +295,36 @@ static void connect_mode(const char *port)
         px->dead = true;
 }
 
-/* Whether this process is the rank vocl-guard started (VOCL_RANK_PID), and
- * not a process it started: under LD_PRELOAD every one of those loads
- * libvocl too, and each would join the job as the same rank. */
+/*
+ * Under LD_PRELOAD every process a rank starts loads libvocl too (a
+ * script's commands, a launcher's helpers, `timeout APP`), and the rank
+ * must join the job once.  The first of them to call OpenCL claims it
+ * (VOCL_RANK_CLAIM, a file vocl-guard names, made with O_EXCL); at exit,
+ * only the process vocl-guard started (VOCL_RANK_PID) joins, and only if
+ * none did.  Without vocl-guard, every process may.
+ */
 static bool rank_process(void)
 {
     const char *pid = getenv("VOCL_RANK_PID");
     return !pid || !*pid || strtol(pid, NULL, 10) == (long)getpid();
+}
+
+static bool rank_claimed(void)
+{
+    const char *path = getenv("VOCL_RANK_CLAIM");
+    return path && *path && access(path, F_OK) == 0;
+}
+
+static bool claim_rank(void)
+{
+    const char *path = getenv("VOCL_RANK_CLAIM");
+    if (!path || !*path)
+        return true;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno != EEXIST; /* (a claim that cannot be made is no other's) */
+    close(fd);
+    return true;
 }
 
 static cl_int do_init(void)
@@ -321,10 +346,10 @@ static cl_int do_init(void)
     vocl.app_ranks = (int)env_long("VOCL_APP_RANKS", 0);
     if (port && *port)
         connect_mode(port);
-    else if (vocl.app_ranks > 0 && !rank_process())
-        vocl.init_error = "this process is a child of the application rank vocl-run "
-                          "started, and only that process can join the job: start the "
-                          "OpenCL program itself under vocl-run (or exec it from a script)";
+    else if (vocl.app_ranks > 0 && !claim_rank())
+        vocl.init_error = "another process of this application rank (one that started "
+                          "this one, or it started) joined the job first, and a rank joins "
+                          "once: call OpenCL from one process of each rank";
     else if (vocl.app_ranks > 0) {
         vocl.job_mode = true;
         open_job();
@@ -447,7 +472,7 @@ static void join_job(void)
     int fin = 0;
     MPI_Finalized(&fin);
     if (!init_done && !fin && env_long("VOCL_APP_RANKS", 0) > 0 && !getenv("VOCL_CONNECT") &&
-        !getenv("VOCL_IN_PROXY") && rank_process())
+        !getenv("VOCL_IN_PROXY") && rank_process() && !rank_claimed())
         vocl_init();
 }
 

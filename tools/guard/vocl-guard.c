@@ -17,8 +17,8 @@
  *
  * VOCL_GUARD_PRELOAD, if set, becomes the command's LD_PRELOAD (libvocl
  * for application ranks: the guard itself must not load it).
- * VOCL_RANK_PID is set to the command's pid: libvocl joins the job only
- * in that process (libvocl(7)).
+ * VOCL_RANK_PID is set to the command's pid, and VOCL_RANK_CLAIM to a file
+ * of VOCL_GUARD_STATUS: libvocl joins the job once a rank (libvocl(7)).
  * VOCL_GUARD_STATUS, if set, is a folder where the guard writes the
  * command's exit status (128 + signal when killed) as a file named after
  * the rank, before anything else: vocl-run exits with the application's
@@ -63,11 +63,16 @@ int main(int argc, char **argv)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
-        /* Which process is the rank: libvocl joins the job only in it, not
-         * in processes it starts (a shell's helpers would each join). */
-        char pid[24];
+        /* Which process is the rank, and where the first of its processes
+         * to call OpenCL claims it: libvocl joins the job once a rank. */
+        char pid[24], claim[4096];
         snprintf(pid, sizeof(pid), "%ld", (long)getpid());
         setenv("VOCL_RANK_PID", pid, 1);
+        const char *dir = getenv("VOCL_GUARD_STATUS"), *rank = getenv("PMI_RANK");
+        if (dir && *dir) {
+            snprintf(claim, sizeof(claim), "%s/rank.%s.joined", dir, rank ? rank : "0");
+            setenv("VOCL_RANK_CLAIM", claim, 1);
+        }
         const char *pre = getenv("VOCL_GUARD_PRELOAD");
         if (pre && *pre)
             setenv("LD_PRELOAD", pre, 1);
