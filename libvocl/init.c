@@ -309,16 +309,22 @@ static bool rank_process(void)
     return !pid || !*pid || strtol(pid, NULL, 10) == (long)getpid();
 }
 
-static bool rank_claimed(void)
+/* The rank's claim file; NULL without vocl-guard. */
+static const char *claim_path(void)
 {
     const char *path = getenv("VOCL_RANK_CLAIM");
-    return path && *path && access(path, F_OK) == 0;
+    return path && *path ? path : NULL;
+}
+
+static bool rank_claimed(void)
+{
+    return claim_path() && access(claim_path(), F_OK) == 0;
 }
 
 static bool claim_rank(void)
 {
-    const char *path = getenv("VOCL_RANK_CLAIM");
-    if (!path || !*path)
+    const char *path = claim_path();
+    if (!path)
         return true;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)

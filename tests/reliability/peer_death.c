@@ -112,7 +112,8 @@ int main(int argc, char **argv)
         return 2;
     }
     int provided = 0;
-    if ((stream || killed) && MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    if ((stream || killed) &&
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "MPI_Init_thread failed\n");
         return 2;
     }

@@ -94,25 +94,31 @@ class Run:
         return self.error is None
 
 
-def run_worker(run, timeout):
-    note("%s run: %s" % (run.label, " ".join(run.cmd)))
+def run_cmd(cmd, env, timeout):
+    """(exit status, stdout, stderr, seconds, timed out) of cmd, run in a
+    session of its own so that a timeout ends mpiexec and every rank."""
     t0 = time.monotonic()
-    # A session of its own, so that a timeout can end mpiexec and every rank.
-    proc = subprocess.Popen(run.cmd, env=run.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, universal_newlines=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, start_new_session=True)
+    timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        timed_out = True
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             out, err = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
+    return proc.returncode, out, err, time.monotonic() - t0, timed_out
+
+
+def run_worker(run, timeout):
+    note("%s run: %s" % (run.label, " ".join(run.cmd)))
+    run.rc, out, err, run.seconds, timed_out = run_cmd(run.cmd, run.env, timeout)
+    if timed_out:
         run.error = "timed out after %d s" % timeout
-    run.seconds = time.monotonic() - t0
-    run.rc = proc.returncode
     run.stderr = err
     parse_output(run, out)
     if run.error is None:
@@ -505,6 +511,12 @@ def tcp_stream(cluster):
         return None
 
 
+def median(xs):
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
 def merge_rounds(runs):
     """One Run whose values are the medians of the rounds' runs."""
     merged = Run(runs[0].label, runs[0].cmd, runs[0].env)
@@ -513,9 +525,7 @@ def merge_rounds(runs):
         keys += [k for k in r.values if k not in keys]
     for k in keys:
         got = [r.values[k] for r in runs if k in r.values]
-        vs = sorted(v for v, _ in got)
-        mid = len(vs) // 2
-        merged.values[k] = (vs[mid] if len(vs) % 2 else (vs[mid - 1] + vs[mid]) / 2, got[0][1])
+        merged.values[k] = (median([v for v, _ in got]), got[0][1])
     failed = [r for r in runs if not r.ok]
     merged.error = failed[0].error if failed else None
     return merged
@@ -648,19 +658,10 @@ SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
 
 def run_script(label, cmd, env, timeout):
     """(wall seconds, script seconds), or None with a note on failure."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        note("%s: timed out after %d s" % (label, timeout))
-        return None
-    wall = time.monotonic() - t0
+    rc, out, err, wall, timed_out = run_cmd(cmd, env, timeout)
     m = SCRIPT_SECONDS.search(err)
-    why = ("exit status %d" % proc.returncode if proc.returncode else
+    why = ("timed out after %d s" % timeout if timed_out else
+           "exit status %d" % rc if rc else
            "a FAIL line" if re.search(r"^FAIL ", out, re.M) else
            "no PASS line" if not re.search(r"^PASS ", out, re.M) else
            "no time printed" if not m else None)
@@ -670,12 +671,6 @@ def run_script(label, cmd, env, timeout):
             print("    " + line, file=sys.stderr)
         return None
     return wall, float(m.group(1))
-
-
-def median(xs):
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def pyopencl_main(a, vocl_run):
@@ -712,15 +707,14 @@ def pyopencl_main(a, vocl_run):
                     own[s][i].append(got[1])
     rows = []
     for section, table in (("pyopencl-wall", walls), ("pyopencl-own", own)):
-        tot = [0.0, 0.0]
-        for s in scripts:
-            n, v = (median(x) if x else None for x in table[s])
-            rows.append(Row(section, s[:-3], "", "s", n, v, None))
-            for i, x in enumerate((n, v)):
-                tot[i] = tot[i] + x if x is not None and tot[i] is not None else None
-        rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", tot[0], tot[1],
-                        None, "<= %.2fx native" % PYOPENCL_TARGET,
-                        "n/a" if None in tot else verdict(tot[1] <= PYOPENCL_TARGET * tot[0])))
+        meds = {s: [median(x) if x else None for x in table[s]] for s in scripts}
+        rows += [Row(section, s[:-3], "", "s", n, v, None) for s, (n, v) in meds.items()]
+        # A total only where every script ran both ways.
+        n, v = (None if any(m[i] is None for m in meds.values())
+                else sum(m[i] for m in meds.values()) for i in (0, 1))
+        rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", n, v, None,
+                        "<= %.2fx native" % PYOPENCL_TARGET,
+                        "n/a" if n is None else verdict(v <= PYOPENCL_TARGET * n)))
     print()
     print_table(rows, "%s %s --pyopencl: %d scripts of %s, natively (PoCL) and under %s -n 1 "
                 "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
