@@ -8,7 +8,8 @@
 # and vocl-run are used.  Writes OUT_DIR/runs.txt: one line per run,
 # "LABEL | COMMAND | RESULT line" (or "| FAILED rc=..." when a run fails
 # or passes its 180 s limit), and OUT_DIR/identical.txt: the md5 of
-# allpairs-cv's Newick tree on every configuration.  One run each.
+# allpairs-cv's Newick tree on every configuration.  The prnu and tree runs
+# are made once, the fusion runs three times.  About 15 minutes.
 set -u
 out=${1:-docs/report/allpairs}
 build=${BUILD:-build-allpairs}
@@ -54,11 +55,24 @@ done
 for slots in 5 9 13 25 49; do
     run "prnu 1 dev, $slots slots" "native 1" "${prnu[@]}" --device-slots "$slots" --host-slots 0 --jobs 2
 done
-# Compute-heavy: the Gaussian-mixture distance.
-fusion=("$apps/allpairs-fusion" -n 16 --min-points 500 --max-points 1000 --calibrate 4
-    --device-slots 9 --host-slots 4 --jobs 4)
-for where in "native 1" "native 2" "vocl 1x1" "vocl 2x1" "vocl 4x2" "vocl 16x2"; do
-    run "fusion" "$where" "${fusion[@]}"
+# Efficiency: the compute-bound Gaussian-mixture distance, device caches
+# of 9 slots (18.75 % of 48 items), a host cache that holds the data set
+# (Rocket's setting), T_min from 8 calibration items.  Three runs each.
+fusion=("$apps/allpairs-fusion" -n 48 --min-points 300 --max-points 600 --calibrate 8 --jobs 4)
+for rep in 1 2 3; do
+    for where in "native 1" "native 2" "vocl 1x1" "vocl 2x1" "vocl 2x2" "vocl 4x2" "vocl 8x2" "vocl 16x2"; do
+        run "fusion" "$where" "${fusion[@]}" --device-slots 9 --host-slots 48
+    done
+    # One device, device cache swept, no host cache.
+    for slots in 5 9 13 25 49; do
+        run "fusion 1 dev, $slots slots" "native 1" "${fusion[@]}" --device-slots "$slots" \
+            --host-slots 0 --jobs 2
+    done
+    # Four times the work per pair: what VOCL's per-job cost is against it.
+    for where in "native 1" "vocl 1x1"; do
+        run "fusion heavy" "$where" "$apps/allpairs-fusion" -n 48 --min-points 600 \
+            --max-points 1200 --calibrate 8 --jobs 4 --device-slots 9 --host-slots 48
+    done
 done
 
 # The same tree, byte for byte, everywhere.
