@@ -114,11 +114,15 @@ static void call_back(struct event_cb *cb)
 {
     vocl_call_wait(&cb->wait); /* the reply is here: takes its status */
     vocl_call_end(&cb->wait);
-    cl_int status = CL_COMPLETE;
-    if (clGetEventInfo(cb->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-                       NULL) != CL_SUCCESS &&
-        cb->wait.err)
-        status = cb->wait.err; /* its proxy is gone */
+    /* A wait that succeeded means CL_COMPLETE: asking the proxy again
+     * would cost each callback a round trip on this one thread.  A failed
+     * command's own status says how it failed. */
+    cl_int status = cb->wait.err; /* CL_SUCCESS, or its proxy is gone */
+    if (cb->wait.err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
+        (clGetEventInfo(cb->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+                        NULL) != CL_SUCCESS ||
+         status >= 0))
+        status = cb->wait.err;
     cb->fn(cb->event, status < 0 ? status : cb->type, cb->user_data);
     clReleaseEvent(cb->event);
     free(cb);

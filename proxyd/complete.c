@@ -106,8 +106,12 @@ static void queue_reply(struct later *l)
 
 static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
 {
-    (void)ev;
     struct later *l = arg;
+    /* PoCL calls back a command that failed (its wait list did) with
+     * CL_COMPLETE; the event's own status says it failed. */
+    if (status >= 0 && l->cl->clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                                             &status, NULL) != CL_SUCCESS)
+        status = CL_COMPLETE;
     if (status < 0) {
         int ok = CL_SUCCESS;
         atomic_compare_exchange_strong(&l->failed, &ok, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);

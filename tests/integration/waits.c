@@ -5,6 +5,10 @@
  *  callback  a kernel gated by a user event, an event callback on it (VOCL
  *            waits for it on a thread of its own), then the main thread
  *            sets the user event: the callback must run.
+ *  failed    a marker gated by a user event that is set to an error: its
+ *            callback must not say CL_COMPLETE.  It must say the error, or
+ *            not run at all: PoCL never calls it (the event's status is
+ *            -1), VOCL calls it with the command's status.
  *  blockers  8 threads, spread over every device of one context, each
  *            blocking in clFinish, a blocking read or clWaitForEvents on a
  *            command gated by one user event; after 200 ms the main thread
@@ -159,6 +163,39 @@ static int many_callbacks(void)
     if (called_back != CALLBACKS || extra >= CALLBACKS / 4) {
         fprintf(stderr, "waits: %d of %d callbacks called; %d more threads while they waited\n",
                 called_back, CALLBACKS, extra);
+        return 0;
+    }
+    return 1;
+}
+
+/* A marker gated by a user event that fails: no callback saying it ran. */
+#define NOT_CALLED 1000
+static atomic_int failed_status = NOT_CALLED;
+
+static void CL_CALLBACK on_failed(cl_event ev, cl_int status, void *data)
+{
+    (void)ev, (void)data;
+    atomic_store(&failed_status, status);
+}
+
+static int failed_callback(void)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[0], 0, &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err), marker;
+    CHECK(err);
+    CHECK(clEnqueueMarkerWithWaitList(q, 1, &gate, &marker));
+    CHECK(clSetEventCallback(marker, CL_COMPLETE, on_failed, NULL));
+    CHECK(clFlush(q));
+    CHECK(clSetUserEventStatus(gate, -1));
+    for (int i = 0; i < 500 && atomic_load(&failed_status) == NOT_CALLED; i++)
+        usleep(1000);
+    clFinish(q); /* may report the failure too */
+    cl_int status = atomic_load(&failed_status);
+    clReleaseEvent(marker), clReleaseEvent(gate), clReleaseCommandQueue(q);
+    if (status >= 0 && status != NOT_CALLED) {
+        fprintf(stderr, "waits: the callback of a failed command got status %d\n", status);
         return 0;
     }
     return 1;
@@ -324,8 +361,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s\n", r,
                     cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG");
     }
-    int many = many_callbacks();
-    failed += !many;
+    int many = many_callbacks(), gate_failed = failed_callback();
+    failed += !many + !gate_failed;
     /* A wait that returned before its gate was set is wrong too. */
     printf("callback after a gated kernel: %s\n", failed ? "FAILED" : "ran");
     printf("%d threads blocked on one user event: %s\n", THREADS,
@@ -333,6 +370,8 @@ int main(int argc, char **argv)
     printf("waits returned before the gate was set: %d\n", early);
     printf("%d callbacks on gated commands: %s\n", CALLBACKS,
            many ? "all called, no thread each" : "FAILED");
+    printf("callback of a command whose gate failed: %s\n",
+           gate_failed ? "no callback says it ran" : "FAILED");
     printf("one kernel launched by %d threads at once: %s\n", SHARERS,
            failed ? "FAILED" : "every launch ran");
     clReleaseProgram(prog);
