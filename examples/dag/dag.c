@@ -87,15 +87,28 @@ struct dag_buffer {
     unsigned num_guards;
 };
 
+/* An argument as the scheduler last set it on a kernel. */
+struct set_arg {
+    bool known, local;
+    size_t size;
+    unsigned char bytes[16]; /* the value, or the cl_mem; none for local memory */
+};
+
 struct dag_kernel {
     dag_device *dev;
     char *source, *name, *options;
     cl_kernel kernel; /* scheduler thread */
+    /* Scheduler thread: what each argument is set to, so that a launch
+     * sets only those that changed (dag-floyd: one of four).  Forgotten
+     * when a memory object is freed, as its handle may come back. */
+    struct set_arg *set;
+    unsigned num_set;
+    unsigned long mems_freed;
 };
 
 struct dag_event {
     unsigned n;
-    struct cmd **cmds;
+    struct cmd *cmds[];
 };
 
 enum kind {
@@ -115,8 +128,9 @@ enum state { S_WINDOW, S_WAITING, S_READY, S_DISPATCHED, S_COMPLETE };
 
 struct run_arg {
     dag_buffer *buffer;
-    void *value; /* a copy of the bytes, or NULL for local memory */
+    void *value; /* a copy of the bytes (in small if they fit), or NULL for local memory */
     size_t size;
+    unsigned char small[16];
 };
 
 struct cmd {
@@ -305,7 +319,8 @@ static void cmd_unref(struct cmd *c)
         for (unsigned i = 0; i < c->num_succ; i++)
             cmd_unref(c->succ[i]);
         for (unsigned i = 0; i < c->num_args; i++)
-            free(c->args[i].value);
+            if (c->args[i].value != c->args[i].small)
+                free(c->args[i].value);
         free(c->args);
         free(c->deps);
         free(c->succ);
@@ -404,12 +419,16 @@ static dag_buffer *buffer_ref(dag_buffer *b)
 
 /* Scheduler thread, without the lock: OpenCL keeps the memory object for
  * the commands already enqueued on it. */
+static unsigned long mems_freed; /* scheduler thread */
+
 static void buffer_unref(dag_buffer *b)
 {
     if (atomic_fetch_sub(&b->refs, 1) != 1)
         return;
-    if (b->mem)
+    if (b->mem) {
         clReleaseMemObject(b->mem);
+        mems_freed++;
+    }
     for (unsigned i = 0; i < b->num_guards; i++)
         cmd_unref(b->guards[i]);
     free(b->guards);
@@ -550,6 +569,34 @@ static bool is_enqueued_kind(enum kind kind)
     return kind == K_WRITE || kind == K_READ || kind == K_COPY || kind == K_RUN;
 }
 
+/* clSetKernelArg, unless the kernel has that value already (scheduler
+ * thread).  value NULL: local memory of that size. */
+static cl_int set_kernel_arg(dag_kernel *k, unsigned i, size_t size, const void *value)
+{
+    if (k->mems_freed != mems_freed) {
+        for (unsigned a = 0; a < k->num_set; a++)
+            k->set[a].known = false;
+        k->mems_freed = mems_freed;
+    }
+    if (i >= k->num_set) {
+        k->set = xrealloc(k->set, (i + 1) * sizeof(*k->set));
+        memset(k->set + k->num_set, 0, (i + 1 - k->num_set) * sizeof(*k->set));
+        k->num_set = i + 1;
+    }
+    struct set_arg *s = &k->set[i];
+    bool fits = value && size <= sizeof(s->bytes);
+    if (s->known && s->size == size && s->local == !value &&
+        (!value || !memcmp(s->bytes, value, size)))
+        return CL_SUCCESS;
+    cl_int err = clSetKernelArg(k->kernel, i, size, value);
+    s->known = err == CL_SUCCESS && (!value || fits);
+    s->local = !value;
+    s->size = size;
+    if (fits)
+        memcpy(s->bytes, value, size);
+    return err;
+}
+
 /* Enqueues (or does) command c; returns its status.  Without the lock. */
 static cl_int execute(struct cmd *c)
 {
@@ -578,6 +625,7 @@ static cl_int execute(struct cmd *c)
         free(c->kernel->source);
         free(c->kernel->name);
         free(c->kernel->options);
+        free(c->kernel->set);
         free(c->kernel);
         c->kernel = NULL;
         break;
@@ -605,9 +653,9 @@ static cl_int execute(struct cmd *c)
         for (unsigned i = 0; i < c->num_args && err == CL_SUCCESS; i++) {
             struct run_arg *a = &c->args[i];
             if (a->buffer)
-                err = clSetKernelArg(k, i, sizeof(cl_mem), &a->buffer->mem);
+                err = set_kernel_arg(c->kernel, i, sizeof(cl_mem), &a->buffer->mem);
             else
-                err = clSetKernelArg(k, i, a->size, a->value);
+                err = set_kernel_arg(c->kernel, i, a->size, a->value);
         }
         if (err == CL_SUCCESS)
             err = clEnqueueNDRangeKernel(dev->queue, k, c->dims, c->has_offset ? c->goffset : NULL,
@@ -1431,9 +1479,8 @@ static int wait_cmds(struct cmd *const *cmds, unsigned n)
 static int finish_call(struct cmd *c, dag_event **out)
 {
     if (out) {
-        dag_event *e = xcalloc(1, sizeof(*e));
+        dag_event *e = xcalloc(1, sizeof(*e) + sizeof(e->cmds[0]));
         e->n = 1;
-        e->cmds = xcalloc(1, sizeof(*e->cmds));
         e->cmds[0] = cmd_ref(c);
         *out = e;
         flush_if_full();
@@ -1602,7 +1649,8 @@ int dag_run(dag_kernel *k, cl_uint dims, const size_t *offset, const size_t *glo
                             "dag_run: argument %u is a buffer of device %d, the kernel's is %d", i,
                             a.buffer->dev->index, k->dev->index);
         if (!a.buffer && a.value) {
-            c->args[i].value = xcalloc(1, a.size);
+            c->args[i].value = a.size <= sizeof(c->args[i].small) ? c->args[i].small
+                                                                  : xcalloc(1, a.size);
             memcpy(c->args[i].value, a.value, a.size);
         }
     }
@@ -1619,10 +1667,11 @@ int dag_run(dag_kernel *k, cl_uint dims, const size_t *offset, const size_t *glo
 
 dag_event *dag_merge(unsigned n, dag_event *const *events)
 {
-    dag_event *e = xcalloc(1, sizeof(*e));
+    unsigned total = 0;
     for (unsigned i = 0; i < n; i++)
-        e->n += events[i] ? events[i]->n : 0;
-    e->cmds = xcalloc(e->n, sizeof(*e->cmds));
+        total += events[i] ? events[i]->n : 0;
+    dag_event *e = xcalloc(1, sizeof(*e) + total * sizeof(e->cmds[0]));
+    e->n = total;
     unsigned k = 0;
     for (unsigned i = 0; i < n; i++) {
         for (unsigned j = 0; events[i] && j < events[i]->n; j++)
@@ -1644,7 +1693,6 @@ void dag_release_event(dag_event *e)
         return;
     for (unsigned i = 0; i < e->n; i++)
         cmd_unref(e->cmds[i]);
-    free(e->cmds);
     free(e);
 }
 
