@@ -15,10 +15,11 @@
  *            on the stream thread for reads: stream.c);
  *   serial   VOCL_PIPELINE=0: one staging buffer, each stage waited for.
  *
- * A request that wanted no reply must never leave this thread waiting on a
- * queue that a user event not yet set may hold (the client would be waiting
- * for us to read its clSetUserEventStatus): such transfers go through
- * memory of their own instead (may_block).
+ * No request, blocking or not, may leave this thread waiting on a queue
+ * that a user event not yet set may hold (the client would be waiting for
+ * us to read its clSetUserEventStatus, sent by another of its threads):
+ * while the client has such events, transfers go through memory of their
+ * own instead (may_block).
  */
 #include "proxyd.h"
 
@@ -164,10 +165,13 @@ static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf,
         free(buf);
 }
 
-/* The proxy may wait on queues: the client waits too, or nothing waits for it. */
+/* The proxy may wait on queues: no user event of the client is still unset.
+ * One may hold the queue, and the client's clSetUserEventStatus, sent by
+ * another thread while the one that sent q waits for its reply, would wait
+ * behind this request. */
 static bool may_block(const struct proxyd_req *q)
 {
-    return !q->async || q->s->user_events == 0;
+    return q->s->user_events == 0;
 }
 
 /* Whether queue's device keeps buffers in host memory, so a map costs no copy. */
@@ -237,7 +241,7 @@ static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem 
             return q->s->broken ? CL_OUT_OF_RESOURCES : CL_OUT_OF_HOST_MEMORY;
         rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_FALSE, offset, x->size, mem, nwl, wl, &e);
         keep_until_done(q, rc, e, mem);
-        return finish_cmd(q, rc, e, CL_FALSE, ev);
+        return finish_cmd(q, rc, e, blocking, ev);
     }
     if (direct_ok(q, queue)) {
         uint8_t *p = q->cl->clEnqueueMapBuffer(queue, buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
@@ -394,7 +398,9 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
         flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
     if (props)
         mem = q->cl->clCreateBufferWithProperties(ctx, props, flags, size, host, &err);
-    else
+    else if (x.mode == VOCL_DATA_NONE)
+        mem = proxyd_shm_buffer(q, ctx, flags, size, &err);
+    if (!mem && !props && err == CL_SUCCESS)
         mem = q->cl->clCreateBuffer(ctx, flags, size, host, &err);
     if (x.mode == VOCL_DATA_CHUNKED) {
         cl_command_queue tq = mem ? context_queue(q, ctx) : NULL;
