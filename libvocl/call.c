@@ -196,6 +196,9 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
      * until now (replica.c: which writes a command may depend on). */
     if (c->queue && c->wl_n)
         atomic_store(&c->queue->ordered_at, vocl_tick());
+    /* A shared buffer's transfer needs its queue drained (memory.c). */
+    if (c->queue)
+        atomic_store(&c->queue->enqueued_at, vocl_tick());
     /* Calls that may tell the host that commands ended. */
     if (c->sync || op == VOCL_OP_clWaitForEvents || op == VOCL_OP_clGetEventInfo ||
         op == VOCL_OP_clGetEventProfilingInfo) {

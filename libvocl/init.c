@@ -12,6 +12,7 @@
  * initialising thread is marked, and such calls go to the native library.
  */
 #include "vocl.h"
+#include "shm.h"
 #include "profile.h"
 
 #include <stdio.h>
@@ -78,19 +79,23 @@ static int greet(struct vocl_proxy *px)
     struct vocl_call c;
     memset(&c, 0, sizeof(c));
     c.px = px;
+    /* A proxy of this node may share large buffers (shm.h). */
+    uint64_t node = !px->local && vocl_shm_allowed() ? vocl_shm_node() : 0;
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
         vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
-        vocl_wr_u32(c.w, VOCL_FEAT_NONE);
+        vocl_wr_u32(c.w, node ? VOCL_FEAT_SHM : VOCL_FEAT_NONE);
         vocl_wr_u32(c.w, (vocl_trace_on ? VOCL_HELLO_TRACE : 0) |
                              (vocl.token ? VOCL_HELLO_TOKEN : 0));
         if (vocl.token)
             vocl_wr_bytes(c.w, vocl.token->bytes, vocl.token->len);
+        if (node)
+            vocl_wr_u64(c.w, node);
         vocl_call_send(&c);
     }
     uint32_t ndev = 0;
     if (c.err == CL_SUCCESS) {
         vocl_rd_u32(&c.r); /* version */
-        vocl_rd_u32(&c.r); /* features */
+        px->shm = vocl_rd_u32(&c.r) & VOCL_FEAT_SHM;
         px->chunk = (size_t)vocl_rd_u64(&c.r);
         ndev = vocl_rd_u32(&c.r);
         if (ndev > 4096 || c.r.fail || px->chunk < (4u << 10) || px->chunk > (64u << 20))

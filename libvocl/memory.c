@@ -11,9 +11,16 @@
  */
 #include "vocl.h"
 #include "profile.h"
+#include "shm.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Writes the data of a transfer of n bytes from p (host to device); none when p is NULL. */
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
@@ -289,6 +296,128 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
     return q;
 }
 
+/* --- buffers a proxy of this node shares (shm.h) ----------------------------------------------- */
+
+/* Whether /proc/PID/fd/FD (or our own fd f, for PID 0) is the memfd named
+ * for token. */
+static bool is_shared_file(long pid, unsigned fd, uint64_t token)
+{
+    char path[64], link[128], name[48], want[64];
+    if (pid)
+        snprintf(path, sizeof(path), "/proc/%ld/fd/%u", pid, fd);
+    else
+        snprintf(path, sizeof(path), "/proc/self/fd/%u", fd);
+    vocl_shm_name(name, sizeof(name), token);
+    int n = snprintf(want, sizeof(want), "/memfd:%s", name); /* then " (deleted)" */
+    ssize_t len = readlink(path, link, sizeof(link) - 1);
+    return len >= n && memcmp(link, want, (size_t)n) == 0 && (len == n || link[n] == ' ');
+}
+
+/* Maps the memfd fd of process pid, if it is the one named for token and
+ * has size bytes; NULL otherwise. */
+static void *map_shared(long pid, unsigned fd, uint64_t size, uint64_t token)
+{
+    if (!is_shared_file(pid, fd, token))
+        return NULL;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/fd/%u", pid, fd);
+    int f = open(path, O_RDWR | O_CLOEXEC);
+    if (f < 0)
+        return NULL;
+    struct stat st;
+    void *p = MAP_FAILED;
+    /* Checked again on our own descriptor: the proxy's may have been
+     * reused in between. */
+    if (is_shared_file(0, (unsigned)f, token) && fstat(f, &st) == 0 &&
+        (uint64_t)st.st_size == size)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    close(f);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* m's memory, shared by its proxy, mapped the first time; NULL when it is
+ * not shared (or while another thread asks). */
+static void *shared_memory(struct vocl_obj *m)
+{
+    int state = atomic_load(&m->shm_state);
+    if (state == 2)
+        return m->shm;
+    if (state != 0 || !atomic_compare_exchange_strong(&m->shm_state, &state, 1))
+        return NULL;
+    struct vocl_call c;
+    vocl_call_init(&c);
+    vocl_call_h(&c, m, VOCL_T_MEM, 0);
+    void *p = NULL;
+    if (vocl_call_start(&c, VOCL_OP_SHM_MAP) == 0) {
+        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
+        if (vocl_call_send(&c) == 0) {
+            long pid = (long)vocl_rd_u64(&c.r);
+            uint32_t fd = vocl_rd_u32(&c.r);
+            uint64_t size = vocl_rd_u64(&c.r), token = vocl_rd_u64(&c.r);
+            if (!c.r.fail && fd != UINT32_MAX && size == m->mem_size) {
+                p = map_shared(pid, fd, size, token);
+                if (p)
+                    atomic_store(&c.px->shm_pid, pid);
+                if (!p)
+                    vocl_warn("proxy %d shares a buffer that cannot be mapped here "
+                              "(/proc/%ld/fd/%u): transfers go through the proxy",
+                              c.px->rank, pid, fd);
+            }
+        }
+    }
+    vocl_call_end(&c);
+    m->shm = p;
+    atomic_store(&m->shm_state, 2);
+    return p;
+}
+
+/*
+ * A transfer of a buffer that a proxy of this node shares, without events:
+ * one memcpy, once the commands before it on the queue have ended.  That is
+ * so when nothing was enqueued since the queue's last clFinish; otherwise a
+ * blocking one finishes the queue first, and a non-blocking one is left to
+ * the general path (which keeps it asynchronous).  Doing a non-blocking
+ * transfer at once, in its place in the queue's order, is one of the ways
+ * it may run.  Returns false when this does not apply: the general path
+ * runs, and reports any error.
+ */
+static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffer,
+                        cl_bool blocking, size_t offset, size_t size, void *ptr, cl_uint nwl,
+                        const cl_event *event, cl_int *err)
+{
+    struct vocl_obj *q = vocl_lookup(command_queue, VOCL_T_QUEUE);
+    struct vocl_obj *m = vocl_lookup(buffer, VOCL_T_MEM);
+    if (nwl || event || !q || !m || !m->px->shm || m->parent || m->reps ||
+        m->mem_type || m->maps || m->context != q->context || !ptr || size == 0 ||
+        offset > m->mem_size || size > m->mem_size - offset ||
+        vocl_host_forbids(m, !write, write))
+        return false;
+    bool drained = atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at) ||
+                   !atomic_load(&q->enqueued_at);
+    if (!drained && !blocking)
+        return false;
+    void *shared = shared_memory(m);
+    if (!shared || atomic_load(&m->px->dead))
+        return false;
+    /* The memory outlives a proxy that dies: its transfers must fail. */
+    if (kill((pid_t)atomic_load(&m->px->shm_pid), 0) != 0) {
+        vocl_xport_fail(m->px, "its process is gone: it died");
+        return false;
+    }
+    if (!drained) {
+        *err = clFinish(command_queue);
+        if (*err != CL_SUCCESS)
+            return true;
+    }
+    if (write)
+        memcpy((char *)shared + offset, ptr, size);
+    else
+        memcpy(ptr, (char *)shared + offset, size);
+    vocl_prof_shared(size);
+    *err = CL_SUCCESS;
+    return true;
+}
+
 static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buffer,
                            cl_bool blocking_write, size_t offset, size_t size, const void *ptr,
                            cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
@@ -296,6 +425,10 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
 {
     struct vocl_call c;
     uint64_t ev_id;
+    cl_int shared_err;
+    if (host && shared_xfer(true, command_queue, buffer, blocking_write, offset, size, (void *)ptr,
+                            num_events_in_wait_list, event, &shared_err))
+        return shared_err;
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, host, command_queue,
                                            buffer, blocking_write, offset, size, ptr,
@@ -316,6 +449,10 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
 {
     struct vocl_call c;
     uint64_t ev_id;
+    cl_int shared_err;
+    if (host && shared_xfer(false, command_queue, buffer, blocking_read, offset, size, ptr,
+                            num_events_in_wait_list, event, &shared_err))
+        return shared_err;
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, host, command_queue,
                                            buffer, blocking_read, offset, size, ptr,

@@ -10,6 +10,7 @@
 #include "vocl.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "kernelparse.h"
 
@@ -104,6 +105,8 @@ static void obj_free(struct vocl_obj *o)
     free(o->inputs);
     vocl_mappings_free(o);
     vocl_reps_free(o);
+    if (o->shm)
+        munmap(o->shm, o->mem_size);
     o->magic = 0;
     free(o);
 }

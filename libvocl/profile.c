@@ -22,6 +22,8 @@ static struct {
     atomic_uint_fast64_t count, ns, bytes;
 } stats[VOCL_FN_COUNT];
 
+static atomic_uint_fast64_t shared_count, shared_bytes;
+
 static _Thread_local int depth;
 static _Thread_local uint64_t call_bytes;
 
@@ -117,6 +119,17 @@ static void print_table(void)
                 total ? 100.0 * (double)ns / (double)total : 0.0,
                 (unsigned long long)stats[i].bytes);
     }
+    if (shared_count)
+        fprintf(stderr, "of them in memory shared with a proxy of this node: %llu transfers, "
+                        "%llu bytes\n",
+                (unsigned long long)shared_count, (unsigned long long)shared_bytes);
+}
+
+void vocl_prof_shared(size_t n)
+{
+    vocl_prof_bytes(n);
+    atomic_fetch_add(&shared_count, 1);
+    atomic_fetch_add(&shared_bytes, n);
 }
 
 /* --- the trace ------------------------------------------------------------------------------------ */

@@ -25,6 +25,8 @@ uint64_t vocl_prof_enter(void);
 void vocl_prof_leave(enum vocl_fn fn, uint64_t start_ns);
 /* Bytes a transfer of the current call moves. */
 void vocl_prof_bytes(size_t n);
+/* A transfer done in memory shared with a proxy of this node (memory.c). */
+void vocl_prof_shared(size_t n);
 /* At exit, before the proxies are told BYE: the table, the trace file. */
 void vocl_prof_report(void);
 

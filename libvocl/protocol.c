@@ -58,6 +58,7 @@ const char *vocl_proto_op_name(unsigned op)
     case VOCL_OP_EVENT_IN: return "EVENT_IN";
     case VOCL_OP_NOTIFY: return "NOTIFY";
     case VOCL_OP_PROGRAM_BINARIES: return "PROGRAM_BINARIES";
+    case VOCL_OP_SHM_MAP: return "SHM_MAP";
     default: return "unknown";
     }
 }

@@ -5,9 +5,14 @@
  * Message payloads (all fields little-endian, see wire.h):
  *
  *   HELLO   req: u32 wire version, u32 features, u32 flags, and when flags
- *           has VOCL_HELLO_TOKEN, bytes token (connect mode: token.h)
- *           rep: i32 err, u32 version, u32 features, u64 chunk size, u32 ndev,
+ *           has VOCL_HELLO_TOKEN, bytes token (connect mode: token.h), and
+ *           when features has VOCL_FEAT_SHM, u64 node key (shm.h)
+ *           rep: i32 err, u32 version, u32 features (VOCL_FEAT_SHM: the same
+ *                node, buffers shared), u64 chunk size, u32 ndev,
  *                ndev x (u64 cl_device_type, u64 max mem alloc size)
+ *   SHM_MAP req: u64 mem  rep: i32 err, u64 proxy pid, u32 fd (UINT32_MAX:
+ *           the buffer is not shared), u64 size, u64 token: the memfd whose
+ *           name vocl_shm_name(token) gives holds the buffer (shm.h)
  *   BYE     req: (empty), or u8 1 when a proxy of the job died (so this proxy
  *           ends the job rather than wait in MPI_Finalize for the dead one) -
  *           the proxy releases the session's objects; a reply
@@ -95,6 +100,7 @@ enum vocl_proto_op {
     VOCL_OP_DIFF_IN = 23,
     VOCL_OP_NOTIFY = 81, /* proxy -> client, before a reply: context notifications */
     VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
+    VOCL_OP_SHM_MAP = 82,
 };
 
 /*
@@ -137,6 +143,7 @@ enum vocl_arg_kind {
 
 /* Features negotiated in HELLO. */
 #define VOCL_FEAT_NONE 0u
+#define VOCL_FEAT_SHM 0x1u /* shared buffers (shm.h) */
 /* HELLO flags. */
 #define VOCL_HELLO_TRACE 0x1u /* record a timeline of the session (VOCL_TRACE) */
 #define VOCL_HELLO_TOKEN 0x2u /* the shared secret follows (connect mode) */

@@ -98,6 +98,8 @@ struct vocl_proxy {
     uint32_t seq;
     cl_uint ndev;
     size_t chunk;                   /* chunk size of transfers (the proxy's staging buffers) */
+    bool shm;                       /* on this node: large buffers are shared (shm.h) */
+    atomic_long shm_pid;            /* its process, once a buffer was mapped (0: none) */
     struct vocl_pending pending;    /* under lock */
     struct vocl_waiter *waiters;    /* under lock */
     struct vocl_wr rx;              /* under lock: the message being received */
@@ -144,6 +146,8 @@ struct vocl_obj {
     cl_uint ninputs;          /* linked program: its input programs (held), where */
     struct vocl_obj **inputs; /* its kernels' signatures are */
     struct vocl_mapping *maps; /* mem: live host shadows of remote maps */
+    void *shm;                 /* buffer: its memory, shared with its proxy (memory.c) */
+    atomic_int shm_state;      /* buffer: 0 SHM_MAP not asked, 1 being asked, 2 answered */
     void (*ctx_notify)(const char *, const void *, size_t, void *);
     void *ctx_notify_data;
     struct vocl_dtor *dtors; /* destructor callbacks, run when the object goes */
@@ -153,6 +157,7 @@ struct vocl_obj {
     uint64_t twinned;        /* memory (the root buffer): replicas with a twin */
     atomic_uint_fast64_t ordered_at;  /* queue: when a command of it last had a wait list */
     atomic_uint_fast64_t finished_at; /* queue: when the last clFinish of it that returned began */
+    atomic_uint_fast64_t enqueued_at; /* queue: when the last call naming it began */
 };
 
 /* Global state, set up once by vocl_init(). */

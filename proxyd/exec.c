@@ -9,6 +9,7 @@
  * the session goes on.
  */
 #include "proxyd.h"
+#include "shm.h"
 
 #include "backoff.h"
 
@@ -543,10 +544,11 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 static void op_hello(struct proxyd_req *q)
 {
     uint32_t version = vocl_rd_u32(q->r);
-    vocl_rd_u32(q->r); /* features: none defined yet */
+    uint32_t features = vocl_rd_u32(q->r);
     uint32_t flags = vocl_rd_u32(q->r);
     size_t token_len = 0;
     const uint8_t *token = flags & VOCL_HELLO_TOKEN ? vocl_rd_bytes(q->r, &token_len) : NULL;
+    uint64_t node_key = features & VOCL_FEAT_SHM ? vocl_rd_u64(q->r) : 0;
     if (!proxyd_req_begin(q))
         return;
     if (version != VOCL_WIRE_VERSION || q->s->hello) {
@@ -569,9 +571,11 @@ static void op_hello(struct proxyd_req *q)
     q->s->hello = true;
     if ((flags & VOCL_HELLO_TRACE) && !q->s->trace)
         q->s->trace = proxyd_trace_new();
+    q->s->shm = node_key && !q->s->in_process && node_key == vocl_shm_node() &&
+                vocl_shm_allowed();
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_wr_u32(q->w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(q->w, VOCL_FEAT_NONE);
+    vocl_wr_u32(q->w, q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE);
     vocl_wr_u64(q->w, node->xfer.pool_size);
     vocl_wr_u32(q->w, node->ndev);
     for (cl_uint i = 0; i < node->ndev; i++) {
@@ -776,6 +780,8 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         op_refcount(&q, h.opcode == VOCL_OP_RETAIN);
     } else if (h.opcode == VOCL_OP_PROGRAM_BINARIES) {
         proxyd_op_program_binaries(&q);
+    } else if (h.opcode == VOCL_OP_SHM_MAP) {
+        proxyd_op_shm_map(&q);
     } else if (h.opcode == VOCL_OP_TRACE) {
         proxyd_op_trace(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_OUT) {

@@ -133,6 +133,7 @@ struct proxyd_session {
      * proxy must never block on a queue for a non-blocking request. */
     unsigned user_events;
     struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
+    bool shm; /* the client is on this node: large buffers are shared (shm.c) */
 };
 
 /* One request being decoded and executed. */
@@ -294,8 +295,14 @@ cl_int proxyd_take_deferred(const struct proxyd_req *q);
 /* clFinish: a marker, answered when it completes. */
 void proxyd_op_finish(struct proxyd_req *q);
 
+/* A buffer of size bytes in memory shared with the client (shm.c), or NULL
+ * (*err set when the driver refused it) where it cannot or need not be. */
+cl_mem proxyd_shm_buffer(struct proxyd_req *q, cl_context ctx, cl_mem_flags flags, size_t size,
+                         cl_int *err);
+
 /* Protocol-only handlers. */
 void proxyd_op_program_binaries(struct proxyd_req *q);
+void proxyd_op_shm_map(struct proxyd_req *q);
 void proxyd_op_trace(struct proxyd_req *q);
 void proxyd_op_migrate_out(struct proxyd_req *q);
 void proxyd_op_migrate_in(struct proxyd_req *q);

@@ -1,0 +1,29 @@
+/*
+ * shm.h - large buffers a proxy shares with a client of its own node.
+ *
+ * A proxy whose client runs on its node (HELLO: the same node key, which
+ * includes the hostname, so the test cluster's hosts count as different
+ * nodes) gives each buffer of at least VOCL_SHM_MIN bytes in a context of
+ * one device memory of a memfd, as CL_MEM_USE_HOST_PTR, once it has seen
+ * that the device reads and writes such memory in place.  The client maps
+ * the memfd (SHM_MAP, protocol.h): a blocking transfer is then one memcpy
+ * (memory.c).  VOCL_SHM=0 turns it off on either side.
+ */
+#ifndef VOCL_SHM_H
+#define VOCL_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VOCL_SHM_MIN ((size_t)1 << 20)
+
+/* Whether VOCL_SHM allows it (anything but "0"). */
+bool vocl_shm_allowed(void);
+/* This node: its kernel's boot, PID namespace and hostname, hashed; 0 when
+ * unknown. */
+uint64_t vocl_shm_node(void);
+/* The memfd's name for token ("vocl-shm-" and 16 hex digits). */
+void vocl_shm_name(char *out, size_t size, uint64_t token);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * shm.c - buffers shared with a client of this node (libvocl/shm.h).
+ *
+ * A buffer's memory is a memfd mapped here and given to the driver as
+ * CL_MEM_USE_HOST_PTR; the client maps the same memfd (found through
+ * /proc/<pid>/fd, SHM_MAP) and copies straight into or out of it.  That is
+ * only right where the device works on that memory in place, which the
+ * specification does not promise: so each device is first probed once, in
+ * the context of its first candidate buffer (a device write must show in
+ * the memory without a map, and a write to the memory in the next device
+ * read).  A device that fails the probe gets ordinary buffers.
+ */
+#include "proxyd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "shm.h"
+
+struct shared {
+    struct shared *next;
+    cl_mem mem;
+    void *ptr;
+    size_t size;
+    int fd;
+    uint64_t token;
+};
+
+struct probed {
+    struct probed *next;
+    cl_device_id dev;
+    bool in_place;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct shared *list;
+    struct probed *probed;
+    uint64_t next_token;
+} shm = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0};
+
+/* A memfd of size bytes, mapped; its fd, or -1. */
+static int map_new(size_t size, uint64_t token, void **ptr)
+{
+    char name[64];
+    vocl_shm_name(name, sizeof(name), token);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    void *p = ftruncate(fd, (off_t)size) == 0
+                  ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    *ptr = p;
+    return fd;
+}
+
+/* Whether dev, in ctx, works on USE_HOST_PTR memory in place. */
+static bool probe(const struct vocl_native_api *cl, cl_context ctx, cl_device_id dev)
+{
+    enum { N = 4096 };
+    void *p = NULL;
+    int fd = map_new(N, 0, &p);
+    if (fd < 0)
+        return false;
+    close(fd);
+    cl_int err;
+    cl_command_queue q = cl->clCreateCommandQueue(ctx, dev, 0, &err);
+    cl_mem m = q ? cl->clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, N, p, &err)
+                 : NULL;
+    bool ok = false;
+    if (m) {
+        unsigned char fill = 0x5a, back[N];
+        memset(p, 0, N);
+        ok = cl->clEnqueueFillBuffer(q, m, &fill, 1, 0, N, 0, NULL, NULL) == CL_SUCCESS &&
+             cl->clFinish(q) == CL_SUCCESS && ((unsigned char *)p)[N - 1] == fill;
+        memset(p, 0xa5, N);
+        ok = ok &&
+             cl->clEnqueueReadBuffer(q, m, CL_TRUE, 0, N, back, 0, NULL, NULL) == CL_SUCCESS &&
+             back[0] == 0xa5 && back[N - 1] == 0xa5;
+        cl->clReleaseMemObject(m);
+    }
+    if (q) {
+        cl->clFinish(q);
+        cl->clReleaseCommandQueue(q);
+    }
+    munmap(p, N);
+    return ok;
+}
+
+/* The device of a one-device context that works in place, or NULL. */
+static cl_device_id in_place_device(const struct vocl_native_api *cl, cl_context ctx)
+{
+    cl_uint n = 0;
+    cl_device_id dev = NULL;
+    if (cl->clGetContextInfo(ctx, CL_CONTEXT_NUM_DEVICES, sizeof(n), &n, NULL) != CL_SUCCESS ||
+        n != 1 ||
+        cl->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+        return NULL;
+    pthread_mutex_lock(&shm.lock);
+    struct probed *p = shm.probed;
+    while (p && p->dev != dev)
+        p = p->next;
+    bool known = p != NULL, ok = p && p->in_place;
+    pthread_mutex_unlock(&shm.lock);
+    if (!known) {
+        /* Two first buffers at once may both probe: the same answer. */
+        ok = probe(cl, ctx, dev);
+        struct probed *np = calloc(1, sizeof(*np));
+        if (np) {
+            *np = (struct probed){.dev = dev, .in_place = ok};
+            pthread_mutex_lock(&shm.lock);
+            np->next = shm.probed;
+            shm.probed = np;
+            pthread_mutex_unlock(&shm.lock);
+        }
+        char name[128] = "?";
+        cl->clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
+        vocl_info("device %s %s: %s", name,
+                  ok ? "works on host memory in place" : "copies host memory",
+                  ok ? "its large buffers are shared with clients of this node" : "none shared");
+    }
+    return ok ? dev : NULL;
+}
+
+/* The driver freed the buffer: its memory goes. */
+static void CL_CALLBACK on_freed(cl_mem mem, void *data)
+{
+    (void)mem;
+    struct shared *sh = data;
+    pthread_mutex_lock(&shm.lock);
+    for (struct shared **p = &shm.list; *p; p = &(*p)->next)
+        if (*p == sh) {
+            *p = sh->next;
+            break;
+        }
+    pthread_mutex_unlock(&shm.lock);
+    munmap(sh->ptr, sh->size);
+    close(sh->fd);
+    free(sh);
+}
+
+cl_mem proxyd_shm_buffer(struct proxyd_req *q, cl_context ctx, cl_mem_flags flags, size_t size,
+                         cl_int *err)
+{
+    const cl_mem_flags host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
+    if (!q->s->shm || size < VOCL_SHM_MIN || (flags & host) || !in_place_device(q->cl, ctx))
+        return NULL;
+    struct shared *sh = calloc(1, sizeof(*sh));
+    if (!sh)
+        return NULL;
+    pthread_mutex_lock(&shm.lock);
+    sh->token = ((uint64_t)getpid() << 32) ^ ++shm.next_token;
+    pthread_mutex_unlock(&shm.lock);
+    sh->size = size;
+    sh->fd = map_new(size, sh->token, &sh->ptr);
+    if (sh->fd < 0) {
+        free(sh);
+        return NULL; /* an ordinary buffer, then */
+    }
+    sh->mem = q->cl->clCreateBuffer(ctx, flags | CL_MEM_USE_HOST_PTR, size, sh->ptr, err);
+    if (!sh->mem || q->cl->clSetMemObjectDestructorCallback(sh->mem, on_freed, sh) != CL_SUCCESS) {
+        if (sh->mem)
+            q->cl->clReleaseMemObject(sh->mem);
+        munmap(sh->ptr, size);
+        close(sh->fd);
+        free(sh);
+        *err = CL_SUCCESS;
+        return NULL;
+    }
+    pthread_mutex_lock(&shm.lock);
+    sh->next = shm.list;
+    shm.list = sh;
+    pthread_mutex_unlock(&shm.lock);
+    return sh->mem;
+}
+
+void proxyd_op_shm_map(struct proxyd_req *q)
+{
+    cl_mem mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    if (!proxyd_req_begin(q))
+        return;
+    pthread_mutex_lock(&shm.lock);
+    struct shared *sh = q->s->shm ? shm.list : NULL;
+    while (sh && sh->mem != mem)
+        sh = sh->next;
+    vocl_wr_i32(q->w, CL_SUCCESS);
+    vocl_wr_u64(q->w, (uint64_t)getpid());
+    vocl_wr_u32(q->w, sh ? (uint32_t)sh->fd : UINT32_MAX);
+    vocl_wr_u64(q->w, sh ? sh->size : 0);
+    vocl_wr_u64(q->w, sh ? sh->token : 0);
+    pthread_mutex_unlock(&shm.lock);
+}

@@ -1,0 +1,174 @@
+/*
+ * shared.c - blocking transfers of buffers that a proxy of this node shares
+ * (libvocl/shm.h: one memcpy on the client) keep the queue's order:
+ *
+ *  1. a blocking write, then a kernel adds 1 (held back 100 ms by a user
+ *     event another thread sets), then a blocking read: it must see the
+ *     kernel's result;
+ *  2. a kernel adds 2 (held back as well), then a blocking write of new
+ *     data: the write lands after the kernel, so a read gives the new data;
+ *  3. a blocking write of the middle half, a read of all;
+ *  4. a non-blocking write with an event, then a blocking read;
+ *  5. after a clFinish, two non-blocking writes, a kernel, a non-blocking
+ *     read, a clFinish, and one more non-blocking read;
+ *  and all of it again on a buffer too small to be shared.
+ *
+ * Prints one line per check; the output is the same natively and through
+ * VOCL (shared.sh also checks that VOCL shared the transfers).
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CL/cl.h>
+
+#include "cl_check.h"
+
+#define BIG (4u << 20)     /* bytes: shared (at least VOCL_SHM_MIN) */
+#define SMALL (64u << 10)  /* bytes: not shared */
+
+static const char *src = "kernel void add(global int *x, int v) { x[get_global_id(0)] += v; }";
+
+static cl_context ctx;
+static cl_command_queue q;
+static cl_kernel add;
+
+/* Sets a user event to CL_COMPLETE 100 ms after it starts. */
+static void *open_gate(void *gate)
+{
+    usleep(100000);
+    CHECK(clSetUserEventStatus((cl_event)gate, CL_COMPLETE));
+    CHECK(clReleaseEvent((cl_event)gate));
+    return NULL;
+}
+
+/* The kernel adds v, held back 100 ms by a user event that the returned
+ * thread sets: a transfer that does not wait for it acts before it. */
+static pthread_t launch(cl_mem buf, size_t n, int v)
+{
+    cl_int err;
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(add, 0, sizeof(buf), &buf));
+    CHECK(clSetKernelArg(add, 1, sizeof(v), &v));
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &n, NULL, 1, &gate, NULL));
+    CHECK(clFlush(q));
+    pthread_t opener;
+    if (pthread_create(&opener, NULL, open_gate, gate) != 0)
+        exit(1);
+    return opener;
+}
+
+/* Whether got[i] == i * mul + plus for every i of [from, to). */
+static bool holds(const int *got, size_t from, size_t to, int mul, int plus)
+{
+    for (size_t i = from; i < to; i++)
+        if (got[i] != (int)i * mul + plus) {
+            fprintf(stderr, "shared: element %zu is %d, not %d\n", i, got[i], (int)i * mul + plus);
+            return false;
+        }
+    return true;
+}
+
+static int run(size_t bytes, const char *what)
+{
+    size_t n = bytes / sizeof(int);
+    int *host = malloc(bytes), *got = malloc(bytes);
+    cl_int err;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    CHECK(err);
+    int failed = 0;
+
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL));
+    pthread_t opener = launch(buf, n, 1);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    pthread_join(opener, NULL);
+    bool ok = holds(got, 0, n, 1, 1);
+    printf("%s: a read after a kernel sees it: %s\n", what, ok ? "yes" : "NO");
+    failed += !ok;
+
+    opener = launch(buf, n, 2);
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i * 3;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL));
+    pthread_join(opener, NULL);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    ok = holds(got, 0, n, 3, 0);
+    printf("%s: a write after a kernel lands after it: %s\n", what, ok ? "yes" : "NO");
+    failed += !ok;
+
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i * 5;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, bytes / 4, bytes / 2, host + n / 4, 0, NULL,
+                               NULL));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    ok = holds(got, 0, n / 4, 3, 0) && holds(got, n / 4, 3 * n / 4, 5, 0) &&
+         holds(got, 3 * n / 4, n, 3, 0);
+    printf("%s: a write of the middle half: %s\n", what, ok ? "yes" : "NO");
+    failed += !ok;
+
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i * 7;
+    cl_event written;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, bytes, host, 0, NULL, &written));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    CHECK(clReleaseEvent(written));
+    ok = holds(got, 0, n, 7, 0);
+    printf("%s: a read after a non-blocking write: %s\n", what, ok ? "yes" : "NO");
+    failed += !ok;
+
+    /* Non-blocking, no events, after a clFinish: may run at once. */
+    CHECK(clFinish(q));
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i * 9;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, bytes / 2, host, 0, NULL, NULL));
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, bytes / 2, bytes / 2, host + n / 2, 0, NULL,
+                               NULL));
+    opener = launch(buf, n, 1);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, bytes, got, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    pthread_join(opener, NULL);
+    ok = holds(got, 0, n, 9, 1);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, bytes, got, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    ok = ok && holds(got, 0, n, 9, 1);
+    printf("%s: non-blocking writes, a kernel, non-blocking reads: %s\n", what,
+           ok ? "yes" : "NO");
+    failed += !ok;
+
+    CHECK(clReleaseMemObject(buf));
+    free(host);
+    free(got);
+    return failed;
+}
+
+int main(void)
+{
+    cl_device_id dev;
+    if (first_devices(&dev, 1) < 1) {
+        fprintf(stderr, "shared: no device\n");
+        return 1;
+    }
+    cl_int err;
+    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CHECK(err);
+    q = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    add = clCreateKernel(prog, "add", &err);
+    CHECK(err);
+    int failed = run(BIG, "4 MiB buffer") + run(SMALL, "64 KiB buffer");
+    clReleaseKernel(add);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    return failed ? 1 : 0;
+}
