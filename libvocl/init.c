@@ -80,7 +80,7 @@ static int greet(struct vocl_proxy *px)
     memset(&c, 0, sizeof(c));
     c.px = px;
     /* A proxy of this node may share large buffers (shm.h). */
-    uint64_t node = !px->local && vocl_shm_allowed() ? vocl_shm_node() : 0;
+    uint64_t node = !px->local && vocl_shm_allowed() ? vocl_node_key(true) : 0;
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
         vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
         vocl_wr_u32(c.w, node ? VOCL_FEAT_SHM : VOCL_FEAT_NONE);

@@ -14,6 +14,7 @@
 
 #include "backoff.h"
 #include "log.h"
+#include "shm.h"
 #include "wire.h"
 
 /* The liveness thread looks for pings and pongs this often: an answer takes
@@ -87,29 +88,6 @@ static void *live_thread(void *arg)
     return NULL;
 }
 
-/* FNV-1a over n bytes, on from h. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211u;
-    return h;
-}
-
-/* This kernel's boot and this PID namespace, hashed; 0 when unknown. */
-static uint64_t node_key(void)
-{
-    char boot[64] = {0}, ns[64] = {0};
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, boot, sizeof(boot) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    ssize_t m = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-    if (n <= 0 || m <= 0)
-        return 0;
-    uint64_t h = fnv(fnv(14695981039346656037u, boot, (size_t)n), ns, (size_t)m);
-    return h ? h : 1;
-}
-
 /* Whether the process pid of this node is gone (or a zombie). */
 static bool process_gone(int64_t pid)
 {
@@ -147,7 +125,7 @@ int vocl_live_start(MPI_Comm comm)
     MPI_Comm_size(comm, &live.size);
     /* Every rank of the job calls this on the same communicator, right
      * after making it: a collective is safe here. */
-    live.node = node_key();
+    live.node = vocl_node_key(false);
     struct where me = {live.node, (int64_t)getpid()};
     live.where = calloc((size_t)live.size, sizeof(*live.where));
     if (!live.where) {

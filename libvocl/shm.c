@@ -1,6 +1,6 @@
 /*
- * shm.c - what the proxy and the client agree on for shared buffers
- * (shm.h).
+ * shm.c - what the proxy and the client agree on for shared buffers, and
+ * the node key that liveness uses too (shm.h).
  */
 #include "shm.h"
 
@@ -17,14 +17,15 @@ bool vocl_shm_allowed(void)
     return !e || strcmp(e, "0") != 0;
 }
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
+/* FNV-1a over n bytes, on from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 1099511628211u;
+        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211u;
     return h;
 }
 
-uint64_t vocl_shm_node(void)
+uint64_t vocl_node_key(bool hostname)
 {
     char boot[64] = {0}, ns[64] = {0}, host[256] = {0};
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
@@ -32,10 +33,11 @@ uint64_t vocl_shm_node(void)
     if (fd >= 0)
         close(fd);
     ssize_t m = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-    if (n <= 0 || m <= 0 || gethostname(host, sizeof(host) - 1) != 0)
+    if (n <= 0 || m <= 0 || (hostname && gethostname(host, sizeof(host) - 1) != 0))
         return 0;
-    uint64_t h = fnv(14695981039346656037u, boot, (size_t)n);
-    h = fnv(fnv(h, ns, (size_t)m), host, strlen(host));
+    uint64_t h = fnv(fnv(14695981039346656037u, boot, (size_t)n), ns, (size_t)m);
+    if (hostname)
+        h = fnv(h, host, strlen(host));
     return h ? h : 1;
 }
 

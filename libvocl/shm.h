@@ -20,9 +20,11 @@
 
 /* Whether VOCL_SHM allows it (anything but "0"). */
 bool vocl_shm_allowed(void);
-/* This node: its kernel's boot, PID namespace and hostname, hashed; 0 when
- * unknown. */
-uint64_t vocl_shm_node(void);
+/* This node: its kernel's boot and PID namespace (where a pid names the
+ * same process: liveness.c), and with hostname its hostname too (where
+ * memory may be shared: the test cluster's hosts share a kernel but not a
+ * hostname), hashed; 0 when unknown. */
+uint64_t vocl_node_key(bool hostname);
 /* The memfd's name for token ("vocl-shm-" and 16 hex digits). */
 void vocl_shm_name(char *out, size_t size, uint64_t token);
 

@@ -571,7 +571,7 @@ static void op_hello(struct proxyd_req *q)
     q->s->hello = true;
     if ((flags & VOCL_HELLO_TRACE) && !q->s->trace)
         q->s->trace = proxyd_trace_new();
-    q->s->shm = node_key && !q->s->in_process && node_key == vocl_shm_node() &&
+    q->s->shm = node_key && !q->s->in_process && node_key == vocl_node_key(true) &&
                 vocl_shm_allowed();
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_wr_u32(q->w, VOCL_WIRE_VERSION);

@@ -8,6 +8,7 @@
  */
 #include "dag.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,18 +63,24 @@ int main(void)
     dag_buffer *a = dag_create_buffer(d, N * sizeof(int), CL_MEM_READ_WRITE);
     dag_buffer *b = dag_create_buffer(d, N * sizeof(int), CL_MEM_READ_WRITE);
 
-    run(k, a, 1, 16 * sizeof(int), 7);
-    expect(a, 1007, "first launch");
-    run(k, b, 1, 16 * sizeof(int), 7);
-    expect(b, 1007, "another buffer, the same values");
-    run(k, b, 2, 16 * sizeof(int), 7);
-    expect(b, 2007, "one value changed");
-    run(k, b, 2, 16 * sizeof(int), 8);
-    expect(b, 2008, "the last value changed");
-    run(k, a, 3, 32 * sizeof(int), 8);
-    expect(a, 3008, "buffer, value and local size changed");
-    run(k, a, 3, 32 * sizeof(int), 8);
-    expect(a, 3008, "nothing changed");
+    /* Each launch, then what its buffer must hold: v * 1000 + w. */
+    const struct {
+        bool on_b;
+        int v, local_ints, w;
+        const char *what;
+    } steps[] = {
+        {false, 1, 16, 7, "first launch"},
+        {true, 1, 16, 7, "another buffer, the same values"},
+        {true, 2, 16, 7, "one value changed"},
+        {true, 2, 16, 8, "the last value changed"},
+        {false, 3, 32, 8, "buffer, value and local size changed"},
+        {false, 3, 32, 8, "nothing changed"},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        dag_buffer *to = steps[i].on_b ? b : a;
+        run(k, to, steps[i].v, (size_t)steps[i].local_ints * sizeof(int), steps[i].w);
+        expect(to, steps[i].v * 1000 + steps[i].w, steps[i].what);
+    }
     expect(b, 2008, "the other buffer untouched");
 
     /* A buffer created after one is released may get its handle. */
