@@ -296,7 +296,7 @@ cl_int proxyd_take_deferred(const struct proxyd_req *q);
 void proxyd_op_finish(struct proxyd_req *q);
 
 /* A buffer of size bytes in memory shared with the client (shm.c), or NULL
- * (*err set when the driver refused it) where it cannot or need not be. */
+ * where it cannot or need not be: then an ordinary one is made. */
 cl_mem proxyd_shm_buffer(struct proxyd_req *q, cl_context ctx, cl_mem_flags flags, size_t size,
                          cl_int *err);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -39,9 +40,20 @@ struct probed {
 static struct {
     pthread_mutex_t lock;
     struct shared *list;
+    unsigned count, limit; /* of the list; each holds a descriptor */
     struct probed *probed;
     uint64_t next_token;
-} shm = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0};
+} shm = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Each shared buffer holds a descriptor: at most half of the proxy's
+ * limit, so that MPI and the driver always have the rest. */
+static unsigned descriptors_for_buffers(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+        return 512;
+    return (unsigned)(r.rlim_cur / 2);
+}
 
 /* A memfd of size bytes, mapped; its fd, or -1. */
 static int map_new(size_t size, uint64_t token, void **ptr)
@@ -139,6 +151,7 @@ static void CL_CALLBACK on_freed(cl_mem mem, void *data)
     for (struct shared **p = &shm.list; *p; p = &(*p)->next)
         if (*p == sh) {
             *p = sh->next;
+            shm.count--;
             break;
         }
     pthread_mutex_unlock(&shm.lock);
@@ -153,33 +166,44 @@ cl_mem proxyd_shm_buffer(struct proxyd_req *q, cl_context ctx, cl_mem_flags flag
     const cl_mem_flags host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
     if (!q->s->shm || size < VOCL_SHM_MIN || (flags & host) || !in_place_device(q->cl, ctx))
         return NULL;
-    struct shared *sh = calloc(1, sizeof(*sh));
-    if (!sh)
-        return NULL;
     pthread_mutex_lock(&shm.lock);
-    sh->token = ((uint64_t)getpid() << 32) ^ ++shm.next_token;
+    if (!shm.limit)
+        shm.limit = descriptors_for_buffers();
+    bool room = shm.count < shm.limit;
+    if (room)
+        shm.count++; /* taken now; given back below if it is not made */
+    uint64_t token = ((uint64_t)getpid() << 32) ^ ++shm.next_token;
     pthread_mutex_unlock(&shm.lock);
+    struct shared *sh = room ? calloc(1, sizeof(*sh)) : NULL;
+    if (!sh)
+        goto none;
+    sh->token = token;
     sh->size = size;
     sh->fd = map_new(size, sh->token, &sh->ptr);
-    if (sh->fd < 0) {
-        free(sh);
-        return NULL; /* an ordinary buffer, then */
-    }
+    if (sh->fd < 0)
+        goto none; /* an ordinary buffer, then */
     sh->mem = q->cl->clCreateBuffer(ctx, flags | CL_MEM_USE_HOST_PTR, size, sh->ptr, err);
     if (!sh->mem || q->cl->clSetMemObjectDestructorCallback(sh->mem, on_freed, sh) != CL_SUCCESS) {
         if (sh->mem)
             q->cl->clReleaseMemObject(sh->mem);
         munmap(sh->ptr, size);
         close(sh->fd);
-        free(sh);
         *err = CL_SUCCESS;
-        return NULL;
+        goto none;
     }
     pthread_mutex_lock(&shm.lock);
     sh->next = shm.list;
     shm.list = sh;
     pthread_mutex_unlock(&shm.lock);
     return sh->mem;
+none:
+    free(sh);
+    if (room) {
+        pthread_mutex_lock(&shm.lock);
+        shm.count--;
+        pthread_mutex_unlock(&shm.lock);
+    }
+    return NULL;
 }
 
 void proxyd_op_shm_map(struct proxyd_req *q)
