@@ -1,8 +1,10 @@
 /*
- * proxyd.h - the proxy executor: sessions, request decoding helpers, and the
- * native OpenCL calls.  The same executor runs inside voclproxyd (for remote
- * clients, over MPI) and inside libvocl (for local passthrough devices, called
- * in-process), so a call means the same thing wherever its device lives.
+ * proxyd.h - the executor's internals, private to executor/: request
+ * decoding helpers, the handlers, pool, stream, builds and notifications.
+ * The same executor runs inside voclproxyd (for remote clients, over MPI)
+ * and inside libvocl (for local passthrough devices, called in-process), so
+ * a call means the same thing wherever its device lives; what those two use
+ * of it is include/executor.h.
  */
 #ifndef PROXYD_H
 #define PROXYD_H
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "executor.h"
 #include "map.h"
 #include "native.h"
 #include "protocol.h"
@@ -23,13 +26,6 @@
 
 /* Largest info value a proxy allocates for one query. */
 #define PROXYD_INFO_MAX (VOCL_MSG_MAX / 2)
-/* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
-#define PROXYD_CHUNK_MIN (4u << 10)
-#define PROXYD_CHUNK_MAX (64u << 20)
-/* Default staging pool: 4 buffers of 4 MiB (vocl-bench: larger buffers gain
- * nothing on loopback, fewer lose the overlap). */
-#define PROXYD_POOL_N    4u
-#define PROXYD_POOL_SIZE (4u << 20)
 
 /* Staging buffers for chunked transfers (pool.c). */
 struct proxyd_pool;
@@ -40,100 +36,12 @@ struct proxyd_kept {
     void *mem;
 };
 
-/* How this proxy moves bulk data (voclproxyd options; defaults in exec.c). */
-struct proxyd_xfer_cfg {
-    unsigned pool_n;    /* staging buffers */
-    size_t pool_size;   /* bytes each: also the chunk size clients use */
-    bool pipeline;      /* overlap the network and device stages */
-    bool direct;        /* receive into mapped device memory where it is host memory */
-};
-
-/* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
-struct proxyd_limits {
-    uint64_t mem;     /* bytes of memory objects */
-    uint64_t objects; /* objects of any kind */
-};
-
-/* The native devices this proxy serves. */
-struct proxyd_node {
-    const struct vocl_native_api *cl;
-    cl_platform_id platform;
-    cl_uint ndev;
-    cl_device_id *devs;
-    cl_device_type *types;
-    cl_ulong *max_alloc;
-    struct proxyd_xfer_cfg xfer;
-    struct proxyd_limits limits;
-    const struct vocl_token *token; /* connect mode: a HELLO must carry it */
-    /* What all sessions hold now: objects, and bytes of memory objects. */
-    atomic_uint_fast64_t nobjs, bytes;
-    struct proxyd_pool *pool;     /* made on first use */
-    struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
-    struct proxyd_kept *kept;
-    size_t nkept, capkept;
-};
-
 /* One object a session created (or a root device), by client id. */
 struct proxyd_obj {
     enum vocl_type type;
     uint32_t refs; /* references the client holds: released when it goes */
     void *native;
     uint64_t bytes; /* a memory object's own storage (not a sub-buffer's) */
-};
-
-struct proxyd_session;
-
-/* How bulk data moves between the client and this session. */
-struct proxyd_data_ops {
-    /* Receive exactly n bytes of the next chunk of the transfer the
-     * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
-    int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
-    /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
-     * Called from the stream thread (stream.c) while the request thread goes on. */
-    int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
-    /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
-     * peer_recv takes the next message from rank on tag: *got is its size,
-     * its bytes land in buf when they fit (else they are dropped). */
-    bool (*peer_ok)(int rank);
-    int (*peer_send)(int rank, int tag, const void *buf, size_t n);
-    int (*peer_recv)(int rank, int tag, void *buf, size_t n, size_t *got);
-    /* Whether a client or a proxy of the job died (the reply to a BYE says
-     * so: MPI_Finalize would wait for it); NULL: none can. */
-    bool (*peer_died)(void);
-};
-
-struct proxyd_session {
-    struct proxyd_node *node;
-    struct vocl_map objs; /* id -> struct proxyd_obj */
-    const struct proxyd_data_ops *data;
-    int peer;        /* the client's rank, for logs and the data channel */
-    void *transport; /* the transport's own state (an MPI communicator) */
-    bool in_process; /* local passthrough: may pass host pointers */
-    bool hello;
-    uint32_t serial; /* names the session in context notifications (notify.c) */
-    atomic_bool broken; /* a protocol violation ended the session */
-    atomic_bool closed; /* ended: replies still due are dropped */
-    /* Sends a reply that was not ready when its request was handled
-     * (complete.c); from another thread than the request's.  NULL: none
-     * can be (every reply is given at once). */
-    int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
-    /* In process: let the application's other threads into the executor
-     * while this one builds, and back (build.c).  NULL: not needed. */
-    void (*leave)(struct proxyd_session *s);
-    void (*enter)(struct proxyd_session *s);
-    int data_tag; /* the tag of the current request's transfer */
-    atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
-    bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
-    uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
-    /* The first error of a request that wanted no reply, reported by the
-     * next synchronising request (exec.c: is_sync_op). */
-    cl_int deferred;
-    unsigned deferred_op;
-    /* User events not yet set: a command may wait on the client, so the
-     * proxy must never block on a queue for a non-blocking request. */
-    unsigned user_events;
-    struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
-    bool shm; /* the client is on this node: large buffers are shared (shm.c) */
 };
 
 /* One request being decoded and executed. */
@@ -154,20 +62,6 @@ struct proxyd_req {
     size_t tmp_bytes;       /* their sizes, bounded (proxyd_tmp) */
 };
 
-/* Node and sessions. */
-int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
-                     cl_device_type type_filter, const void *skip_dispatch);
-void proxyd_node_close(struct proxyd_node *node);
-void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
-/* Releases everything the session's client still held. */
-void proxyd_session_end(struct proxyd_session *s);
-
-/*
- * Executes one request message.  Writes the reply (if the request wants one)
- * into *reply and returns 1; returns 0 when no reply is due; -1 when the
- * message was so broken the session must end.
- */
-int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply);
 /* VOCL_RECORD_REQUESTS=DIR: writes msg to DIR/<pid>-<n>.bin (record.c). */
 void proxyd_record(const void *msg, size_t len);
 
@@ -213,8 +107,6 @@ struct proxyd_stream_chunk {
     cl_event gate;    /* a user event completed once sent (then released) */
     void *free_after;
 };
-struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
-void proxyd_stream_stop(struct proxyd_stream *st);
 /* Queues a chunk, sent once ready after the earlier chunks of its transfer
  * (node without a stream: sends it now). */
 void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chunk *c);
@@ -234,8 +126,6 @@ void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev);
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot);
 /* Frees mem once ev completes; -1 when it cannot be tracked (mem is not taken). */
 int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem);
-/* Frees what completed (wait: everything, waiting for it). */
-void proxyd_reap(struct proxyd_node *node, bool wait);
 
 /* A session's timeline (trace.c); thread 0: requests, 1: the stream. */
 struct proxyd_trace;
@@ -246,13 +136,11 @@ void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint
 
 /* Context notifications for the clients (notify.c).  proxyd_notify_native
  * is the pfn_notify of every native context, with proxyd_notify_tag as its
- * user_data (NULL: none); take builds the NOTIFY message of the session's
- * pending notes into msg, false when there are none. */
+ * user_data (NULL: none); proxyd_notify_take is in executor.h. */
 uint32_t proxyd_notify_serial(void);
 void *proxyd_notify_tag(const struct proxyd_session *s, uint64_t ctx);
 void CL_CALLBACK proxyd_notify_native(const char *errinfo, const void *priv, size_t cb, void *tag);
 void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char *errinfo);
-bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
 void proxyd_notify_drop(const struct proxyd_session *s);
 
 /*
@@ -283,11 +171,6 @@ struct proxyd_build {
  * (build.c); in process, or where no thread starts, runs it now and writes
  * the reply. */
 void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b);
-/* From the serving thread: answers the builds that ended (w: scratch);
- * how many. */
-unsigned proxyd_builds_answer(struct vocl_wr *w);
-/* Builds still running: the proxy does not stop under them. */
-unsigned proxyd_builds_running(void);
 
 /* The error a request without a reply deferred (CL_SUCCESS: none), for the
  * synchronising request q to report: logged, and the session's is cleared. */

@@ -24,7 +24,7 @@
 
 #include "liveness.h"
 #include "token.h"
-#include "proxyd.h"
+#include "executor.h"
 
 struct vocl_state vocl;
 

@@ -23,7 +23,7 @@
 
 #include "backoff.h"
 #include "liveness.h"
-#include "proxyd.h"
+#include "executor.h"
 
 /* Under px->lock. */
 static void fail_locked(struct vocl_proxy *px, const char *what)

@@ -26,9 +26,14 @@
 #include <mpi.h>
 
 #include "backoff.h"
+#include "executor.h"
 #include "liveness.h"
-#include "proxyd.h"
+#include "log.h"
+#include "native.h"
+#include "protocol.h"
 #include "thread.h"
+#include "token.h"
+#include "wire.h"
 
 #define VOCLPROXYD_VERSION "0.1.0"
 

@@ -1,0 +1,162 @@
+/*
+ * executor.h - the executor's interface: what voclproxyd (proxyd/main.c) and
+ * libvocl's local passthrough (libvocl/init.c, transport.c) use of it.
+ *
+ * The executor runs requests on the native OpenCL driver.  Whoever embeds it
+ * opens a node (the native devices), gives each client a session, fills in
+ * how its bulk data and late replies travel (struct proxyd_data_ops, the
+ * session's callbacks), and passes each request message to proxyd_execute.
+ * The rest of the executor (decoding helpers, handlers, pool, stream,
+ * builds) is private to executor/ (proxyd.h there).
+ */
+#ifndef VOCL_EXECUTOR_H
+#define VOCL_EXECUTOR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+#include "vocl_cl.h"
+
+struct vocl_native_api;
+struct vocl_token;
+struct vocl_wr;
+/* The executor's own (proxyd.h). */
+struct proxyd_pool;
+struct proxyd_stream;
+struct proxyd_kept;
+struct proxyd_trace;
+
+/* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
+#define PROXYD_CHUNK_MIN (4u << 10)
+#define PROXYD_CHUNK_MAX (64u << 20)
+/* Default staging pool: 4 buffers of 4 MiB (vocl-bench: larger buffers gain
+ * nothing on loopback, fewer lose the overlap). */
+#define PROXYD_POOL_N    4u
+#define PROXYD_POOL_SIZE (4u << 20)
+
+/* How this proxy moves bulk data (voclproxyd options; defaults in exec.c). */
+struct proxyd_xfer_cfg {
+    unsigned pool_n;    /* staging buffers */
+    size_t pool_size;   /* bytes each: also the chunk size clients use */
+    bool pipeline;      /* overlap the network and device stages */
+    bool direct;        /* receive into mapped device memory where it is host memory */
+};
+
+/* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
+struct proxyd_limits {
+    uint64_t mem;     /* bytes of memory objects */
+    uint64_t objects; /* objects of any kind */
+};
+
+/* The native devices this proxy serves. */
+struct proxyd_node {
+    const struct vocl_native_api *cl;
+    cl_platform_id platform;
+    cl_uint ndev;
+    cl_device_id *devs;
+    cl_device_type *types;
+    cl_ulong *max_alloc;
+    struct proxyd_xfer_cfg xfer;
+    struct proxyd_limits limits;
+    const struct vocl_token *token; /* connect mode: a HELLO must carry it */
+    /* What all sessions hold now: objects, and bytes of memory objects. */
+    atomic_uint_fast64_t nobjs, bytes;
+    struct proxyd_pool *pool;     /* made on first use */
+    struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
+    struct proxyd_kept *kept;
+    size_t nkept, capkept;
+};
+
+struct proxyd_session;
+
+/* How bulk data moves between the client and this session. */
+struct proxyd_data_ops {
+    /* Receive exactly n bytes of the next chunk of the transfer the
+     * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
+    int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
+     * Called from the stream thread (stream.c) while the request thread goes on. */
+    int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
+    /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
+     * peer_recv takes the next message from rank on tag: *got is its size,
+     * its bytes land in buf when they fit (else they are dropped). */
+    bool (*peer_ok)(int rank);
+    int (*peer_send)(int rank, int tag, const void *buf, size_t n);
+    int (*peer_recv)(int rank, int tag, void *buf, size_t n, size_t *got);
+    /* Whether a client or a proxy of the job died (the reply to a BYE says
+     * so: MPI_Finalize would wait for it); NULL: none can. */
+    bool (*peer_died)(void);
+};
+
+struct proxyd_session {
+    struct proxyd_node *node;
+    struct vocl_map objs; /* id -> struct proxyd_obj */
+    const struct proxyd_data_ops *data;
+    int peer;        /* the client's rank, for logs and the data channel */
+    void *transport; /* the transport's own state (an MPI communicator) */
+    bool in_process; /* local passthrough: may pass host pointers */
+    bool hello;
+    uint32_t serial; /* names the session in context notifications (notify.c) */
+    atomic_bool broken; /* a protocol violation ended the session */
+    atomic_bool closed; /* ended: replies still due are dropped */
+    /* Sends a reply that was not ready when its request was handled
+     * (complete.c); from another thread than the request's.  NULL: none
+     * can be (every reply is given at once). */
+    int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
+    /* In process: let the application's other threads into the executor
+     * while this one builds, and back (build.c).  NULL: not needed. */
+    void (*leave)(struct proxyd_session *s);
+    void (*enter)(struct proxyd_session *s);
+    int data_tag; /* the tag of the current request's transfer */
+    atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
+    bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
+    uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
+    /* The first error of a request that wanted no reply, reported by the
+     * next synchronising request (exec.c: is_sync_op). */
+    cl_int deferred;
+    unsigned deferred_op;
+    /* User events not yet set: a command may wait on the client, so the
+     * proxy must never block on a queue for a non-blocking request. */
+    unsigned user_events;
+    struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
+    bool shm; /* the client is on this node: large buffers are shared (shm.c) */
+};
+
+/* Node and sessions. */
+int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
+                     cl_device_type type_filter, const void *skip_dispatch);
+void proxyd_node_close(struct proxyd_node *node);
+void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
+/* Releases everything the session's client still held. */
+void proxyd_session_end(struct proxyd_session *s);
+
+/*
+ * Executes one request message.  Writes the reply (if the request wants one)
+ * into *reply and returns 1; returns 0 when no reply is due; -1 when the
+ * message was so broken the session must end.
+ */
+int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply);
+
+/* Context notifications (notify.c): builds the NOTIFY message of the
+ * session's pending notes into msg; false when there are none. */
+bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
+
+/* The network stage of reads (stream.c), a thread voclproxyd starts for its
+ * node (without one, chunks are sent by the request's thread). */
+struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
+void proxyd_stream_stop(struct proxyd_stream *st);
+
+/* Host memory that device commands still read (pool.c): frees what
+ * completed (wait: everything, waiting for it). */
+void proxyd_reap(struct proxyd_node *node, bool wait);
+
+/* Builds run on threads of their own (build.c).  From the serving thread:
+ * answers the builds that ended (w: scratch); how many. */
+unsigned proxyd_builds_answer(struct vocl_wr *w);
+/* Builds still running: the proxy does not stop under them. */
+unsigned proxyd_builds_running(void);
+
+#endif
