@@ -52,7 +52,7 @@
  *   NOTIFY  proxy -> client on the reply tag, before a reply: u32 n, n x (u64
  *           context, string errinfo, bytes private_info): the context
  *           notifications (pfn_notify) for the client's contexts since the
- *           last one, from the native driver or the proxy (proxyd/notify.c)
+ *           last one, from the native driver or the proxy (executor/notify.c)
  *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
  *           event, u64 new twin (0: none): no reply.  Writes what the peer
  *           sends into all of mem; the new event completes when it is there

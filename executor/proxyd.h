@@ -205,7 +205,7 @@ void proxyd_op_event_in(struct proxyd_req *q);
 /* Generated: API opcodes. */
 int proxyd_dispatch_api(struct proxyd_req *q, unsigned op);
 
-/* Logging (log.c in libvocl). */
+/* Logging (common/log.c). */
 #include "log.h"
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * shm.c - buffers shared with a client of this node (libvocl/shm.h).
+ * shm.c - buffers shared with a client of this node (common/shm.h).
  *
  * A buffer's memory is a memfd mapped here and given to the driver as
  * CL_MEM_USE_HOST_PTR; the client maps the same memfd (found through

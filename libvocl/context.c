@@ -232,7 +232,7 @@ cl_int CL_API_CALL vocl_hand_clSetMemObjectDestructorCallback(
 /* --- context notifications ------------------------------------------------------------------------
  *
  * A proxy sends its clients' context notifications (the native driver's, and
- * its own on deferred errors: proxyd/notify.c) in a NOTIFY message before a
+ * its own on deferred errors: executor/notify.c) in a NOTIFY message before a
  * reply.  Each becomes a call of the application's pfn_notify on a thread of
  * libvocl, as the spec lets a driver call it, never on the thread that
  * happened to receive the reply (it may hold locks the callback needs).

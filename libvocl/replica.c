@@ -13,7 +13,7 @@
  * records which replicas hold the latest data (valid, a bit per replica).
  * A command on proxy P that uses an object P does not hold first moves the
  * data there from a proxy that does, directly between the two proxies
- * (MIGRATE_OUT / MIGRATE_IN, proxyd/ops_migrate.c), and waits for it to
+ * (MIGRATE_OUT / MIGRATE_IN, executor/ops_migrate.c), and waits for it to
  * land; a command that may write the object leaves P the only holder.  The
  * migration reads the source once the events the command waits for (and
  * that live on the source) have completed, and after what was enqueued
@@ -389,7 +389,7 @@ static void fill_out(struct vocl_call *c, const void *arg)
 /*
  * A command on proxy B that waits for an event of proxy A waits, on B, for
  * a user event that B sets when A tells it the event's final status
- * (EVENT_IN / EVENT_OUT, proxyd/ops_migrate.c).  Neither the application's
+ * (EVENT_IN / EVENT_OUT, executor/ops_migrate.c).  Neither the application's
  * thread nor the proxies' request threads wait for it: the event on A may
  * wait for a user event the application sets later.
  */

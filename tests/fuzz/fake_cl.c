@@ -2,7 +2,7 @@
  * fake_cl.c - the native OpenCL library behind the request fuzzer: a fake.
  *
  * Why a fake and not PoCL: what is fuzzed is the executor's decoding of
- * requests (proxyd/exec.c, proxyd/ops_*.c, the generated decoders), not a
+ * requests (executor/exec.c, executor/ops_*.c, the generated decoders), not a
  * driver.  A real driver makes every input slow (contexts, queues, compiler
  * threads), finds the driver's own bugs, and accepts, or dies on, a garbage
  * handle as it pleases.  This fake is fast and strict where the executor can

@@ -110,7 +110,7 @@ struct job {
 
 static struct job *jobs, **jobs_tail = &jobs;
 
-/* Replaces libvocl/thread.c in this program (see the file comment). */
+/* Replaces common/thread.c in this program (see the file comment). */
 int vocl_thread_detached(void *(*fn)(void *), void *arg)
 {
     struct job *j = malloc(sizeof(*j));

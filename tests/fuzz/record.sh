@@ -9,7 +9,7 @@
 # only inputs that add coverage are kept, the smaller first).
 #
 # request      The examples and the integration programs run under vocl-run
-#              with VOCL_RECORD_REQUESTS (proxyd/record.c): every request a
+#              with VOCL_RECORD_REQUESTS (executor/record.c): every request a
 #              proxy executed is a file.  One process's files, in order, are
 #              one session: one seed (make-sessions.py leaves repeats out).
 #              Recorded with VOCL_POOL_SIZE=64K, the chunk size the fuzzer's

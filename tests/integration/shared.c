@@ -1,6 +1,6 @@
 /*
  * shared.c - blocking transfers of buffers that a proxy of this node shares
- * (libvocl/shm.h: one memcpy on the client) keep the queue's order:
+ * (common/shm.h: one memcpy on the client) keep the queue's order:
  *
  *  1. a blocking write, then a kernel adds 1 (held back 100 ms by a user
  *     event another thread sets), then a blocking read: it must see the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shared.sh - buffers shared with a proxy of the application's node
-# (libvocl/shm.h): shared.c gives the same output natively, through one
+# (common/shm.h): shared.c gives the same output natively, through one
 # proxy with sharing on, and with VOCL_SHM=0; with it on, VOCL_PROFILE must
 # count transfers done in shared memory, and with it off none.
 #

@@ -19,7 +19,7 @@
  *
  * Rank 1 joins the MPI_Comm_dup of MPI_COMM_WORLD that libvocl and the
  * proxies make, and answers the proxy's pings on it with libvocl's liveness
- * thread (liveness.c).  libvocl is preloaded in it too, and told to stay out of the
+ * thread (common/liveness.c).  libvocl is preloaded in it too, and told to stay out of the
  * way (VOCL_IN_PROXY), or its MPI_Finalize would make a dup of its own.
  */
 #include <CL/cl.h>
