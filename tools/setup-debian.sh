@@ -17,17 +17,40 @@ pkgs="$pkgs clang libclang-rt-14-dev"
 # packages enable and start munged and slurmctld/slurmd services of the
 # machine's own, which a developer's machine does not want; vocl-cluster
 # runs daemons of its own with its own key and configuration.
-[ "${1:-}" = --cluster ] && pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client"
+# --openmpi: Open MPI's headers and library, for CI's build against it
+# (meson setup -Dmpi=any).  Only to build: MPICH stays the MPI that runs
+# the tests.  libopenmpi-dev pulls in openmpi-bin, whose mpirun/mpiexec
+# and mpicc alternatives have a higher priority than MPICH's and would take
+# over in auto mode; MPICH's are pinned (manual mode) before and after.
+openmpi=""
+for arg in "$@"; do
+    case "$arg" in
+        --cluster) pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client" ;;
+        --openmpi) openmpi=1 pkgs="$pkgs libopenmpi-dev" ;;
+    esac
+done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+# pin_mpich: every MPI alternative that has an MPICH choice gets that one.
+pin_mpich() {
+    arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+    for pin in mpirun=/usr/bin/mpirun.mpich mpi=/usr/bin/mpicc.mpich \
+               "mpi-$arch=/usr/include/$arch/mpich"; do
+        if update-alternatives --list "${pin%%=*}" 2>/dev/null | grep -qx "${pin#*=}"; then
+            $SUDO update-alternatives --quiet --set "${pin%%=*}" "${pin#*=}"
+        fi
+    done
+}
+[ -n "$openmpi" ] && pin_mpich
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
         missing="$missing $p"
 done
 [ -z "$missing" ] && { echo "setup-debian: all packages present"; exit 0; }
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 echo "setup-debian: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
+[ -z "$openmpi" ] || pin_mpich
