@@ -9,16 +9,22 @@ against transfer size.  Python 3 standard library only; matplotlib or
 gnuplot for --plot.
 """
 import argparse
-import csv
 import math
 import os
 import re
 import shutil
-import signal
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+# The shared helpers (tools/pylib): the source tree's for the build tree's
+# script; for the installed one, those installed with it, found from its
+# own folder (so that an install under DESTDIR finds them too).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "@BUILD_PYLIB@" or "@PYLIB@"))
+from voclutil import (EXIT_OK, EXIT_RUN_FAILED, find_first, messages,  # noqa: E402
+                      print_table, pyplot_or_reason, run_cmd, write_csv)
 
 VERSION = "@VERSION@"
 # The build tree's files first (empty in the installed copy), then the
@@ -48,25 +54,8 @@ BW_TARGET_MIN = 16 << 20
 LAT_TARGET_EXTRA = 15e-6  # seconds over native, 4-byte blocking read
 LAUNCH_TARGET = 1.3  # times native
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
-
 RUSAGE_LINE = re.compile(r"^voclproxyd rank (\d+) maxrss_kb (\d+)\s*$")
-
-
-def die(msg, code=EXIT_USAGE):
-    print("%s: %s" % (PROG, msg), file=sys.stderr)
-    sys.exit(code)
-
-
-def note(msg):
-    print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
-
-
-def find_first(candidates):
-    for c in candidates:
-        if c and not c.startswith("@") and os.path.exists(c):
-            return c
-    return None
+die, note = messages(PROG)
 
 
 # ---- running the worker ----
@@ -92,26 +81,6 @@ class Run:
     @property
     def ok(self):
         return self.error is None
-
-
-def run_cmd(cmd, env, timeout):
-    """(exit status, stdout, stderr, seconds, timed out) of cmd, run in a
-    session of its own so that a timeout ends mpiexec and every rank."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, start_new_session=True)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-    return proc.returncode, out, err, time.monotonic() - t0, timed_out
 
 
 def run_worker(run, timeout):
@@ -341,48 +310,33 @@ def row_cells(row):
             "%.2fx" % r if r is not None else "-", fmt_value(row.nopipe, row.unit), tv]
 
 
-def print_table(rows, header, out=sys.stdout):
-    table = [list(COLUMNS)] + [row_cells(r) for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
-
-    def line(cells):
-        text = " | ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 5 else c
-                          for i, (c, w) in enumerate(zip(cells, widths)))
-        return text.rstrip()
-
-    print(header, file=out)
-    print(line(table[0]), file=out)
-    print("-+-".join("-" * w for w in widths), file=out)
-    section = None
-    for row, cells in zip(rows, table[1:]):
+def print_rows(header, rows):
+    """The table, each section under its title."""
+    lines, section = [], None
+    for row in rows:
         if row.section != section:
             section = row.section
-            print(SECTION_TITLES[section], file=out)
-        print(line(cells), file=out)
+            lines.append(SECTION_TITLES[section])
+        lines.append(row_cells(row))
+    print_table(header, COLUMNS, lines)
 
 
-def write_csv(path, rows):
+def write_rows(path, rows):
     def num(v):
         return "" if v is None else "%.6g" % v
 
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["section", "metric", "param", "unit", "native", "vocl", "ratio",
-                    "vocl_nopipe", "target", "verdict"])
-        for r in rows:
-            w.writerow([r.section, r.metric, r.param, r.unit, num(r.native), num(r.vocl),
-                        num(r.ratio), num(r.nopipe), r.target, r.verdict])
+    write_csv(path, ["section", "metric", "param", "unit", "native", "vocl", "ratio",
+                     "vocl_nopipe", "target", "verdict"],
+              [[r.section, r.metric, r.param, r.unit, num(r.native), num(r.vocl),
+                num(r.ratio), num(r.nopipe), r.target, r.verdict] for r in rows])
 
 
 # ---- the plot ----
 
 
 def plot_backend():
-    try:
-        import matplotlib  # noqa: F401
+    if pyplot_or_reason(PROG)[0] is not None:
         return "matplotlib"
-    except ImportError:
-        pass
     if shutil.which("gnuplot"):
         return "gnuplot"
     return None
@@ -405,9 +359,7 @@ def bw_series(native, vocl, nopipe):
 
 
 def plot_matplotlib(path, series, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # (plot_backend chose the Agg backend)
     import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(9, 5.5))
@@ -511,12 +463,6 @@ def tcp_stream(cluster):
         return None
 
 
-def median(xs):
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
 def merge_rounds(runs):
     """One Run whose values are the medians of the rounds' runs."""
     merged = Run(runs[0].label, runs[0].cmd, runs[0].env)
@@ -525,7 +471,7 @@ def merge_rounds(runs):
         keys += [k for k in r.values if k not in keys]
     for k in keys:
         got = [r.values[k] for r in runs if k in r.values]
-        merged.values[k] = (median([v for v, _ in got]), got[0][1])
+        merged.values[k] = (statistics.median([v for v, _ in got]), got[0][1])
     failed = [r for r in runs if not r.ok]
     merged.error = failed[0].error if failed else None
     return merged
@@ -575,12 +521,7 @@ def cluster_main(a, worker, vocl_run):
         subprocess.run([cluster, "down"])
     runs = [merge_rounds([rd[i] for rd in rounds]) for i in range(3)]
     native, mpi, vocl = runs
-    print()
-    print("%s %s --cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1), link %s "
-          "each way (tc tbf), TCP; window %s, median of %s repetitions, median of %d rounds"
-          % (PROG, VERSION, a.rate, window, reps, a.rounds))
-    cols = ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict")
-    table = [cols]
+    table = []
     verdicts = []
 
     def val(run, key):
@@ -607,28 +548,25 @@ def cluster_main(a, worker, vocl_run):
     table.append(("4-byte round trip (blocking read)", fmt_value(n, "s"), fmt_value(m, "s"),
                   fmt_value(v, "s"), "%+.1f us" % ((v - m) * 1e6) if m and v else "-",
                   "<= MPI + %d us: %s" % (round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
-    widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
-    for i, row in enumerate(table):
-        print(" | ".join(c.ljust(w) if j in (0, 5) else c.rjust(w)
-                         for j, (c, w) in enumerate(zip(row, widths))).rstrip())
-        if i == 0:
-            print("-+-".join("-" * w for w in widths))
-    print("targets: %d PASS, %d MISS" % (verdicts.count(True), verdicts.count(False)))
+    print_table("%s %s --cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1), link "
+                "%s each way (tc tbf), TCP; window %s, median of %s repetitions, median of %d "
+                "rounds" % (PROG, VERSION, a.rate, window, reps, a.rounds),
+                ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict"), table,
+                footer=["targets: %d PASS, %d MISS" % (verdicts.count(True),
+                                                       verdicts.count(False))])
     got = sorted(t for t in tcp if t is not None)
     if got:
         print("the network's ceiling: one TCP stream vc1 -> vc2 (1 GiB, 4 MiB sends): %s "
               "(median of %d)" % (fmt_value(got[len(got) // 2], "B/s"), len(got)))
+    def num(*xs):
+        return ["%.6g" % x if x is not None else "" for x in xs]
+
+    bw_keys = sorted({(k[1], k[2]) for r in (native, vocl) for k in r.values if k[0] == "bw"},
+                     key=lambda k: (k[0], int(k[1])))
     try:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["metric", "native", "raw_mpi", "vocl", "unit"])
-            for row_keys in sorted({(k[1], k[2]) for r in (native, vocl) for k in r.values
-                                    if k[0] == "bw"}, key=lambda k: (k[0], int(k[1]))):
-                key = ("bw",) + row_keys
-                w.writerow(["%s %s" % row_keys] + ["%.6g" % x if x is not None else ""
-                                                   for x in (val(native, key), val(mpi, key),
-                                                             val(vocl, key))] + ["B/s"])
-            w.writerow(["rtt4"] + ["%.6g" % x if x is not None else "" for x in (n, m, v)] + ["s"])
+        write_csv(a.csv, ["metric", "native", "raw_mpi", "vocl", "unit"],
+                  [["%s %s" % k] + num(*(val(r, ("bw",) + k) for r in (native, mpi, vocl))) +
+                   ["B/s"] for k in bw_keys] + [["rtt4"] + num(n, m, v) + ["s"]])
         print("CSV written to %s" % a.csv)
     except OSError as e:
         note("cannot write %s: %s" % (a.csv, e))
@@ -707,7 +645,7 @@ def pyopencl_main(a, vocl_run):
                     own[s][i].append(got[1])
     rows = []
     for section, table in (("pyopencl-wall", walls), ("pyopencl-own", own)):
-        meds = {s: [median(x) if x else None for x in table[s]] for s in scripts}
+        meds = {s: [statistics.median(x) if x else None for x in table[s]] for s in scripts}
         rows += [Row(section, s[:-3], "", "s", n, v, None) for s, (n, v) in meds.items()]
         # A total only where every script ran both ways.
         n, v = (None if any(m[i] is None for m in meds.values())
@@ -715,12 +653,11 @@ def pyopencl_main(a, vocl_run):
         rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", n, v, None,
                         "<= %.2fx native" % PYOPENCL_TARGET,
                         "n/a" if n is None else verdict(v <= PYOPENCL_TARGET * n)))
-    print()
-    print_table(rows, "%s %s --pyopencl: %d scripts of %s, natively (PoCL) and under %s -n 1 "
-                "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
-                                             os.path.basename(vocl_run), a.rounds))
+    print_rows("%s %s --pyopencl: %d scripts of %s, natively (PoCL) and under %s -n 1 "
+               "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
+                                            os.path.basename(vocl_run), a.rounds), rows)
     try:
-        write_csv(a.csv, rows)
+        write_rows(a.csv, rows)
         print("CSV written to %s" % a.csv)
     except OSError as e:
         note("cannot write %s: %s" % (a.csv, e))
@@ -863,8 +800,7 @@ def main(argv):
     if a.quick:
         header += "\n--quick: tiny sizes and counts, the numbers mean little"
     rows = build_rows(native, vocl, nopipe)
-    print()
-    print_table(rows, header)
+    print_rows(header, rows)
 
     notes = []
     verdicts = [r.verdict for r in rows if r.verdict in ("PASS", "MISS")]
@@ -885,7 +821,7 @@ def main(argv):
         print(n)
 
     try:
-        write_csv(a.csv, rows)
+        write_rows(a.csv, rows)
         print("CSV written to %s" % a.csv)
     except OSError as e:
         note("cannot write %s: %s" % (a.csv, e))

@@ -14,18 +14,22 @@ last line; that line is all this tool reads of them.
 """
 import argparse
 import bisect
-import contextlib
-import csv
 import json
 import math
 import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+# The shared helpers (tools/pylib): the source tree's for the build tree's
+# script; for the installed one, those installed with it, found from its
+# own folder (so that an install under DESTDIR finds them too).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                "@BUILD_PYLIB@" or "@PYLIB@"))
+from voclutil import (EXIT_OK, EXIT_RUN_FAILED, find_first, messages,  # noqa: E402
+                      print_table, pyplot_or_reason, run_cmd, write_csv)
 
 VERSION = "@VERSION@"
 # The build tree's files first (empty in the installed copy), then the
@@ -34,7 +38,7 @@ EXAMPLES_CANDIDATES = ["@BUILD_EXAMPLES@", "@EXAMPLES@"]
 VOCL_RUN_CANDIDATES = ["@BUILD_VOCL_RUN@", "@VOCL_RUN@"]
 
 PROG = "vocl-report"
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+die, note = messages(PROG)
 
 
 class App:
@@ -72,22 +76,6 @@ SCALING_DEVICES = [1, 2, 4, 8, 16, 32]
 QUICK_DEVICES = [1, 2, 4]
 PER_PROXY = 2  # devices each proxy serves in scaling runs
 WAYS = ("native", "local", "remote")
-
-
-def die(msg, code=EXIT_USAGE):
-    print("%s: %s" % (PROG, msg), file=sys.stderr)
-    sys.exit(code)
-
-
-def note(msg):
-    print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
-
-
-def find_first(candidates):
-    for c in candidates:
-        if c and not c.startswith("@") and os.path.exists(c):
-            return c
-    return None
 
 
 # ---- running ----
@@ -146,35 +134,6 @@ def shown_precision(group):
     return next((c.samples[0].get("precision", "-") for c in group if c.samples), "-")
 
 
-def end_group(proc, sig=signal.SIGTERM):
-    """Ends a run and every process it started (mpiexec and its ranks);
-    returns what it printed."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-    try:
-        return proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        return end_group(proc, signal.SIGKILL)
-
-
-def run_with_timeout(cmd, env, timeout):
-    """(returncode or None on timeout, stdout, stderr, seconds)."""
-    t0 = time.monotonic()
-    # A session of its own, so that a timeout can end mpiexec and every rank.
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        rc = proc.returncode
-    except subprocess.TimeoutExpired:
-        out, err = end_group(proc)
-        rc = None
-    except BaseException:  # SIGTERM (see main), Ctrl-C: not without the run
-        end_group(proc)
-        raise
-    return rc, out, err, time.monotonic() - t0
-
-
 def parse_turns(out):
     """The fields of every TURN line (--interleave)."""
     return [dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
@@ -211,7 +170,8 @@ def check_result(cfg, rc, res, timeout):
 
 
 def run_config(cfg, timeout, label):
-    rc, out, err, wall = run_with_timeout(cfg.cmd, cfg.env, timeout)
+    rc, out, err, wall, timed_out = run_cmd(cfg.cmd, cfg.env, timeout)
+    rc = None if timed_out else rc
     res = parse_result(out)
     cfg.error = check_result(cfg, rc, res, timeout)
     if cfg.error is None:
@@ -293,33 +253,6 @@ def fmt_secs(cfg):
     return s + (" ±%.0f%%" % (spread * 100) if spread is not None else "")
 
 
-def print_table(title, columns, rows, left, footer):
-    """A plain-text table: the first `left` columns left-aligned, the rest
-    right-aligned, except the last (free text)."""
-    table = [columns] + rows
-    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
-
-    def line(cells):
-        return " | ".join(c.ljust(w) if i < left or i == len(cells) - 1 else c.rjust(w)
-                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print()
-    print(title)
-    print(line(columns))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(line(r))
-    for f in footer:
-        print(f)
-
-
-def write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-
-
 RUNS_HEADER = ["mode", "app", "precision", "size", "devices", "way", "repeat", "seconds",
                "rate", "unit", "wall_seconds", "error", "command"]
 
@@ -355,19 +288,6 @@ def overhead_pct(vocl_s, native_s):
 
 
 # ---- plots ----
-
-
-def matplotlib_or_reason():
-    """pyplot, or why it cannot be had."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        return plt, None
-    except ImportError as e:
-        return None, "%s cannot import matplotlib (%s); Debian: apt-get install " \
-            "python3-matplotlib, or run vocl-report with a python3 that has it" % (
-                sys.executable, e)
 
 
 def log2_axis(ax, values):
@@ -455,7 +375,7 @@ def make_plots(a, kind, per_app, draw):
     """Draws one PNG per app; returns False only when a plot failed."""
     if not a.plot:
         return True
-    plt, reason = matplotlib_or_reason()
+    plt, reason = pyplot_or_reason(PROG)
     if plt is None:
         print("plots skipped: " + reason)
         return True
