@@ -20,7 +20,10 @@ import tempfile
 
 # The shared helpers (tools/pylib): the source tree's for the build tree's
 # script; for the installed one, those installed with it, found from its
-# own folder (so that an install under DESTDIR finds them too).
+# own folder (so that an install under DESTDIR finds them too).  No
+# __pycache__ beside them: not in the source tree, nor where `ninja
+# uninstall` would leave it.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                 "@BUILD_PYLIB@" or "@PYLIB@"))
 from voclutil import (EXIT_OK, EXIT_RUN_FAILED, find_first, messages,  # noqa: E402
