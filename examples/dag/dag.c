@@ -164,6 +164,11 @@ struct cmd {
     bool notify;      /* enqueued with an event and a completion callback */
     bool waited;      /* the host waits for it (dag_wait) */
     bool enqueued;    /* went to the device's queue */
+    bool host_wait;   /* waited when it was taken: host_event is made for it */
+    /* A reference to event for the host's own wait (see wait_cmds()), made
+     * by the scheduler and handed over under the lock once set. */
+    cl_event host_event;
+    bool host_event_set;
     uint64_t seq;     /* its place in the queue */
     struct cmd *q_next;
     unsigned waiting; /* dependencies not yet met */
@@ -324,6 +329,8 @@ static void cmd_unref(struct cmd *c)
         free(c->args);
         free(c->deps);
         free(c->succ);
+        if (c->host_event)
+            clReleaseEvent(c->host_event);
         struct cmd *prev = c->prev, *then = c->then;
         free(c);
         cmd_unref(then);
@@ -786,6 +793,7 @@ static void sync_reads(struct cmd *list)
 static void notify_locked(struct cmd *batch)
 {
     for (struct cmd *c = batch; c; c = c->ready_next) {
+        c->host_wait = c->waited;
         c->notify = c->kind == K_READ || c->waited;
         for (unsigned i = 0; i < c->num_succ && !c->notify; i++)
             c->notify = !queue_orders(c, c->succ[i]);
@@ -879,6 +887,9 @@ static void *scheduler(void *arg)
 
         for (struct cmd *c = batch; c; c = c->ready_next) {
             cl_int err = execute(c);
+            if (err == CL_SUCCESS && c->host_wait && c->event &&
+                clRetainEvent(c->event) == CL_SUCCESS)
+                c->host_event = c->event;
             if (err != CL_SUCCESS) {
                 c->event = NULL;
                 set_error(err, "%s (command %" PRIu64 ") on device %d failed: %s (%d)",
@@ -901,6 +912,10 @@ static void *scheduler(void *arg)
             count_locked(c);
             if (c->trace)
                 rt.trace[c->trace - 1].dispatched = now() - rt.t0;
+            if (c->host_event) {
+                c->host_event_set = true;
+                pthread_cond_broadcast(&rt.done);
+            }
             if (c->enqueued) {
                 c->seq = ++dev->seq;
                 if (c->kind != K_READ) {
@@ -1455,6 +1470,27 @@ static bool done_locked(const struct cmd *c)
     return c->state == S_COMPLETE && (!c->then || c->then->state == S_COMPLETE);
 }
 
+/* Waits for c natively once the scheduler has enqueued it: the driver
+ * then wakes this thread itself, as it wakes a plain program's blocking
+ * call, instead of through the completion callback and the scheduler
+ * thread.  The callback still comes and finds c complete.  With the lock;
+ * false when there is nothing to wait on that way. */
+static bool wait_natively_locked(struct cmd *c)
+{
+    if (!c->host_event_set || !c->host_event || c->state == S_COMPLETE)
+        return false;
+    cl_event e = c->host_event;
+    c->host_event = NULL;
+    pthread_mutex_unlock(&rt.lock);
+    cl_int err = clWaitForEvents(1, &e);
+    clReleaseEvent(e);
+    pthread_mutex_lock(&rt.lock);
+    /* A failure is left to the callback, which reports it. */
+    if (err == CL_SUCCESS && c->state != S_COMPLETE)
+        device_done_locked(c, CL_SUCCESS);
+    return true;
+}
+
 /* Waits for the commands (after a flush); returns the first error. */
 static int wait_cmds(struct cmd *const *cmds, unsigned n)
 {
@@ -1468,7 +1504,8 @@ static int wait_cmds(struct cmd *const *cmds, unsigned n)
     pthread_mutex_lock(&rt.lock);
     for (unsigned i = 0; i < n; i++) {
         while (!done_locked(cmds[i]))
-            pthread_cond_wait(&rt.done, &rt.lock);
+            if (!wait_natively_locked(cmds[i]))
+                pthread_cond_wait(&rt.done, &rt.lock);
     }
     cl_int err = rt.error;
     pthread_mutex_unlock(&rt.lock);
