@@ -41,28 +41,6 @@ int vocl_type_invalid_err(enum vocl_type t)
     return CL_INVALID_VALUE;
 }
 
-const char *vocl_proto_op_name(unsigned op)
-{
-    switch (op) {
-    case VOCL_OP_HELLO: return "HELLO";
-    case VOCL_OP_BYE: return "BYE";
-    case VOCL_OP_RETAIN: return "RETAIN";
-    case VOCL_OP_RELEASE: return "RELEASE";
-    case VOCL_OP_TRACE: return "TRACE";
-    case VOCL_OP_MIGRATE_OUT: return "MIGRATE_OUT";
-    case VOCL_OP_MIGRATE_IN: return "MIGRATE_IN";
-    case VOCL_OP_DIFF_OUT: return "DIFF_OUT";
-    case VOCL_OP_DIFF_IN: return "DIFF_IN";
-    case VOCL_OP_OUTPUT: return "OUTPUT";
-    case VOCL_OP_EVENT_OUT: return "EVENT_OUT";
-    case VOCL_OP_EVENT_IN: return "EVENT_IN";
-    case VOCL_OP_NOTIFY: return "NOTIFY";
-    case VOCL_OP_PROGRAM_BINARIES: return "PROGRAM_BINARIES";
-    case VOCL_OP_SHM_MAP: return "SHM_MAP";
-    default: return "unknown";
-    }
-}
-
 static size_t channel_count(cl_channel_order o)
 {
     switch (o) {

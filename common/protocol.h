@@ -70,6 +70,8 @@
 
 #include <stdint.h>
 
+#include "vocl_api.h"
+
 enum vocl_type {
     VOCL_T_NONE = 0,
     VOCL_T_PLATFORM,
@@ -84,24 +86,8 @@ enum vocl_type {
     VOCL_T_COUNT
 };
 
-/* Protocol opcodes; API opcodes come from cl_api.def (vocl_api.h). */
-enum vocl_proto_op {
-    VOCL_OP_HELLO = 10,
-    VOCL_OP_BYE = 11,
-    VOCL_OP_RETAIN = 12,
-    VOCL_OP_RELEASE = 13,
-    VOCL_OP_TRACE = 14,
-    VOCL_OP_MIGRATE_OUT = 15,
-    VOCL_OP_MIGRATE_IN = 16,
-    VOCL_OP_OUTPUT = 17, /* proxy -> client, before a reply: what kernels printed */
-    VOCL_OP_EVENT_OUT = 18,
-    VOCL_OP_EVENT_IN = 19,
-    VOCL_OP_DIFF_OUT = 22,
-    VOCL_OP_DIFF_IN = 23,
-    VOCL_OP_NOTIFY = 81, /* proxy -> client, before a reply: context notifications */
-    VOCL_OP_PROGRAM_BINARIES = 80, /* req: u64 program; rep: i32 err, u32 n, n x bytes */
-    VOCL_OP_SHM_MAP = 82,
-};
+/* Opcodes, the protocol's own (enum vocl_proto_op) and the API's, come from
+ * cl_api.def (the generated vocl_api.h). */
 
 /*
  * Ids: a proxy numbers its root devices 1..ndev; every object a client
@@ -151,7 +137,6 @@ enum vocl_arg_kind {
 /* Object-type helpers shared by both sides. */
 const char *vocl_type_name(enum vocl_type t);
 int vocl_type_invalid_err(enum vocl_type t); /* CL_INVALID_CONTEXT for a context, ... */
-const char *vocl_proto_op_name(unsigned op);
 const char *vocl_err_name(int err);
 #include <stddef.h>
 struct _cl_image_format;

@@ -632,28 +632,6 @@ static void op_refcount(struct proxyd_req *q, bool retain)
 
 /* --- deferred errors -------------------------------------------------------------------------- */
 
-/*
- * Requests that synchronise with the client: a deferred error (the first
- * failure of a request that wanted no reply) is reported in place of their
- * own success.  The list is in libvocl(7), DEFERRED ERRORS.
- */
-static bool is_sync_op(unsigned op)
-{
-    switch (op) {
-    case VOCL_OP_clFinish:
-    case VOCL_OP_clWaitForEvents:
-    case VOCL_OP_clEnqueueReadBuffer:
-    case VOCL_OP_clEnqueueWriteBuffer:
-    case VOCL_OP_clEnqueueReadBufferRect:
-    case VOCL_OP_clEnqueueWriteBufferRect:
-    case VOCL_OP_clEnqueueReadImage:
-    case VOCL_OP_clEnqueueWriteImage:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* The status every reply starts with. */
 static cl_int reply_status(const struct vocl_wr *reply)
 {
@@ -712,7 +690,7 @@ static void settle_deferred(const struct proxyd_req *q, bool wants_reply, struct
         }
         return;
     }
-    if (err != CL_SUCCESS || s->deferred == CL_SUCCESS || !is_sync_op(op))
+    if (err != CL_SUCCESS || s->deferred == CL_SUCCESS || !vocl_op_syncs(op))
         return;
     uint8_t *p = reply->buf + VOCL_HDR_SIZE;
     uint32_t v = (uint32_t)proxyd_take_deferred(q);

@@ -259,11 +259,11 @@ void proxyd_op_clCloneKernel(struct proxyd_req *q)
 
 /*
  * Kernel arguments travel with the launch: u32 count, then per argument
- * u32 index, u8 kind, and the value (bytes, an id, or a __local size).
+ * u32 index, u8 kind (enum vocl_launch_arg, from cl_api.def), and the value
+ * (bytes, an id, or a __local size).
  * Only arguments changed since the last launch are sent: the native kernel
  * keeps the others.
  */
-enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
 
 /* A NULL object, which the spec allows for a buffer argument (the client
  * sends it as bytes when it cannot tell the argument is an object). */
@@ -276,7 +276,7 @@ static bool is_null_handle(const void *v)
 
 /*
  * Whether argument i of k takes an object: the driver reads its value as a
- * handle, so it must come as an id (ARG_MEM, ARG_SAMPLER), never as bytes
+ * handle, so it must come as an id (VOCL_LARG_MEM, VOCL_LARG_SAMPLER), never as bytes
  * (a forged handle, or another session's).  Unknown without argument info.
  */
 static bool takes_object(struct proxyd_req *q, cl_kernel k, cl_uint i)
@@ -293,7 +293,7 @@ static cl_int set_args(struct proxyd_req *q, cl_kernel k)
         cl_uint index = vocl_rd_u32(q->r);
         uint8_t kind = vocl_rd_u8(q->r);
         cl_int r = CL_SUCCESS;
-        if (kind == ARG_BYTES) {
+        if (kind == VOCL_LARG_BYTES) {
             size_t len;
             const void *v = vocl_rd_bytes(q->r, &len);
             if (!q->r->fail && k && len == sizeof(cl_mem) && !is_null_handle(v) &&
@@ -301,15 +301,15 @@ static cl_int set_args(struct proxyd_req *q, cl_kernel k)
                 r = CL_INVALID_ARG_VALUE;
             else if (!q->r->fail && k)
                 r = q->cl->clSetKernelArg(k, index, len, len ? v : NULL);
-        } else if (kind == ARG_MEM || kind == ARG_SAMPLER) {
+        } else if (kind == VOCL_LARG_MEM || kind == VOCL_LARG_SAMPLER) {
             uint64_t id = vocl_rd_u64(q->r);
-            enum vocl_type t = kind == ARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER;
+            enum vocl_type t = kind == VOCL_LARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER;
             struct proxyd_obj *o = id ? proxyd_lookup(q->s, id, t) : NULL;
             if (id && !o)
                 r = CL_INVALID_ARG_VALUE;
             else if (!q->r->fail && k)
                 r = q->cl->clSetKernelArg(k, index, sizeof(void *), o ? &o->native : NULL);
-        } else if (kind == ARG_LOCAL) {
+        } else if (kind == VOCL_LARG_LOCAL) {
             size_t size = (size_t)vocl_rd_u64(q->r);
             if (!q->r->fail && k)
                 r = q->cl->clSetKernelArg(k, index, size, NULL);

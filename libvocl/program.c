@@ -27,11 +27,8 @@
 #include "kernelparse.h"
 #include "thread.h"
 
-/* How a value travels with the launch (the proxy's set_args). */
-enum { ARG_BYTES = 0, ARG_MEM = 1, ARG_SAMPLER = 2, ARG_LOCAL = 3 };
-
 struct vocl_karg {
-    uint8_t set, kind;
+    uint8_t set, kind; /* kind: how it travels (enum vocl_launch_arg, cl_api.def) */
     uint8_t decl;       /* enum vocl_arg_kind */
     uint8_t ro;         /* a buffer or image the kernel cannot write (const, read_only) */
     uint16_t decl_size; /* decl VALUE of a built-in type: its size; else 0 */
@@ -39,13 +36,13 @@ struct vocl_karg {
      * as two threads may enqueue one kernel at once. */
     _Atomic uint64_t sent;
     size_t size;
-    /* ARG_MEM, ARG_SAMPLER (NULL: NULL): not held, as a driver does not
+    /* VOCL_LARG_MEM, VOCL_LARG_SAMPLER (NULL: NULL): not held, as a driver does not
      * retain them, so a release frees the object (and runs its destructor
      * callbacks); hold_args finds it again by address and serial. */
     struct vocl_obj *obj;
     uint64_t serial;
-    uint8_t small[16]; /* ARG_BYTES up to 16 bytes */
-    uint8_t *big;      /* ARG_BYTES above */
+    uint8_t small[16]; /* VOCL_LARG_BYTES up to 16 bytes */
+    uint8_t *big;      /* VOCL_LARG_BYTES above */
 };
 
 /*
@@ -1003,15 +1000,15 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
 
     if (!arg_value) {
         /* __local memory, or a NULL buffer: the native call tells them apart. */
-        a.kind = ARG_LOCAL;
+        a.kind = VOCL_LARG_LOCAL;
     } else if (h) {
         if (vocl_ctx_of(h) != k->context)
             return CL_INVALID_ARG_VALUE; /* an object of another context */
-        a.kind = h->type == VOCL_T_MEM ? ARG_MEM : ARG_SAMPLER;
+        a.kind = h->type == VOCL_T_MEM ? VOCL_LARG_MEM : VOCL_LARG_SAMPLER;
         a.obj = h;
         a.serial = h->serial;
     } else {
-        a.kind = ARG_BYTES;
+        a.kind = VOCL_LARG_BYTES;
         if (arg_size > sizeof(a.small)) {
             if (arg_size > VOCL_INLINE_MAX)
                 return CL_INVALID_ARG_SIZE;
@@ -1048,9 +1045,9 @@ static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
         vocl_wr_u32(c->w, i);
         vocl_wr_u8(c->w, a->kind);
         switch (a->kind) {
-        case ARG_BYTES: vocl_wr_bytes(c->w, a->big ? a->big : a->small, a->size); break;
-        case ARG_MEM:
-        case ARG_SAMPLER: vocl_wr_u64(c->w, vocl_id_on(a->obj, c->px)); break;
+        case VOCL_LARG_BYTES: vocl_wr_bytes(c->w, a->big ? a->big : a->small, a->size); break;
+        case VOCL_LARG_MEM:
+        case VOCL_LARG_SAMPLER: vocl_wr_u64(c->w, vocl_id_on(a->obj, c->px)); break;
         default: vocl_wr_u64(c->w, a->size); break;
         }
     }
@@ -1064,10 +1061,10 @@ static bool hold_args(const struct vocl_kargs *ka, struct vocl_obj **held, cl_ui
     *n = 0;
     for (cl_uint i = 0; i < ka->n; i++) {
         const struct vocl_karg *a = &ka->a[i];
-        if ((a->kind != ARG_MEM && a->kind != ARG_SAMPLER) || !a->obj)
+        if ((a->kind != VOCL_LARG_MEM && a->kind != VOCL_LARG_SAMPLER) || !a->obj)
             continue;
         struct vocl_obj *o =
-            vocl_lookup(a->obj, a->kind == ARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER);
+            vocl_lookup(a->obj, a->kind == VOCL_LARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER);
         if (o != a->obj || o->serial != a->serial) {
             while (*n)
                 vocl_obj_drop(held[--*n]);
@@ -1154,7 +1151,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     /* Buffers and images of a context spanning proxies: their data here. */
     for (cl_uint i = 0; !c.err && i < k->kargs->n; i++) {
         const struct vocl_karg *a = &k->kargs->a[i];
-        if (a->kind == ARG_MEM && a->obj)
+        if (a->kind == VOCL_LARG_MEM && a->obj)
             vocl_mem_use(&c, a->obj,
                          a->ro || (a->obj->mem_flags & CL_MEM_READ_ONLY) ? VOCL_USE_R
                                                                          : VOCL_USE_RW);

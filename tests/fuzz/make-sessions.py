@@ -19,7 +19,7 @@ import os
 import struct
 import sys
 
-KEEP_ALL = {12, 13}  # VOCL_OP_RETAIN, VOCL_OP_RELEASE (common/protocol.h)
+KEEP_ALL = {12, 13}  # VOCL_OP_RETAIN, VOCL_OP_RELEASE (common/cl_api.def)
 REPEATS = 2
 BIG = 8192  # payload bytes: only the first such message of an opcode is kept
 HUGE = 65536  # and none larger (program binaries): seeds stay small
