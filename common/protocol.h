@@ -71,6 +71,7 @@
 #include <stdint.h>
 
 #include "vocl_api.h"
+#include "wire.h"
 
 enum vocl_type {
     VOCL_T_NONE = 0,
@@ -95,20 +96,7 @@ enum vocl_type {
  */
 #define VOCL_ID_CLIENT_MIN 0x10000u
 
-/*
- * How the bytes of a transfer travel (field "mode" of writes, reads and
- * creates with host data):
- *   NONE     no data
- *   INLINE   in the message itself (small transfers)
- *   CHUNKED  u64 chunk size in the message (the proxy's staging buffer size,
- *            from HELLO), and ceil(size/chunk) messages on VOCL_TAG_DATA:
- *            after a write's request, from the client; for a read, from the
- *            proxy, each either the whole chunk or empty (the read failed),
- *            then the reply if the request wants one
- *   HOSTPTR  u64 host address: only for the in-process executor (local
- *            passthrough); a proxy rejects it from the wire
- */
-enum vocl_data_mode { VOCL_DATA_NONE = 0, VOCL_DATA_INLINE, VOCL_DATA_CHUNKED, VOCL_DATA_HOSTPTR };
+/* How the bytes of a transfer travel: enum vocl_data_mode, wire.h. */
 
 /*
  * What a kernel argument is declared as: one byte per argument, after the

@@ -253,3 +253,87 @@ int vocl_data_tag(uint32_t seq)
 {
     return data_tag_first + (int)(seq % data_tag_span);
 }
+
+/* --- compound fields of the generated messages (vocl_msg.h) --------------------------------- */
+
+void vocl_wr_ids(struct vocl_wr *w, const struct vocl_ids *a)
+{
+    vocl_wr_u32(w, a->n);
+    for (uint32_t i = 0; i < a->n; i++)
+        vocl_wr_u64(w, vocl_ids_at(a, i));
+}
+
+const char *vocl_rd_ids(struct vocl_rd *r, struct vocl_ids *a, const char *too_long)
+{
+    a->n = vocl_rd_u32(r);
+    a->v = NULL;
+    a->raw = NULL;
+    if (r->fail || a->n == 0) {
+        a->n = 0;
+        return NULL;
+    }
+    if ((uint64_t)a->n * 8 > (uint64_t)(r->end - r->p)) {
+        a->n = 0;
+        return too_long;
+    }
+    a->raw = rd_take(r, (size_t)a->n * 8);
+    return NULL;
+}
+
+void vocl_wr_va3(struct vocl_wr *w, const struct vocl_va3 *a)
+{
+    vocl_wr_u8(w, a->present);
+    if (!a->present)
+        return;
+    for (int i = 0; i < 3; i++)
+        vocl_wr_u64(w, a->v[i]);
+}
+
+void vocl_rd_va3(struct vocl_rd *r, struct vocl_va3 *a)
+{
+    a->present = vocl_rd_u8(r);
+    for (int i = 0; i < 3; i++)
+        a->v[i] = a->present ? vocl_rd_u64(r) : 0;
+}
+
+void vocl_wr_data(struct vocl_wr *w, const struct vocl_data *d, bool out)
+{
+    vocl_wr_u8(w, d->mode);
+    switch (d->mode) {
+    case VOCL_DATA_INLINE:
+        if (out)
+            vocl_wr_bytes(w, d->p, (size_t)d->len);
+        break;
+    case VOCL_DATA_CHUNKED:
+    case VOCL_DATA_HOSTPTR:
+        vocl_wr_u64(w, d->arg);
+        break;
+    default:
+        break;
+    }
+}
+
+const char *vocl_rd_data(struct vocl_rd *r, struct vocl_data *d, bool out)
+{
+    memset(d, 0, sizeof(*d));
+    d->mode = vocl_rd_u8(r);
+    if (r->fail)
+        return NULL;
+    switch (d->mode) {
+    case VOCL_DATA_NONE:
+        return NULL;
+    case VOCL_DATA_INLINE:
+        if (out) {
+            size_t n = 0;
+            d->p = vocl_rd_bytes(r, &n);
+            d->len = n;
+        }
+        return NULL;
+    case VOCL_DATA_CHUNKED:
+    case VOCL_DATA_HOSTPTR:
+        d->arg = vocl_rd_u64(r);
+        return NULL;
+    default:
+        return "unknown data mode";
+    }
+}

@@ -108,6 +108,71 @@ const char *vocl_rd_str(struct vocl_rd *r, size_t *n, bool *is_null);
 /* True when every field was read and nothing is left over. */
 bool vocl_rd_done(const struct vocl_rd *r);
 
+/*
+ * How the bytes of a transfer travel (field "mode" of writes, reads and
+ * creates with host data):
+ *   NONE     no data
+ *   INLINE   in the message itself (small transfers)
+ *   CHUNKED  u64 chunk size in the message (the proxy's staging buffer size,
+ *            from HELLO), and ceil(size/chunk) messages on VOCL_TAG_DATA:
+ *            after a write's request, from the client; for a read, from the
+ *            proxy, each either the whole chunk or empty (the read failed),
+ *            then the reply if the request wants one
+ *   HOSTPTR  u64 host address: only for the in-process executor (local
+ *            passthrough); a proxy rejects it from the wire
+ */
+enum vocl_data_mode { VOCL_DATA_NONE = 0, VOCL_DATA_INLINE, VOCL_DATA_CHUNKED, VOCL_DATA_HOSTPTR };
+
+/*
+ * Compound fields of the generated messages (vocl_msg.h, from cl_api.def).
+ *
+ * An array of u64 (handles, wait lists, new ids, property lists): u32
+ * count, then the values.  An encoder reads v; a decoder leaves v NULL and
+ * points raw into the message (little-endian, unaligned): read it with
+ * vocl_ids_at.
+ */
+struct vocl_ids {
+    uint32_t n;
+    const uint64_t *v;
+    const uint8_t *raw;
+};
+static inline uint64_t vocl_ids_at(const struct vocl_ids *a, uint32_t i)
+{
+    if (a->v)
+        return a->v[i];
+    uint64_t x = 0;
+    for (int b = 7; b >= 0; b--)
+        x = x << 8 | a->raw[8 * (size_t)i + (size_t)b];
+    return x;
+}
+void vocl_wr_ids(struct vocl_wr *w, const struct vocl_ids *a);
+/* Returns too_long (reading nothing more) when the count exceeds the message. */
+const char *vocl_rd_ids(struct vocl_rd *r, struct vocl_ids *a, const char *too_long);
+
+/* Three optional sizes (origins, regions): u8 present, then 3 x u64 if so. */
+struct vocl_va3 {
+    uint8_t present;
+    uint64_t v[3];
+};
+void vocl_wr_va3(struct vocl_wr *w, const struct vocl_va3 *a);
+void vocl_rd_va3(struct vocl_rd *r, struct vocl_va3 *a);
+
+/*
+ * The bulk data of a transfer (enum vocl_data_mode): u8 mode, then for
+ * data the command sends (out) INLINE: bytes p/len, CHUNKED: u64 chunk size
+ * (arg), HOSTPTR: u64 address (arg); for where a read's data goes (in) the
+ * same without INLINE's bytes (they come in the reply).
+ */
+struct vocl_data {
+    uint8_t mode;
+    const void *p;
+    uint64_t len;
+    uint64_t arg;
+};
+void vocl_wr_data(struct vocl_wr *w, const struct vocl_data *d, bool out);
+/* Returns why on an unknown mode (reading nothing more). */
+const char *vocl_rd_data(struct vocl_rd *r, struct vocl_data *d, bool out);
+
 /* Header encode/decode; decode returns false on bad magic or length. */
 void vocl_hdr_put(uint8_t out[VOCL_HDR_SIZE], const struct vocl_msg_hdr *h);
 bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h);

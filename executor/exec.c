@@ -324,11 +324,9 @@ void *proxyd_tmp(struct proxyd_req *q, size_t n)
     return t->data;
 }
 
-void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
+/* (A decoder leaves the fields after a truncation 0: no lookup for them.) */
+void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable)
 {
-    uint64_t id = vocl_rd_u64(q->r);
-    if (q->r->fail)
-        return NULL;
     if (id == 0) {
         if (!nullable)
             set_err(q, vocl_type_invalid_err(t));
@@ -348,28 +346,45 @@ void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
     return o->native;
 }
 
-/* A handle array: u32 count, then count ids.  NULL and 0 are the same. */
-const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count)
+void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
 {
-    uint32_t n = vocl_rd_u32(q->r);
+    uint64_t id = vocl_rd_u64(q->r);
+    if (q->r->fail)
+        return NULL;
+    return proxyd_h(q, id, t, nullable);
+}
+
+const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_ids *ids,
+                      cl_uint *count)
+{
+    uint32_t n = ids->n;
     *count = 0;
-    if (q->r->fail || n == 0)
+    if (n == 0)
         return NULL;
-    if ((size_t)n * 8 > (size_t)(q->r->end - q->r->p)) {
-        proxyd_fail(q, "handle array longer than the message");
-        return NULL;
-    }
     void **arr = proxyd_tmp(q, n * sizeof(void *));
     if (!arr)
         return NULL;
     for (uint32_t i = 0; i < n; i++) {
-        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_rd_u64(q->r), t);
+        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_ids_at(ids, i), t);
         arr[i] = o ? o->native : NULL;
-        if (!o && !q->r->fail)
+        if (!o)
             set_err(q, t == VOCL_T_EVENT ? CL_INVALID_EVENT_WAIT_LIST : vocl_type_invalid_err(t));
     }
     *count = n;
     return arr;
+}
+
+/* A handle array: u32 count, then count ids.  NULL and 0 are the same. */
+const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count)
+{
+    struct vocl_ids ids;
+    const char *why = vocl_rd_ids(q->r, &ids, "handle array longer than the message");
+    *count = 0;
+    if (why) {
+        proxyd_fail(q, why);
+        return NULL;
+    }
+    return proxyd_ha(q, t, &ids, count);
 }
 
 /* A scalar array: u8 present, then count u64 values. */
@@ -427,10 +442,10 @@ const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len)
  * value) pairs (or a partition's counts, then its 0), and must stop inside
  * it even where the client's 0 is a value, or the request is cut short.
  */
-const void *proxyd_rd_props(struct proxyd_req *q)
+const void *proxyd_props(struct proxyd_req *q, const struct vocl_ids *list)
 {
-    uint32_t n = vocl_rd_u32(q->r);
-    if (q->r->fail || n == 0)
+    uint32_t n = list->n;
+    if (n == 0)
         return NULL;
     if (n > 256) {
         proxyd_fail(q, "property list too long");
@@ -440,22 +455,46 @@ const void *proxyd_rd_props(struct proxyd_req *q)
     if (!p)
         return NULL;
     for (uint32_t i = 0; i < n; i++)
-        p[i] = vocl_rd_u64(q->r);
-    if (!q->r->fail && p[n - 1] != 0)
+        p[i] = vocl_ids_at(list, i);
+    if (p[n - 1] != 0)
         proxyd_fail(q, "property list not terminated");
     return p;
 }
 
-/* An id for an object the request creates: 0 (none) or unused and in range. */
-uint64_t proxyd_rd_newid(struct proxyd_req *q)
+const void *proxyd_rd_props(struct proxyd_req *q)
 {
-    uint64_t id = vocl_rd_u64(q->r);
-    if (q->r->fail || id == 0)
+    struct vocl_ids list;
+    const char *why = vocl_rd_ids(q->r, &list, "property list longer than the message");
+    if (why) {
+        proxyd_fail(q, why);
+        return NULL;
+    }
+    return proxyd_props(q, &list);
+}
+
+/* An id for an object the request creates: 0 (none) or unused and in range. */
+uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id)
+{
+    if (id == 0)
         return 0;
     if (id < VOCL_ID_CLIENT_MIN || id == VOCL_MAP_TOMB || vocl_map_get(&q->s->objs, id)) {
         proxyd_fail(q, "new object id out of range or in use");
         return 0;
     }
+    return id;
+}
+
+uint64_t proxyd_rd_newid(struct proxyd_req *q)
+{
+    uint64_t id = vocl_rd_u64(q->r);
+    return q->r->fail ? 0 : proxyd_newid(q, id);
+}
+
+uint64_t proxyd_newobj(struct proxyd_req *q, uint64_t id)
+{
+    id = proxyd_newid(q, id);
+    if (!id)
+        proxyd_fail(q, "a create without an id for the new object");
     return id;
 }
 

@@ -6,8 +6,12 @@
 
 void proxyd_op_clWaitForEvents(struct proxyd_req *q)
 {
+    struct vocl_msg_clWaitForEvents_req m;
+    const char *why = vocl_dec_clWaitForEvents_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
     cl_uint n;
-    const cl_event *evs = proxyd_rd_ha(q, VOCL_T_EVENT, &n);
+    const cl_event *evs = proxyd_ha(q, VOCL_T_EVENT, &m.events, &n);
     if (!proxyd_req_begin(q))
         return;
     cl_int rc = CL_INVALID_VALUE;

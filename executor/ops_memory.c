@@ -35,26 +35,27 @@ struct xfer {
     void *host;              /* HOSTPTR */
 };
 
-static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data_in)
+/* Checks the data fields a generated decoder read (d) for a transfer of size bytes. */
+static void use_xfer(struct proxyd_req *q, struct xfer *x, const struct vocl_data *d, size_t size,
+                     bool data_in)
 {
     memset(x, 0, sizeof(*x));
-    x->mode = vocl_rd_u8(q->r);
+    x->mode = d->mode;
     x->size = size;
     switch (x->mode) {
     case VOCL_DATA_NONE:
         break;
     case VOCL_DATA_INLINE: {
-        size_t n = 0;
         if (data_in)
-            x->inline_data = vocl_rd_bytes(q->r, &n);
-        if (data_in && n != size)
+            x->inline_data = d->p;
+        if (data_in && d->len != size)
             proxyd_fail(q, "inline data size differs from the transfer size");
         if (size > VOCL_INLINE_MAX)
             proxyd_fail(q, "inline transfer too large");
         break;
     }
     case VOCL_DATA_CHUNKED:
-        x->chunk = (size_t)vocl_rd_u64(q->r);
+        x->chunk = (size_t)d->arg;
         if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
             proxyd_fail(q, "chunk size out of range");
         /* A chunked read answers with one message per chunk, even when it
@@ -70,13 +71,23 @@ static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data
         q->s->broken = true;
         break;
     case VOCL_DATA_HOSTPTR:
-        x->host = (void *)(uintptr_t)vocl_rd_u64(q->r);
+        x->host = (void *)(uintptr_t)d->arg;
         if (!q->s->in_process)
             proxyd_fail(q, "host pointers are accepted in-process only");
         break;
     default:
         proxyd_fail(q, "unknown data mode");
     }
+}
+
+/* The data fields of a message whose decoder is still written here. */
+static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data_in)
+{
+    struct vocl_data d;
+    const char *why = vocl_rd_data(q->r, &d, data_in);
+    if (why)
+        proxyd_fail(q, why);
+    use_xfer(q, x, &d, size, data_in);
 }
 
 static size_t chunk_len(const struct xfer *x, size_t done)
@@ -374,13 +385,17 @@ static cl_command_queue context_queue(struct proxyd_req *q, cl_context ctx)
 
 void proxyd_op_clCreateBuffer(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    const cl_mem_properties *props = proxyd_rd_props(q);
-    cl_mem_flags flags = vocl_rd_u64(q->r);
-    size_t size = (size_t)vocl_rd_u64(q->r);
+    struct vocl_msg_clCreateBuffer_req m;
+    const char *why = vocl_dec_clCreateBuffer_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    const cl_mem_properties *props = proxyd_props(q, &m.properties);
+    cl_mem_flags flags = m.flags;
+    size_t size = (size_t)m.size;
     struct xfer x;
-    rd_xfer(q, &x, size, true);
-    uint64_t id = proxyd_rd_newobj(q);
+    use_xfer(q, &x, &m.data, size, true);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
     cl_mem mem = NULL;
 
@@ -429,11 +444,13 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
 
 void proxyd_op_clCreateSubBuffer(struct proxyd_req *q)
 {
-    cl_mem buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_mem_flags flags = vocl_rd_u64(q->r);
-    cl_buffer_create_type type = (cl_buffer_create_type)vocl_rd_u64(q->r);
-    cl_buffer_region region = {(size_t)vocl_rd_u64(q->r), (size_t)vocl_rd_u64(q->r)};
-    uint64_t id = proxyd_rd_newobj(q);
+    struct vocl_msg_clCreateSubBuffer_req m;
+    vocl_dec_clCreateSubBuffer_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+    cl_mem_flags flags = m.flags;
+    cl_buffer_create_type type = (cl_buffer_create_type)m.create_type;
+    cl_buffer_region region = {(size_t)m.origin, (size_t)m.size};
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
     if (!proxyd_req_begin(q))
         return;
@@ -441,7 +458,8 @@ void proxyd_op_clCreateSubBuffer(struct proxyd_req *q)
     proxyd_reply_made(q, id, VOCL_T_MEM, mem, err);
 }
 
-/* The fields a buffer read and a buffer write share (libvocl: put_xfer_head). */
+/* A buffer read's or write's fields, decoded (their messages differ in
+ * the data field only: cl_api.def). */
 struct buf_xfer {
     cl_command_queue queue;
     cl_mem buf;
@@ -455,14 +473,28 @@ struct buf_xfer {
 
 static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
 {
-    b->queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    b->buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    b->blocking = vocl_rd_u8(q->r);
-    b->offset = (size_t)vocl_rd_u64(q->r);
-    b->size = (size_t)vocl_rd_u64(q->r);
-    b->wl = proxyd_rd_ha(q, VOCL_T_EVENT, &b->nwl);
-    b->ev_id = proxyd_rd_newid(q);
-    rd_xfer(q, &b->x, b->size, data_in);
+    /* The two messages have the same fields (their data's direction aside). */
+    struct vocl_msg_clEnqueueWriteBuffer_req m;
+    const char *why;
+    if (data_in) {
+        why = vocl_dec_clEnqueueWriteBuffer_req(q->r, &m);
+    } else {
+        struct vocl_msg_clEnqueueReadBuffer_req rm;
+        why = vocl_dec_clEnqueueReadBuffer_req(q->r, &rm);
+        m = (struct vocl_msg_clEnqueueWriteBuffer_req){
+            .queue = rm.queue, .buffer = rm.buffer, .blocking = rm.blocking, .offset = rm.offset,
+            .size = rm.size, .wait_list = rm.wait_list, .event = rm.event, .data = rm.data};
+    }
+    if (why)
+        proxyd_fail(q, why);
+    b->queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    b->buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+    b->blocking = m.blocking;
+    b->offset = (size_t)m.offset;
+    b->size = (size_t)m.size;
+    b->wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &b->nwl);
+    b->ev_id = proxyd_newid(q, m.event);
+    use_xfer(q, &b->x, &m.data, b->size, data_in);
     if (b->x.mode == VOCL_DATA_NONE)
         proxyd_fail(q, "transfer without data or destination");
     /* libvocl checks the range; past the buffer, a chunked read would be
@@ -557,15 +589,19 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
  * shadows that libvocl fills with reads and writes back with writes. */
 void proxyd_op_clEnqueueMapBuffer(struct proxyd_req *q)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_bool blocking = vocl_rd_u8(q->r);
-    cl_map_flags flags = vocl_rd_u64(q->r);
-    size_t offset = (size_t)vocl_rd_u64(q->r);
-    size_t size = (size_t)vocl_rd_u64(q->r);
+    struct vocl_msg_clEnqueueMapBuffer_req m;
+    const char *why = vocl_dec_clEnqueueMapBuffer_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+    cl_bool blocking = m.blocking;
+    cl_map_flags flags = m.map_flags;
+    size_t offset = (size_t)m.offset;
+    size_t size = (size_t)m.size;
     cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
+    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = proxyd_newid(q, m.event);
     cl_event ev = NULL;
     cl_int err = CL_SUCCESS;
 
@@ -576,19 +612,24 @@ void proxyd_op_clEnqueueMapBuffer(struct proxyd_req *q)
     void *p = q->cl->clEnqueueMapBuffer(queue, buf, blocking, flags, offset, size, nwl, wl,
                                         ev_id ? &ev : NULL, &err);
     vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
-    vocl_wr_u64(q->w, (uint64_t)(uintptr_t)p);
+    vocl_enc_clEnqueueMapBuffer_rep(q->w, &(struct vocl_msg_clEnqueueMapBuffer_rep){
+                                              .ptr = (uint64_t)(uintptr_t)p});
     if (p && ev_id)
         proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
 }
 
 void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    void *ptr = (void *)(uintptr_t)vocl_rd_u64(q->r);
+    struct vocl_msg_clEnqueueUnmapMemObject_req m;
+    const char *why = vocl_dec_clEnqueueUnmapMemObject_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem mem = proxyd_h(q, m.memobj, VOCL_T_MEM, 0);
+    void *ptr = (void *)(uintptr_t)m.mapped_ptr;
     cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
+    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = proxyd_newid(q, m.event);
     cl_event ev = NULL;
 
     if (!q->s->in_process)

@@ -7,9 +7,11 @@
 
 void proxyd_op_clGetPlatformInfo(struct proxyd_req *q)
 {
-    cl_platform_info param = (cl_platform_info)vocl_rd_u64(q->r);
-    size_t size = (size_t)vocl_rd_u64(q->r);
-    int want = vocl_rd_u8(q->r);
+    struct vocl_msg_clGetPlatformInfo_req m;
+    vocl_dec_clGetPlatformInfo_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_platform_info param = (cl_platform_info)m.param_name;
+    size_t size = (size_t)m.param_value_size;
+    int want = m.want_value;
     void *value = NULL;
     size_t size_ret = 0;
     if (size > PROXYD_INFO_MAX)
@@ -66,10 +68,14 @@ static void fix_context_props(struct proxyd_req *q, const cl_context_properties 
 
 void proxyd_op_clCreateContext(struct proxyd_req *q)
 {
-    const cl_context_properties *props = proxyd_rd_props(q);
+    struct vocl_msg_clCreateContext_req m;
+    const char *why = vocl_dec_clCreateContext_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    const cl_context_properties *props = proxyd_props(q, &m.properties);
     cl_uint ndev;
-    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    uint64_t id = proxyd_rd_newobj(q);
+    const cl_device_id *devs = proxyd_ha(q, VOCL_T_DEVICE, &m.devices, &ndev);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
 
     fix_context_props(q, props);
@@ -83,10 +89,12 @@ void proxyd_op_clCreateContext(struct proxyd_req *q)
 
 void proxyd_op_clGetSupportedImageFormats(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    cl_mem_flags flags = vocl_rd_u64(q->r);
-    cl_mem_object_type type = (cl_mem_object_type)vocl_rd_u64(q->r);
-    cl_uint num_entries = vocl_rd_u32(q->r);
+    struct vocl_msg_clGetSupportedImageFormats_req m;
+    vocl_dec_clGetSupportedImageFormats_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    cl_mem_flags flags = m.flags;
+    cl_mem_object_type type = (cl_mem_object_type)m.image_type;
+    cl_uint num_entries = m.num_entries;
     cl_image_format *fmts = NULL;
     cl_uint num = 0;
 

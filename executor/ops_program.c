@@ -248,8 +248,10 @@ void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
 
 void proxyd_op_clCloneKernel(struct proxyd_req *q)
 {
-    cl_kernel src = proxyd_rd_h(q, VOCL_T_KERNEL, 0);
-    uint64_t id = proxyd_rd_newobj(q);
+    struct vocl_msg_clCloneKernel_req m;
+    vocl_dec_clCloneKernel_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_kernel src = proxyd_h(q, m.source_kernel, VOCL_T_KERNEL, 0);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
     if (!proxyd_req_begin(q))
         return;

@@ -22,6 +22,7 @@
 #include "protocol.h"
 #include "token.h"
 #include "vocl_api.h"
+#include "vocl_msg.h"
 #include "wire.h"
 
 /* Largest info value a proxy allocates for one query. */
@@ -77,6 +78,14 @@ uint64_t proxyd_rd_newid(struct proxyd_req *q);
 /* The same, for a create that must name its new object. */
 uint64_t proxyd_rd_newobj(struct proxyd_req *q);
 const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t max);
+/* The same for fields a generated decoder has read (vocl_msg.h): ids to
+ * native handles, new ids checked, a property list copied and checked. */
+void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable);
+const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_ids *ids,
+                      cl_uint *count);
+const void *proxyd_props(struct proxyd_req *q, const struct vocl_ids *list);
+uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id);
+uint64_t proxyd_newobj(struct proxyd_req *q, uint64_t id);
 void *proxyd_tmp(struct proxyd_req *q, size_t n);
 void proxyd_fail(struct proxyd_req *q, const char *why);
 /* After decoding: 1 to go on; 0 when an error reply was written instead. */

@@ -262,6 +262,30 @@ void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
         vocl_wr_u64(c->w, c->xw[i]);
 }
 
+struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list)
+{
+    /* The same ids as vocl_call_put_wl, for a generated encoder. */
+    struct vocl_ids ids = {0};
+    uint32_t k = vocl_count_on(c->px, n, (const void *const *)list) + c->nxw;
+    if (!k)
+        return ids;
+    free(c->wl_ids);
+    c->wl_ids = malloc(k * sizeof(*c->wl_ids));
+    if (!c->wl_ids) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return ids;
+    }
+    uint32_t j = 0;
+    for (cl_uint i = 0; i < n; i++)
+        if (vocl_on((const void *)list[i], c->px))
+            c->wl_ids[j++] = vocl_id_on((const void *)list[i], c->px);
+    for (cl_uint i = 0; i < c->nxw; i++)
+        c->wl_ids[j++] = c->xw[i];
+    ids.n = j;
+    ids.v = c->wl_ids;
+    return ids;
+}
+
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n)
 {
     vocl_wr_u8(c->w, arr != NULL);
@@ -294,6 +318,21 @@ void vocl_call_put_props(struct vocl_call *c, const void *props)
     vocl_wr_u32(c->w, n);
     for (uint32_t i = 0; i < n; i++)
         vocl_wr_u64(c->w, i + 1 == n ? 0 : p[i]);
+}
+
+struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
+{
+    /* (name, value) pairs ended by a 0 name, as vocl_call_put_props. */
+    const uint64_t *p = props;
+    uint32_t n = 0;
+    if (p) {
+        while (p[n] && n < 255)
+            n += 2;
+        n += 1;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        buf[i] = i + 1 == n ? 0 : p[i];
+    return (struct vocl_ids){.n = n, .v = buf};
 }
 
 uint64_t vocl_call_new_id(struct vocl_call *c)
@@ -463,6 +502,8 @@ void vocl_call_end(struct vocl_call *c)
     vocl_call_drop_arrivals(c);
     free(c->xw);
     c->xw = NULL;
+    free(c->wl_ids);
+    c->wl_ids = NULL;
     c->nxw = c->capxw = 0;
     c->routed = false; /* a call made again, to another proxy, routes again */
 }

@@ -93,15 +93,27 @@ static struct vocl_obj *create_context(const cl_context_properties *properties,
         c.px = pxs[rep];
         if (vocl_call_start(&c, VOCL_OP_clCreateContext))
             break;
-        vocl_wr_u32(c.w, (uint32_t)nprops);
+        uint64_t *props = malloc((nprops + num_devices) * sizeof(*props));
+        if (!props) {
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+            break;
+        }
         for (size_t i = 0; i < nprops; i++) {
             /* The proxy puts its own platform where ours was. */
             bool platform_value = i % 2 == 1 && properties[i - 1] == CL_CONTEXT_PLATFORM;
-            vocl_wr_u64(c.w, platform_value ? 0 : (uint64_t)properties[i]);
+            props[i] = platform_value ? 0 : (uint64_t)properties[i];
         }
-        vocl_call_put_on(&c, num_devices, (const void *const *)devices);
+        uint64_t *devs = props + nprops; /* those on this proxy */
+        uint32_t ndevs = 0;
+        for (cl_uint i = 0; i < num_devices; i++)
+            if (vocl_on((const void *)devices[i], c.px))
+                devs[ndevs++] = vocl_id_on((const void *)devices[i], c.px);
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCreateContext_req(c.w, &(struct vocl_msg_clCreateContext_req){
+                                              .properties = {.n = (uint32_t)nprops, .v = props},
+                                              .devices = {.n = ndevs, .v = devs},
+                                              .new_id = id});
+        free(props);
         if (vocl_call_send(&c) == 0)
             vocl_call_made(&c, &ctx, rep, npx, VOCL_T_CONTEXT, id, NULL, NULL);
     }

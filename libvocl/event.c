@@ -48,16 +48,22 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         struct vocl_call c;
         vocl_call_init(&c);
         c.px = px;
-        if (vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
-            cl_uint n = 0;
-            for (cl_uint j = i; j < num_events; j++)
-                n += ((struct vocl_obj *)event_list[j])->px == px;
-            vocl_wr_u32(c.w, n);
+        cl_uint n = 0;
+        for (cl_uint j = i; j < num_events; j++)
+            n += ((struct vocl_obj *)event_list[j])->px == px;
+        uint64_t *ids = malloc(n * sizeof(*ids));
+        if (!ids)
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+        if (ids && vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
+            n = 0;
             for (cl_uint j = i; j < num_events; j++)
                 if (((struct vocl_obj *)event_list[j])->px == px)
-                    vocl_wr_u64(c.w, ((struct vocl_obj *)event_list[j])->id);
+                    ids[n++] = ((struct vocl_obj *)event_list[j])->id;
+            vocl_enc_clWaitForEvents_req(c.w, &(struct vocl_msg_clWaitForEvents_req){
+                                                  .events = {.n = n, .v = ids}});
             vocl_call_send(&c);
         }
+        free(ids);
         vocl_call_end(&c);
         err = c.err;
     }
@@ -98,8 +104,8 @@ static void post_wait(struct event_cb *cb)
     cb->wait.px = e->px;
     vocl_live_begin(&cb->lw, e->px->rank);
     if (vocl_call_start(&cb->wait, VOCL_OP_clWaitForEvents) == 0) {
-        vocl_wr_u32(cb->wait.w, 1);
-        vocl_wr_u64(cb->wait.w, e->id);
+        vocl_enc_clWaitForEvents_req(cb->wait.w, &(struct vocl_msg_clWaitForEvents_req){
+                                                     .events = {.n = 1, .v = &e->id}});
         vocl_call_post_away(&cb->wait);
     }
 }

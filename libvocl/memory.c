@@ -22,24 +22,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes the data of a transfer of n bytes from p (host to device); none when p is NULL. */
+/* The data field of a transfer of n bytes from p (host to device); none when p is NULL. */
+struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n)
+{
+    if (!p)
+        return (struct vocl_data){.mode = VOCL_DATA_NONE};
+    vocl_prof_bytes(n);
+    if (c->px->local)
+        return (struct vocl_data){.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)p};
+    if (n <= VOCL_INLINE_MAX)
+        return (struct vocl_data){.mode = VOCL_DATA_INLINE, .p = p, .len = n};
+    return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
+}
+
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
 {
-    if (!p) {
-        vocl_wr_u8(c->w, VOCL_DATA_NONE);
-        return;
-    }
-    vocl_prof_bytes(n);
-    if (c->px->local) {
-        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
-        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
-    } else if (n <= VOCL_INLINE_MAX) {
-        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
-        vocl_wr_bytes(c->w, p, n);
-    } else {
-        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(c->w, c->px->chunk);
-    }
+    struct vocl_data d = vocl_xfer_out(c, p, n);
+    vocl_wr_data(c->w, &d, true);
 }
 
 /* Sends the request and the chunks from the caller's memory, then waits
@@ -55,20 +54,22 @@ int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
     return vocl_call_wait(c);
 }
 
-/* Says where the data of a read of n bytes to p goes (device to host).
+/* Where the data of a read of n bytes to p goes (device to host).
  * Only a read with a reply can bring its data inside the reply. */
-void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
+struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
 {
     vocl_prof_bytes(n);
-    if (c->px->local) {
-        vocl_wr_u8(c->w, VOCL_DATA_HOSTPTR);
-        vocl_wr_u64(c->w, (uint64_t)(uintptr_t)p);
-    } else if (n <= VOCL_INLINE_MAX && !c->async) {
-        vocl_wr_u8(c->w, VOCL_DATA_INLINE);
-    } else {
-        vocl_wr_u8(c->w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(c->w, c->px->chunk);
-    }
+    if (c->px->local)
+        return (struct vocl_data){.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)p};
+    if (n <= VOCL_INLINE_MAX && !c->async)
+        return (struct vocl_data){.mode = VOCL_DATA_INLINE};
+    return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
+}
+
+void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
+{
+    struct vocl_data d = vocl_xfer_in(c, p, n);
+    vocl_wr_data(c->w, &d, false);
 }
 
 /* Sends a read request and lands its n bytes at p: the receives are posted
@@ -138,16 +139,21 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
         c.async = !data && !properties;
         if (vocl_call_start(&c, VOCL_OP_clCreateBuffer))
             break;
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_call_put_props(&c, properties);
         cl_mem_flags sent = data ? flags : flags & ~host_flags;
-        vocl_wr_u64(c.w, c.px->local ? sent : sent & ~(cl_mem_flags)VOCL_HOST_ACCESS);
-        vocl_wr_u64(c.w, size);
+        uint64_t props[VOCL_PROPS_MAX];
         /*
          * Remotely, USE_HOST_PTR means a copy at creation: the device's memory
          * is on another node.  Maps and reads show the data, as the spec asks.
          */
-        vocl_mem_create_end(&c, &mem, rep, ctx, NULL, data, size, host_ptr != NULL);
+        struct vocl_msg_clCreateBuffer_req m = {
+            .context = vocl_id_on(ctx, c.px),
+            .properties = vocl_props_ids(properties, props),
+            .flags = c.px->local ? sent : sent & ~(cl_mem_flags)VOCL_HOST_ACCESS,
+            .size = size,
+            .data = vocl_xfer_out(&c, data, size),
+            .new_id = vocl_call_new_id(&c)};
+        vocl_enc_clCreateBuffer_req(c.w, &m);
+        vocl_mem_create_sent(&c, &mem, rep, ctx, NULL, data, size, host_ptr != NULL, m.new_id);
     }
     vocl_call_end(&c);
     if (c.err && mem) {
@@ -171,6 +177,13 @@ void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
     vocl_xfer_put_out(c, data, size);
     uint64_t id = vocl_call_new_id(c);
     vocl_wr_u64(c->w, id);
+    vocl_mem_create_sent(c, m, rep, ctx, parent, data, size, host_data, id);
+}
+
+void vocl_mem_create_sent(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
+                          struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
+                          size_t size, bool host_data, uint64_t id)
+{
     if (vocl_xfer_send(c, data, size) == 0 &&
         vocl_call_made(c, m, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, parent) && host_data &&
         (*m)->reps)
@@ -206,13 +219,15 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
     for (cl_uint rep = 0; vocl_call_each(&c, parent, rep); rep++) {
         if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer))
             break;
-        vocl_wr_u64(c.w, vocl_id_on(parent, c.px));
-        vocl_wr_u64(c.w, c.px->local ? flags : flags & ~(cl_mem_flags)VOCL_HOST_ACCESS);
-        vocl_wr_u64(c.w, buffer_create_type);
-        vocl_wr_u64(c.w, region->origin);
-        vocl_wr_u64(c.w, region->size);
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCreateSubBuffer_req(
+            c.w, &(struct vocl_msg_clCreateSubBuffer_req){
+                     .buffer = vocl_id_on(parent, c.px),
+                     .flags = c.px->local ? flags : flags & ~(cl_mem_flags)VOCL_HOST_ACCESS,
+                     .create_type = buffer_create_type,
+                     .origin = region->origin,
+                     .size = region->size,
+                     .new_id = id});
         if (vocl_call_send(&c) == 0)
             vocl_call_made(&c, &mem, rep, vocl_nreps(parent), VOCL_T_MEM, id, parent->context,
                            parent);
@@ -267,7 +282,8 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
                                           cl_command_queue command_queue, cl_mem buffer,
                                           cl_bool blocking, size_t offset, size_t size,
                                           const void *ptr, cl_uint nwl, const cl_event *wl,
-                                          const cl_event *event, uint64_t *ev_id)
+                                          const cl_event *event,
+                                          struct vocl_msg_clEnqueueWriteBuffer_req *head)
 {
     struct vocl_obj *q = vocl_call_h(c, command_queue, VOCL_T_QUEUE, 0);
     struct vocl_obj *m = vocl_call_h(c, buffer, VOCL_T_MEM, 0);
@@ -285,14 +301,14 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
     c->sync = blocking;
     if (vocl_call_start(c, op))
         return NULL;
-    vocl_wr_u64(c->w, q->id);
-    vocl_wr_u64(c->w, vocl_id_on(m, c->px));
-    vocl_wr_u8(c->w, blocking ? 1 : 0);
-    vocl_wr_u64(c->w, offset);
-    vocl_wr_u64(c->w, size);
-    vocl_call_put_wl(c, nwl, wl);
-    *ev_id = event ? vocl_call_new_id(c) : 0;
-    vocl_wr_u64(c->w, *ev_id);
+    *head = (struct vocl_msg_clEnqueueWriteBuffer_req){
+        .queue = q->id,
+        .buffer = vocl_id_on(m, c->px),
+        .blocking = blocking ? 1 : 0,
+        .offset = offset,
+        .size = size,
+        .wait_list = vocl_call_wl_ids(c, nwl, wl),
+        .event = event ? vocl_call_new_id(c) : 0};
     return q;
 }
 
@@ -424,7 +440,7 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
                            cl_event *event)
 {
     struct vocl_call c;
-    uint64_t ev_id;
+    struct vocl_msg_clEnqueueWriteBuffer_req m;
     cl_int shared_err;
     if (host && shared_xfer(true, command_queue, buffer, blocking_write, offset, size, (void *)ptr,
                             num_events_in_wait_list, event, &shared_err))
@@ -432,11 +448,12 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, host, command_queue,
                                            buffer, blocking_write, offset, size, ptr,
-                                           num_events_in_wait_list, event_wait_list, event, &ev_id);
+                                           num_events_in_wait_list, event_wait_list, event, &m);
     if (q) {
-        vocl_xfer_put_out(&c, ptr, size);
+        m.data = vocl_xfer_out(&c, ptr, size);
+        vocl_enc_clEnqueueWriteBuffer_req(c.w, &m);
         if (vocl_xfer_send(&c, ptr, size) == 0 && event)
-            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
+            *event = (cl_event)vocl_call_new_event(&c, m.event, q);
     }
     vocl_call_end(&c);
     return c.err;
@@ -448,7 +465,7 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
                           cl_event *event)
 {
     struct vocl_call c;
-    uint64_t ev_id;
+    struct vocl_msg_clEnqueueWriteBuffer_req m;
     cl_int shared_err;
     if (host && shared_xfer(false, command_queue, buffer, blocking_read, offset, size, ptr,
                             num_events_in_wait_list, event, &shared_err))
@@ -456,16 +473,21 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, host, command_queue,
                                            buffer, blocking_read, offset, size, ptr,
-                                           num_events_in_wait_list, event_wait_list, event, &ev_id);
+                                           num_events_in_wait_list, event_wait_list, event, &m);
     if (q) {
-        vocl_xfer_put_in(&c, ptr, size);
+        /* A read's message: the same fields, its data the other way. */
+        vocl_enc_clEnqueueReadBuffer_req(
+            c.w, &(struct vocl_msg_clEnqueueReadBuffer_req){
+                     .queue = m.queue, .buffer = m.buffer, .blocking = m.blocking,
+                     .offset = m.offset, .size = m.size, .wait_list = m.wait_list,
+                     .event = m.event, .data = vocl_xfer_in(&c, ptr, size)});
         if (vocl_xfer_recv(&c, ptr, size) == 0) {
             /* Its events (and those of later commands of the queue) complete
              * once its data is here, too. */
             if (c.async && !c.px->local)
                 vocl_raise(&q->data_ticket, c.posted);
             if (event)
-                *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
+                *event = (cl_event)vocl_call_new_event(&c, m.event, q);
         }
     }
     vocl_call_end(&c);
@@ -581,17 +603,17 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         return ptr;
     }
     if (vocl_call_start(&c, VOCL_OP_clEnqueueMapBuffer) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
-        vocl_wr_u8(c.w, blocking_map ? 1 : 0);
-        vocl_wr_u64(c.w, map_flags);
-        vocl_wr_u64(c.w, offset);
-        vocl_wr_u64(c.w, size);
-        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
+        vocl_enc_clEnqueueMapBuffer_req(
+            c.w, &(struct vocl_msg_clEnqueueMapBuffer_req){
+                     .queue = q->id, .buffer = m->id, .blocking = blocking_map ? 1 : 0,
+                     .map_flags = map_flags, .offset = offset, .size = size,
+                     .wait_list = vocl_call_wl_ids(&c, num_events_in_wait_list, event_wait_list),
+                     .event = ev_id});
         if (vocl_call_send(&c) == 0) {
-            ptr = (void *)(uintptr_t)vocl_rd_u64(&c.r);
+            struct vocl_msg_clEnqueueMapBuffer_rep rep;
+            vocl_dec_clEnqueueMapBuffer_rep(&c.r, &rep);
+            ptr = (void *)(uintptr_t)rep.ptr;
             if (event)
                 *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
         }
@@ -636,12 +658,12 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
         return err;
     }
     if (vocl_call_start(&c, VOCL_OP_clEnqueueUnmapMemObject) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, m->id);
-        vocl_wr_u64(c.w, (uint64_t)(uintptr_t)mapped_ptr);
-        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
+        vocl_enc_clEnqueueUnmapMemObject_req(
+            c.w, &(struct vocl_msg_clEnqueueUnmapMemObject_req){
+                     .queue = q->id, .memobj = m->id, .mapped_ptr = (uint64_t)(uintptr_t)mapped_ptr,
+                     .wait_list = vocl_call_wl_ids(&c, num_events_in_wait_list, event_wait_list),
+                     .event = ev_id});
         if (vocl_call_send(&c) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
@@ -705,10 +727,10 @@ cl_int CL_API_CALL vocl_hand_clGetSupportedImageFormats(cl_context context, cl_m
     if (!c.err && num_entries == 0 && image_formats)
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (vocl_call_start(&c, VOCL_OP_clGetSupportedImageFormats) == 0) {
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_wr_u64(c.w, flags);
-        vocl_wr_u64(c.w, image_type);
-        vocl_wr_u32(c.w, image_formats ? num_entries : 0);
+        vocl_enc_clGetSupportedImageFormats_req(
+            c.w, &(struct vocl_msg_clGetSupportedImageFormats_req){
+                     .context = vocl_id_on(ctx, c.px), .flags = flags, .image_type = image_type,
+                     .num_entries = image_formats ? num_entries : 0});
         if (vocl_call_send(&c) == 0) {
             cl_uint num = vocl_rd_u32(&c.r);
             cl_uint n = vocl_rd_u32(&c.r);

@@ -99,9 +99,10 @@ static cl_int native_platform_info(cl_platform_info param_name, size_t param_val
         return CL_INVALID_PLATFORM;
     }
     if (vocl_call_start(&c, VOCL_OP_clGetPlatformInfo) == 0) {
-        vocl_wr_u64(c.w, param_name);
-        vocl_wr_u64(c.w, param_value_size);
-        vocl_wr_u8(c.w, param_value != NULL);
+        vocl_enc_clGetPlatformInfo_req(c.w, &(struct vocl_msg_clGetPlatformInfo_req){
+                                                .param_name = param_name,
+                                                .param_value_size = param_value_size,
+                                                .want_value = param_value != NULL});
         if (vocl_call_send(&c) == 0)
             vocl_call_get_info(&c, param_value_size, param_value, param_value_size_ret);
     }

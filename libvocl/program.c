@@ -885,9 +885,9 @@ cl_kernel CL_API_CALL vocl_hand_clCloneKernel(cl_kernel source_kernel, cl_int *e
     for (cl_uint rep = 0; vocl_call_each(&c, src, rep); rep++) {
         if (!vocl_id_on(src, c.px) || vocl_call_start(&c, VOCL_OP_clCloneKernel))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(src, c.px));
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCloneKernel_req(c.w, &(struct vocl_msg_clCloneKernel_req){
+                                            .source_kernel = vocl_id_on(src, c.px), .new_id = id});
         if (vocl_call_send(&c) == 0)
             vocl_call_made(&c, &k, rep, vocl_nreps(src), VOCL_T_KERNEL, id, src->context,
                            src->parent);

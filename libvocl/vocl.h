@@ -18,6 +18,7 @@
 #include "protocol.h"
 #include "vocl_api.h"
 #include "wire.h"
+#include "vocl_msg.h"
 
 struct vocl_live; /* liveness.h */
 
@@ -240,6 +241,7 @@ struct vocl_call {
     const cl_event *wl;
     struct vocl_proxy *wl_px; /* its first event's proxy, read once by vocl_call_wl */
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
+    uint64_t *wl_ids; /* the wait list's ids, for a generated encoder (vocl_call_wl_ids) */
     cl_uint nxw, capxw;
     struct vocl_arrival **held; /* arrivals among them, held until the call ends */
     cl_uint nheld, capheld;
@@ -274,6 +276,11 @@ int vocl_call_start(struct vocl_call *c, unsigned op);
 /* Encoders for the payload. */
 void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* The ids vocl_call_put_wl writes, for a generated encoder (owned by c). */
+struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* A property list as vocl_call_put_props writes it, in buf (VOCL_PROPS_MAX). */
+#define VOCL_PROPS_MAX 257
+struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX]);
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n);
 void vocl_call_put_props(struct vocl_call *c, const void *props);
 uint64_t vocl_call_new_id(struct vocl_call *c);
@@ -400,6 +407,10 @@ cl_int vocl_event_data_wait(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
+/* The data field of a message (vocl_msg.h) for n bytes from p (out), or
+ * to p (in); put_out and put_in write it for a message still encoded here. */
+struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n);
+struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n);
 void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
 /* The end of a buffer's or image's creation request on replica rep of ctx
@@ -409,6 +420,10 @@ int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
 void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
                          struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
                          size_t size, bool host_data);
+/* The same once the request (data and new id included) is encoded. */
+void vocl_mem_create_sent(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
+                          struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
+                          size_t size, bool host_data, uint64_t id);
 void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
 int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n);
 

@@ -100,7 +100,7 @@ class Entry:
         self.pre = 'pre' in flags
         if set(flags) - {'hook', 'async', 'sync', 'bcast', 'pre'} or (
                 flags and self.mode != 'gen' and flags != ['sync']) or (
-                self.sync and self.mode not in ('gen', 'hand')):
+                self.sync and self.mode not in ('gen', 'hand', 'codec')):
             raise SystemExit('line %d: unknown mode %r' % (lineno, mode))
         self.creates = proto.rstrip().endswith('-> new')
         proto = proto.replace('-> new', '').strip()
@@ -146,9 +146,35 @@ def split_params(s):
     return out
 
 
+# Field types of message lines (see cl_api.def): C type in the message struct.
+MSG_TYPES = {'u8': 'uint8_t', 'u32': 'uint32_t', 'i32': 'int32_t', 'u64': 'uint64_t',
+             'ids': 'struct vocl_ids', 'props': 'struct vocl_ids', 'va3': 'struct vocl_va3',
+             'out': 'struct vocl_data', 'in': 'struct vocl_data'}
+
+
+class Msg:
+    """msg NAME req|rep TYPE:FIELD...: the fields of one direction of a message."""
+    def __init__(self, rest, lineno):
+        words = rest.split()
+        if len(words) < 2 or words[1] not in ('req', 'rep'):
+            raise SystemExit('line %d: msg NAME req|rep TYPE:FIELD...' % lineno)
+        self.name, self.dir = words[0], words[1]
+        self.fields = []
+        for w in words[2:]:
+            ty, _, fname = w.partition(':')
+            if ty not in MSG_TYPES or not re.match(r'^[a-z_][a-z0-9_]*$', fname):
+                raise SystemExit('line %d: bad field %r' % (lineno, w))
+            self.fields.append((ty, fname))
+        self.lineno = lineno
+
+    @property
+    def cname(self):
+        return '%s_%s' % (self.name, self.dir)
+
+
 class Table:
     def __init__(self):
-        self.entries, self.protos, self.enums = [], [], []
+        self.entries, self.protos, self.enums, self.msgs = [], [], [], []
 
 
 def parse(path):
@@ -166,6 +192,9 @@ def parse_table(path):
             if line.startswith('enum '):
                 t.enums.append(EnumDef(line[5:], lineno))
                 continue
+            if line.startswith('msg '):
+                t.msgs.append(Msg(line[4:], lineno))
+                continue
             op, mode, proto = line.split(None, 2)
             if mode.split('+')[0] == 'proto':
                 t.protos.append(ProtoEntry(op, mode, proto, lineno))
@@ -179,6 +208,20 @@ def parse_table(path):
         raise SystemExit('duplicate opcode in %s' % path)
     if any(e.op > 0xffff for e in t.entries + t.protos if e.op is not None):
         raise SystemExit('opcodes are 16 bits on the wire')
+    # A codec entry is hand-written semantics over generated fields: its
+    # request must be described (its reply too, if it has more than the status).
+    names = {e.name: e for e in t.entries + t.protos}
+    have = {(m.name, m.dir) for m in t.msgs}
+    if len(have) != len(t.msgs):
+        raise SystemExit('a message described twice in %s' % path)
+    for m in t.msgs:
+        e = names.get(m.name)
+        if e is None or e.op is None or e.mode not in ('codec', 'proto'):
+            raise SystemExit('line %d: msg %s: not a codec entry or protocol message'
+                             % (m.lineno, m.name))
+    for e in t.entries:
+        if e.mode == 'codec' and ((e.name, 'req') not in have or e.op is None):
+            raise SystemExit('%s: a codec entry needs an opcode and a msg ... req line' % e.name)
     return t
 
 
@@ -239,7 +282,7 @@ def gen_header(t):
     o += ['    VOCL_FN_COUNT', '};', 'extern const char *const vocl_fn_names[VOCL_FN_COUNT];', '',
           '/* Entry points written by hand in libvocl (exported through wrappers). */']
     for e in entries:
-        if e.mode in ('hand', 'client'):
+        if e.mode in ('hand', 'codec', 'client'):
             o.append('%s;' % e.proto('vocl_hand_' + e.name))
     o += ['', '/* Hooks: libvocl answers first; 1 = answered (result in *ret). */']
     for e in entries:
@@ -254,7 +297,7 @@ def gen_header(t):
     o += ['', '#ifdef VOCL_PROXYD_INTERNAL',
           '/* Hand-written proxy handlers. */']
     for e in entries:
-        if e.mode == 'hand' and e.op is not None:
+        if e.mode in ('hand', 'codec') and e.op is not None:
             o.append('void proxyd_op_%s(struct proxyd_req *q);' % e.name)
     o += ['#endif', '', '#endif', '']
     return '\n'.join(o)
@@ -300,7 +343,7 @@ def gen_client(t):
             o += ['    vocl_warn_once_unsupported("%s");' % e.name,
                   '    ' + err_ret(e, e.unsup_err), '}', '']
     for e in entries:
-        impl = ('vocl_hand_' if e.mode in ('hand', 'client') else 'impl_') + e.name
+        impl = ('vocl_hand_' if e.mode in ('hand', 'codec', 'client') else 'impl_') + e.name
         call = '%s(%s)' % (impl, ', '.join(p.name for p in e.params))
         if e.ret == 'void':
             off, timed, ret = ['        %s;' % call, '        return;'], call, []
@@ -557,11 +600,166 @@ def proxy_gen(e):
     return o
 
 
+# --------------------------------------------------------------------------
+# Messages of codec entries: a struct, an encoder and a decoder each.
+
+def gen_msg_h(t):
+    o = ['/* Generated by tools/gen-api.py from common/cl_api.def: do not edit. */',
+         '#ifndef VOCL_MSG_H', '#define VOCL_MSG_H', '',
+         '#include "wire.h"', '',
+         '/*',
+         ' * One struct per message of a codec entry (its request, and the fields of',
+         ' * its reply after the status), with an encoder that writes the fields in',
+         ' * order and a decoder that reads them.  A decoder treats the message as',
+         ' * hostile: counts are checked against the bytes left, and on a count that',
+         ' * cannot be right it stops and returns why; a message cut short sets the',
+         ' * reader\'s sticky flag (r->fail).  Arrays and inline data decoded point',
+         ' * into the message.',
+         ' */', '']
+    for m in t.msgs:
+        o.append('struct vocl_msg_%s {' % m.cname)
+        for ty, f in m.fields:
+            o.append('    %s %s;' % (MSG_TYPES[ty], f))
+        if not m.fields:
+            o.append('    char none;')
+        o += ['};',
+              'void vocl_enc_%s(struct vocl_wr *w, const struct vocl_msg_%s *m);' % (m.cname, m.cname),
+              'const char *vocl_dec_%s(struct vocl_rd *r, struct vocl_msg_%s *m);' % (m.cname, m.cname),
+              '']
+    o += ['#endif', '']
+    return '\n'.join(o)
+
+
+def gen_msg_c(t):
+    o = ['/* Generated by tools/gen-api.py from common/cl_api.def: do not edit. */',
+         '#include "vocl_msg.h"', '', '#include <string.h>', '']
+    for m in t.msgs:
+        o += ['void vocl_enc_%s(struct vocl_wr *w, const struct vocl_msg_%s *m)' % (m.cname, m.cname),
+              '{']
+        if not m.fields:
+            o += ['    (void)w;', '    (void)m;']
+        for ty, f in m.fields:
+            if ty in ('u8', 'u32', 'u64', 'i32'):
+                o.append('    vocl_wr_%s(w, m->%s);' % (ty, f))
+            elif ty in ('ids', 'props'):
+                o.append('    vocl_wr_ids(w, &m->%s);' % f)
+            elif ty == 'va3':
+                o.append('    vocl_wr_va3(w, &m->%s);' % f)
+            elif ty in ('out', 'in'):
+                o.append('    vocl_wr_data(w, &m->%s, %s);' % (f, 'true' if ty == 'out' else 'false'))
+        o += ['}', '',
+              'const char *vocl_dec_%s(struct vocl_rd *r, struct vocl_msg_%s *m)' % (m.cname, m.cname),
+              '{', '    const char *why = NULL;', '    memset(m, 0, sizeof(*m));']
+        for ty, f in m.fields:
+            if ty in ('u8', 'u32', 'u64', 'i32'):
+                o.append('    m->%s = vocl_rd_%s(r);' % (f, ty))
+            elif ty == 'ids':
+                o.append('    if ((why = vocl_rd_ids(r, &m->%s, "handle array longer than the message")))' % f)
+                o.append('        return why;')
+            elif ty == 'props':
+                o.append('    if ((why = vocl_rd_ids(r, &m->%s, "property list longer than the message")))' % f)
+                o.append('        return why;')
+            elif ty == 'va3':
+                o.append('    vocl_rd_va3(r, &m->%s);' % f)
+            elif ty in ('out', 'in'):
+                o.append('    if ((why = vocl_rd_data(r, &m->%s, %s)))' % (f, 'true' if ty == 'out' else 'false'))
+                o.append('        return why;')
+        o += ['    return why;', '}', '']
+    return '\n'.join(o)
+
+
+def gen_msg_test(t):
+    """A round trip per message (encode, decode, compare: the bytes again
+    too), and every prefix of it refused without reading past its end."""
+    o = ['/* Generated by tools/gen-api.py from common/cl_api.def: do not edit. */',
+         '#include <setjmp.h>', '#include <stdarg.h>', '#include <stddef.h>',
+         '#include <stdint.h>', '#include <stdlib.h>', '#include <string.h>', '',
+         '#include <cmocka.h>', '', '#include "vocl_msg.h"', '',
+         'static const uint64_t some_ids[3] = {0x10001, 0x10002, 0xfedcba9876543210ull};',
+         'static const uint64_t some_props[3] = {0x1084, 0x7, 0};',
+         'static const uint8_t some_bytes[5] = {1, 2, 3, 250, 0};', '',
+         '/* The message in a buffer of exactly its size (ASan sees an over-read). */',
+         'static uint8_t *exact_copy(const struct vocl_wr *w, size_t n)', '{',
+         '    uint8_t *p = malloc(n ? n : 1);', '    assert_non_null(p);',
+         '    memcpy(p, w->buf + VOCL_HDR_SIZE, n);', '    return p;', '}', '']
+    names = []
+    for m in t.msgs:
+        fn = 'round_trip_%s' % m.cname
+        names.append(fn)
+        o += ['static void %s(void **state)' % fn, '{',
+              '    struct vocl_msg_%s a, b;' % m.cname,
+              '    struct vocl_wr w, w2;', '    struct vocl_rd r;', '    (void)state;',
+              '    memset(&a, 0, sizeof(a));']
+        k = 1
+        for ty, f in m.fields:
+            k += 1
+            if ty in ('u8', 'u32', 'u64'):
+                mask = {'u8': '0xffu', 'u32': '0xffffffffu', 'u64': '0xffffffffffffffffull'}[ty]
+                o.append('    a.%s = (%s)(0x0123456789abcdefull * %d & %s);' % (f, MSG_TYPES[ty], k, mask))
+            elif ty == 'i32':
+                o.append('    a.%s = -%d;' % (f, k))
+            elif ty == 'ids':
+                o.append('    a.%s.n = 3;' % f)
+                o.append('    a.%s.v = some_ids;' % f)
+            elif ty == 'props':
+                o.append('    a.%s.n = 3;' % f)
+                o.append('    a.%s.v = some_props;' % f)
+            elif ty == 'va3':
+                o += ['    a.%s.present = 1;' % f] + ['    a.%s.v[%d] = %d;' % (f, i, k * 10 + i) for i in range(3)]
+            elif ty == 'out':
+                o += ['    a.%s.mode = VOCL_DATA_INLINE;' % f,
+                      '    a.%s.p = some_bytes;' % f, '    a.%s.len = sizeof(some_bytes);' % f]
+            elif ty == 'in':
+                o += ['    a.%s.mode = VOCL_DATA_CHUNKED;' % f, '    a.%s.arg = 1u << 20;' % f]
+        o += ['    vocl_wr_init(&w);', '    vocl_wr_begin(&w, 1, 0, 1);',
+              '    vocl_enc_%s(&w, &a);' % m.cname, '    vocl_wr_finish(&w);',
+              '    assert_false(w.fail);',
+              '    size_t n = w.len - VOCL_HDR_SIZE;',
+              '    uint8_t *msg = exact_copy(&w, n);',
+              '    vocl_rd_init(&r, msg, n);',
+              '    assert_null(vocl_dec_%s(&r, &b));' % m.cname,
+              '    assert_true(vocl_rd_done(&r));']
+        for ty, f in m.fields:
+            if ty in ('u8', 'u32', 'u64', 'i32'):
+                o.append('    assert_true(a.%s == b.%s);' % (f, f))
+            elif ty in ('ids', 'props'):
+                o.append('    assert_int_equal(a.%s.n, b.%s.n);' % (f, f))
+                o.append('    for (uint32_t i = 0; i < a.%s.n; i++)' % f)
+                o.append('        assert_true(vocl_ids_at(&a.%s, i) == vocl_ids_at(&b.%s, i));' % (f, f))
+            elif ty == 'va3':
+                o.append('    assert_int_equal(a.%s.present, b.%s.present);' % (f, f))
+                o.append('    assert_memory_equal(a.%s.v, b.%s.v, sizeof(a.%s.v));' % (f, f, f))
+            elif ty in ('out', 'in'):
+                o.append('    assert_int_equal(a.%s.mode, b.%s.mode);' % (f, f))
+                o.append('    assert_true(a.%s.len == b.%s.len && a.%s.arg == b.%s.arg);' % (f, f, f, f))
+                if ty == 'out':
+                    o.append('    assert_memory_equal(a.%s.p, b.%s.p, a.%s.len);' % (f, f, f))
+        o += ['    /* Encoding what was decoded gives the same bytes. */',
+              '    vocl_wr_init(&w2);', '    vocl_wr_begin(&w2, 1, 0, 1);',
+              '    vocl_enc_%s(&w2, &b);' % m.cname, '    vocl_wr_finish(&w2);',
+              '    assert_int_equal(w2.len, w.len);',
+              '    assert_memory_equal(w2.buf + VOCL_HDR_SIZE, msg, n);',
+              '    vocl_wr_free(&w2);',
+              '    /* Every prefix is refused, and read no further than it goes. */',
+              '    for (size_t cut = 0; cut < n; cut++) {',
+              '        uint8_t *part = exact_copy(&w, cut);',
+              '        vocl_rd_init(&r, part, cut);',
+              '        const char *why = vocl_dec_%s(&r, &b);' % m.cname,
+              '        assert_true(why || r.fail);', '        free(part);', '    }',
+              '    free(msg);', '    vocl_wr_free(&w);', '}', '']
+    o += ['int main(void)', '{', '    const struct CMUnitTest tests[] = {']
+    for fn in names:
+        o.append('        cmocka_unit_test(%s),' % fn)
+    o += ['    };', '    return cmocka_run_group_tests(tests, NULL, NULL);', '}', '']
+    return '\n'.join(o)
+
+
 def main():
     src, outdir, wanted = sys.argv[1], sys.argv[2], set(sys.argv[3:])
     table = parse_table(src)
     gens = {'vocl_api.h': gen_header, 'vocl_client_gen.c': gen_client,
-            'proxyd_gen.c': gen_proxy, 'native_gen.c': gen_native}
+            'proxyd_gen.c': gen_proxy, 'native_gen.c': gen_native,
+            'vocl_msg.h': gen_msg_h, 'vocl_msg.c': gen_msg_c, 'test_msg_gen.c': gen_msg_test}
     if wanted - set(gens):
         raise SystemExit('gen-api.py: no such output: %s' % ', '.join(sorted(wanted - set(gens))))
     for name, gen in gens.items():
