@@ -3,6 +3,8 @@
  */
 #include "wire.h"
 
+#include "vocl_api.h" /* enum vocl_launch_arg */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,4 +338,166 @@ const char *vocl_rd_data(struct vocl_rd *r, struct vocl_data *d, bool out)
     default:
         return "unknown data mode";
     }
+}
+
+void vocl_wr_sstr(struct vocl_wr *w, const struct vocl_str *s)
+{
+    if (s->null)
+        vocl_wr_str(w, NULL);
+    else
+        vocl_wr_bytes(w, s->p, (size_t)s->len);
+}
+
+void vocl_rd_sstr(struct vocl_rd *r, struct vocl_str *s)
+{
+    size_t n;
+    bool is_null;
+    s->p = vocl_rd_str(r, &n, &is_null);
+    s->len = n;
+    s->null = is_null;
+}
+
+/* Writes raw bytes of a decoded list again (they are its wire form). */
+static void wr_raw(struct vocl_wr *w, const uint8_t *raw, size_t n)
+{
+    void *p = n ? vocl_wr_reserve(w, n) : NULL;
+    if (p)
+        memcpy(p, raw, n);
+}
+
+void vocl_wr_blist(struct vocl_wr *w, const struct vocl_blist *b)
+{
+    vocl_wr_u32(w, b->n);
+    if (!b->p) {
+        wr_raw(w, b->raw, b->raw_len);
+        return;
+    }
+    for (uint32_t i = 0; i < b->n; i++)
+        vocl_wr_bytes(w, b->p[i], b->len[i]);
+}
+
+void vocl_rd_blist(struct vocl_rd *r, struct vocl_blist *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->n = vocl_rd_u32(r);
+    b->raw = r->p;
+    /* Each item at least its length: a count the message cannot hold fails
+     * within as many steps as the message has bytes. */
+    for (uint32_t i = 0; i < b->n && !r->fail; i++) {
+        size_t n;
+        vocl_rd_bytes(r, &n);
+    }
+    if (r->fail) {
+        b->n = 0;
+        b->raw = NULL;
+        return;
+    }
+    b->raw_len = (size_t)(r->p - b->raw);
+}
+
+void vocl_wr_strs(struct vocl_wr *w, const struct vocl_strs *s, uint32_t n)
+{
+    if (!s->s) {
+        wr_raw(w, s->raw, s->raw_len);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        vocl_wr_str(w, s->s[i]);
+}
+
+void vocl_rd_strs(struct vocl_rd *r, struct vocl_strs *s, uint32_t n)
+{
+    memset(s, 0, sizeof(*s));
+    s->raw = r->p;
+    for (uint32_t i = 0; i < n && !r->fail; i++) {
+        size_t len;
+        bool is_null;
+        vocl_rd_str(r, &len, &is_null);
+    }
+    if (r->fail) {
+        s->raw = NULL;
+        return;
+    }
+    s->raw_len = (size_t)(r->p - s->raw);
+}
+
+void vocl_wr_van(struct vocl_wr *w, const struct vocl_va3 *a, uint32_t n)
+{
+    vocl_wr_u8(w, a->present);
+    for (uint32_t i = 0; a->present && i < n && i < 3; i++)
+        vocl_wr_u64(w, a->v[i]);
+}
+
+const char *vocl_rd_van(struct vocl_rd *r, struct vocl_va3 *a, uint32_t n)
+{
+    memset(a, 0, sizeof(*a));
+    if (n > 3)
+        return "work_dim above 3";
+    a->present = vocl_rd_u8(r);
+    for (uint32_t i = 0; a->present && i < n; i++)
+        a->v[i] = vocl_rd_u64(r);
+    return NULL;
+}
+
+void vocl_wr_kargs(struct vocl_wr *w, const struct vocl_launch_args *k)
+{
+    vocl_wr_u32(w, k->n);
+    if (!k->a) {
+        wr_raw(w, k->raw, k->raw_len);
+        return;
+    }
+    for (uint32_t i = 0; i < k->n; i++) {
+        const struct vocl_karg_wire *a = &k->a[i];
+        vocl_wr_u32(w, a->index);
+        vocl_wr_u8(w, a->kind);
+        if (a->kind == VOCL_LARG_BYTES)
+            vocl_wr_bytes(w, a->p, (size_t)a->len);
+        else
+            vocl_wr_u64(w, a->v);
+    }
+}
+
+bool vocl_kargs_next(struct vocl_rd *it, struct vocl_karg_wire *a)
+{
+    memset(a, 0, sizeof(*a));
+    if (it->p == it->end || it->fail)
+        return false;
+    a->index = vocl_rd_u32(it);
+    a->kind = vocl_rd_u8(it);
+    if (a->kind == VOCL_LARG_BYTES) {
+        size_t n;
+        a->p = vocl_rd_bytes(it, &n);
+        a->len = n;
+    } else {
+        a->v = vocl_rd_u64(it);
+    }
+    return !it->fail;
+}
+
+const char *vocl_rd_kargs(struct vocl_rd *r, struct vocl_launch_args *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->n = vocl_rd_u32(r);
+    k->raw = r->p;
+    for (uint32_t i = 0; i < k->n && !r->fail; i++) {
+        vocl_rd_u32(r);
+        uint8_t kind = vocl_rd_u8(r);
+        if (kind == VOCL_LARG_BYTES) {
+            size_t n;
+            vocl_rd_bytes(r, &n);
+        } else if (kind == VOCL_LARG_MEM || kind == VOCL_LARG_SAMPLER || kind == VOCL_LARG_LOCAL) {
+            vocl_rd_u64(r);
+        } else if (!r->fail) {
+            k->n = 0;
+            k->raw = NULL;
+            return "unknown kernel argument kind";
+        }
+    }
+    if (r->fail) {
+        k->n = 0;
+        k->raw = NULL;
+        return NULL;
+    }
+    k->raw_len = (size_t)(r->p - k->raw);
+    return NULL;
 }

@@ -173,6 +173,78 @@ void vocl_wr_data(struct vocl_wr *w, const struct vocl_data *d, bool out);
 /* Returns why on an unknown mode (reading nothing more). */
 const char *vocl_rd_data(struct vocl_rd *r, struct vocl_data *d, bool out);
 
+/* A string (vocl_wr_str): NULL is not "".  Decoded: p points into the
+ * message, not NUL-terminated. */
+struct vocl_str {
+    const char *p;
+    uint64_t len;
+    uint8_t null;
+};
+static inline struct vocl_str vocl_str_of(const char *s)
+{
+    struct vocl_str v = {.p = s, .null = s == NULL};
+    for (const char *e = s; e && *e; e++)
+        v.len++;
+    return v;
+}
+void vocl_wr_sstr(struct vocl_wr *w, const struct vocl_str *s);
+void vocl_rd_sstr(struct vocl_rd *r, struct vocl_str *s);
+
+/*
+ * A list of byte strings (sources, binaries): u32 count, then count x
+ * length-prefixed bytes.  An encoder reads p and len; a decoder checks every
+ * item lies in the message and leaves raw/raw_len on the items, which
+ * vocl_blist_next walks.
+ */
+struct vocl_blist {
+    uint32_t n;
+    const void *const *p;
+    const size_t *len;
+    const uint8_t *raw;
+    size_t raw_len;
+};
+void vocl_wr_blist(struct vocl_wr *w, const struct vocl_blist *b);
+void vocl_rd_blist(struct vocl_rd *r, struct vocl_blist *b);
+
+/* n strings, n from another field (the header names of a compile). */
+struct vocl_strs {
+    const char *const *s;
+    const uint8_t *raw;
+    size_t raw_len;
+};
+void vocl_wr_strs(struct vocl_wr *w, const struct vocl_strs *s, uint32_t n);
+void vocl_rd_strs(struct vocl_rd *r, struct vocl_strs *s, uint32_t n);
+
+/* Up to three sizes, n from another field (work_dim): u8 present, n x u64. */
+void vocl_wr_van(struct vocl_wr *w, const struct vocl_va3 *a, uint32_t n);
+/* Returns why when n is above 3 (reading nothing more). */
+const char *vocl_rd_van(struct vocl_rd *r, struct vocl_va3 *a, uint32_t n);
+
+/*
+ * The kernel arguments of a launch: u32 count, then per argument u32 index,
+ * u8 kind (enum vocl_launch_arg) and the value: BYTES length-prefixed bytes
+ * (p, len), MEM and SAMPLER a u64 id (v), LOCAL a u64 size (v).  Decoded:
+ * raw/raw_len, walked by vocl_kargs_next.
+ */
+struct vocl_karg_wire {
+    uint32_t index;
+    uint8_t kind;
+    const void *p;
+    uint64_t len;
+    uint64_t v;
+};
+struct vocl_launch_args {
+    uint32_t n;
+    const struct vocl_karg_wire *a;
+    const uint8_t *raw;
+    size_t raw_len;
+};
+void vocl_wr_kargs(struct vocl_wr *w, const struct vocl_launch_args *k);
+/* Returns why on an unknown kind (reading nothing more). */
+const char *vocl_rd_kargs(struct vocl_rd *r, struct vocl_launch_args *k);
+/* The next argument of it (over raw/raw_len); false at the end. */
+bool vocl_kargs_next(struct vocl_rd *it, struct vocl_karg_wire *a);
+
 /* Header encode/decode; decode returns false on bad magic or length. */
 void vocl_hdr_put(uint8_t out[VOCL_HDR_SIZE], const struct vocl_msg_hdr *h);
 bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h);

@@ -75,7 +75,7 @@ static void answer(struct proxyd_req *q, const struct proxyd_build *b)
     if (made && (err = proxyd_put_new(q, b->id, VOCL_T_PROGRAM, b->made)) != CL_SUCCESS)
         made = false; /* released by proxyd_put_new */
     vocl_wr_i32(q->w, err == CL_SUCCESS ? b->err : err);
-    vocl_wr_u8(q->w, made);
+    vocl_enc_clLinkProgram_rep(q->w, &(struct vocl_msg_clLinkProgram_rep){.made = made});
 }
 
 /* Retains (+1) or releases (-1) what b names. */

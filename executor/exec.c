@@ -387,6 +387,16 @@ const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count)
     return proxyd_ha(q, t, &ids, count);
 }
 
+const size_t *proxyd_va3(struct proxyd_req *q, const struct vocl_va3 *a)
+{
+    if (!a->present)
+        return NULL;
+    size_t *arr = proxyd_tmp(q, 3 * sizeof(size_t));
+    for (int i = 0; arr && i < 3; i++)
+        arr[i] = (size_t)a->v[i];
+    return arr;
+}
+
 /* A scalar array: u8 present, then count u64 values. */
 const void *proxyd_rd_va(struct proxyd_req *q, size_t elem, size_t count)
 {
@@ -415,6 +425,18 @@ const void *proxyd_rd_va(struct proxyd_req *q, size_t elem, size_t count)
 }
 
 /* A string, returned NUL-terminated in scratch space; NULL stays NULL. */
+const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s)
+{
+    if (s->null || !s->p)
+        return NULL;
+    char *copy = proxyd_tmp(q, s->len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, s->p, s->len);
+    copy[s->len] = '\0';
+    return copy;
+}
+
 const char *proxyd_rd_str(struct proxyd_req *q)
 {
     size_t n;
@@ -506,12 +528,13 @@ uint64_t proxyd_rd_newobj(struct proxyd_req *q)
     return id;
 }
 
-/* u32 count (at most max), then that many ids for objects the call may make. */
-const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t max)
+/* Ids (at most max) for objects the call may make. */
+const uint64_t *proxyd_newids(struct proxyd_req *q, const struct vocl_ids *list, uint32_t *count,
+                              uint32_t max)
 {
-    uint32_t n = vocl_rd_u32(q->r);
+    uint32_t n = list->n;
     *count = 0;
-    if (q->r->fail || n == 0)
+    if (n == 0)
         return NULL;
     if (n > max) {
         proxyd_fail(q, "too many new objects in one request");
@@ -522,7 +545,7 @@ const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t
     struct vocl_map seen;
     vocl_map_init(&seen);
     for (uint32_t i = 0; ids && i < n; i++) {
-        ids[i] = proxyd_rd_newid(q);
+        ids[i] = proxyd_newid(q, vocl_ids_at(list, i));
         if (ids[i] && (vocl_map_get(&seen, ids[i]) || vocl_map_put(&seen, ids[i], &ids[i])))
             proxyd_fail(q, "a new object id given twice");
     }

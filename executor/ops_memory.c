@@ -80,16 +80,6 @@ static void use_xfer(struct proxyd_req *q, struct xfer *x, const struct vocl_dat
     }
 }
 
-/* The data fields of a message whose decoder is still written here. */
-static void rd_xfer(struct proxyd_req *q, struct xfer *x, size_t size, bool data_in)
-{
-    struct vocl_data d;
-    const char *why = vocl_rd_data(q->r, &d, data_in);
-    if (why)
-        proxyd_fail(q, why);
-    use_xfer(q, x, &d, size, data_in);
-}
-
 static size_t chunk_len(const struct xfer *x, size_t done)
 {
     return x->size - done < x->chunk ? x->size - done : x->chunk;
@@ -715,20 +705,38 @@ static void check_span(struct proxyd_req *q, size_t span, const size_t *origin,
 
 static void buffer_rect(struct proxyd_req *q, bool write)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_bool blocking = vocl_rd_u8(q->r);
-    const size_t *borigin = proxyd_rd_va(q, sizeof(size_t), 3);
-    const size_t *horigin = proxyd_rd_va(q, sizeof(size_t), 3);
-    const size_t *region = proxyd_rd_va(q, sizeof(size_t), 3);
-    size_t brow = (size_t)vocl_rd_u64(q->r), bslice = (size_t)vocl_rd_u64(q->r);
-    size_t hrow = (size_t)vocl_rd_u64(q->r), hslice = (size_t)vocl_rd_u64(q->r);
+    /* The two messages have the same fields (their data's direction aside). */
+    struct vocl_msg_clEnqueueWriteBufferRect_req m;
+    const char *why;
+    if (write) {
+        why = vocl_dec_clEnqueueWriteBufferRect_req(q->r, &m);
+    } else {
+        struct vocl_msg_clEnqueueReadBufferRect_req rm;
+        why = vocl_dec_clEnqueueReadBufferRect_req(q->r, &rm);
+        m = (struct vocl_msg_clEnqueueWriteBufferRect_req){
+            .queue = rm.queue, .buffer = rm.buffer, .blocking = rm.blocking,
+            .buffer_origin = rm.buffer_origin, .host_origin = rm.host_origin,
+            .region = rm.region, .buffer_row_pitch = rm.buffer_row_pitch,
+            .buffer_slice_pitch = rm.buffer_slice_pitch, .host_row_pitch = rm.host_row_pitch,
+            .host_slice_pitch = rm.host_slice_pitch, .wait_list = rm.wait_list,
+            .event = rm.event, .span = rm.span, .data = rm.data};
+    }
+    if (why)
+        proxyd_fail(q, why);
+    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+    cl_bool blocking = m.blocking;
+    const size_t *borigin = proxyd_va3(q, &m.buffer_origin);
+    const size_t *horigin = proxyd_va3(q, &m.host_origin);
+    const size_t *region = proxyd_va3(q, &m.region);
+    size_t brow = (size_t)m.buffer_row_pitch, bslice = (size_t)m.buffer_slice_pitch;
+    size_t hrow = (size_t)m.host_row_pitch, hslice = (size_t)m.host_slice_pitch;
     cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
-    size_t span = (size_t)vocl_rd_u64(q->r);
+    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = proxyd_newid(q, m.event);
+    size_t span = (size_t)m.span;
     struct xfer x;
-    rd_xfer(q, &x, span, write);
+    use_xfer(q, &x, &m.data, span, write);
     cl_event ev = NULL;
 
     if (x.mode != VOCL_DATA_HOSTPTR)
@@ -766,18 +774,33 @@ void proxyd_op_clEnqueueWriteBufferRect(struct proxyd_req *q)
 
 static void image_rw(struct proxyd_req *q, bool write)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_mem img = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    cl_bool blocking = vocl_rd_u8(q->r);
-    const size_t *origin = proxyd_rd_va(q, sizeof(size_t), 3);
-    const size_t *region = proxyd_rd_va(q, sizeof(size_t), 3);
-    size_t row = (size_t)vocl_rd_u64(q->r), slice = (size_t)vocl_rd_u64(q->r);
+    /* The two messages have the same fields (their data's direction aside). */
+    struct vocl_msg_clEnqueueWriteImage_req m;
+    const char *why;
+    if (write) {
+        why = vocl_dec_clEnqueueWriteImage_req(q->r, &m);
+    } else {
+        struct vocl_msg_clEnqueueReadImage_req rm;
+        why = vocl_dec_clEnqueueReadImage_req(q->r, &rm);
+        m = (struct vocl_msg_clEnqueueWriteImage_req){
+            .queue = rm.queue, .image = rm.image, .blocking = rm.blocking, .origin = rm.origin,
+            .region = rm.region, .row_pitch = rm.row_pitch, .slice_pitch = rm.slice_pitch,
+            .wait_list = rm.wait_list, .event = rm.event, .span = rm.span, .data = rm.data};
+    }
+    if (why)
+        proxyd_fail(q, why);
+    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem img = proxyd_h(q, m.image, VOCL_T_MEM, 0);
+    cl_bool blocking = m.blocking;
+    const size_t *origin = proxyd_va3(q, &m.origin);
+    const size_t *region = proxyd_va3(q, &m.region);
+    size_t row = (size_t)m.row_pitch, slice = (size_t)m.slice_pitch;
     cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
-    size_t span = (size_t)vocl_rd_u64(q->r);
+    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = proxyd_newid(q, m.event);
+    size_t span = (size_t)m.span;
     struct xfer x;
-    rd_xfer(q, &x, span, write);
+    use_xfer(q, &x, &m.data, span, write);
     cl_event ev = NULL;
 
     if (!origin || !region)
@@ -825,25 +848,29 @@ void proxyd_op_clEnqueueWriteImage(struct proxyd_req *q)
 
 void proxyd_op_clCreateImage(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    const cl_mem_properties *props = proxyd_rd_props(q);
-    cl_mem_flags flags = vocl_rd_u64(q->r);
-    cl_image_format fmt = {vocl_rd_u32(q->r), vocl_rd_u32(q->r)};
+    struct vocl_msg_clCreateImage_req m;
+    const char *why = vocl_dec_clCreateImage_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    const cl_mem_properties *props = proxyd_props(q, &m.properties);
+    cl_mem_flags flags = m.flags;
+    cl_image_format fmt = {m.channel_order, m.channel_data_type};
     cl_image_desc desc = {0};
-    desc.image_type = (cl_mem_object_type)vocl_rd_u64(q->r);
-    desc.image_width = (size_t)vocl_rd_u64(q->r);
-    desc.image_height = (size_t)vocl_rd_u64(q->r);
-    desc.image_depth = (size_t)vocl_rd_u64(q->r);
-    desc.image_array_size = (size_t)vocl_rd_u64(q->r);
-    desc.image_row_pitch = (size_t)vocl_rd_u64(q->r);
-    desc.image_slice_pitch = (size_t)vocl_rd_u64(q->r);
-    desc.num_mip_levels = vocl_rd_u32(q->r);
-    desc.num_samples = vocl_rd_u32(q->r);
-    desc.mem_object = proxyd_rd_h(q, VOCL_T_MEM, 1);
-    size_t span = (size_t)vocl_rd_u64(q->r);
+    desc.image_type = (cl_mem_object_type)m.image_type;
+    desc.image_width = (size_t)m.width;
+    desc.image_height = (size_t)m.height;
+    desc.image_depth = (size_t)m.depth;
+    desc.image_array_size = (size_t)m.array_size;
+    desc.image_row_pitch = (size_t)m.row_pitch;
+    desc.image_slice_pitch = (size_t)m.slice_pitch;
+    desc.num_mip_levels = m.num_mip_levels;
+    desc.num_samples = m.num_samples;
+    desc.mem_object = proxyd_h(q, m.buffer, VOCL_T_MEM, 1);
+    size_t span = (size_t)m.span;
     struct xfer x;
-    rd_xfer(q, &x, span, true);
-    uint64_t id = proxyd_rd_newobj(q);
+    use_xfer(q, &x, &m.data, span, true);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
     bool owned = false;
 

@@ -31,11 +31,15 @@ void proxyd_op_clGetPlatformInfo(struct proxyd_req *q)
 
 void proxyd_op_clCreateSubDevices(struct proxyd_req *q)
 {
-    cl_device_id dev = proxyd_rd_h(q, VOCL_T_DEVICE, 0);
-    const cl_device_partition_property *props = proxyd_rd_props(q);
-    cl_uint num_devices = vocl_rd_u32(q->r);
+    struct vocl_msg_clCreateSubDevices_req m;
+    const char *why = vocl_dec_clCreateSubDevices_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_device_id dev = proxyd_h(q, m.in_device, VOCL_T_DEVICE, 0);
+    const cl_device_partition_property *props = proxyd_props(q, &m.properties);
+    cl_uint num_devices = m.num_devices;
     uint32_t nids;
-    const uint64_t *ids = proxyd_rd_newids(q, &nids, 4096);
+    const uint64_t *ids = proxyd_newids(q, &m.new_ids, &nids, 4096);
     cl_device_id *out = nids ? proxyd_tmp(q, nids * sizeof(*out)) : NULL;
     cl_uint num_ret = 0;
 
@@ -49,7 +53,8 @@ void proxyd_op_clCreateSubDevices(struct proxyd_req *q)
         return;
     for (cl_uint i = 0; out && i < num_ret && i < nids; i++)
         proxyd_put_new(q, ids[i], VOCL_T_DEVICE, out[i]);
-    vocl_wr_u32(q->w, num_ret);
+    vocl_enc_clCreateSubDevices_rep(q->w, &(struct vocl_msg_clCreateSubDevices_rep){
+                                              .num_devices_ret = num_ret});
 }
 
 /* The client sends its platform as 0: it means this proxy's platform. */

@@ -68,21 +68,27 @@ static void put_kernel_args(struct proxyd_req *q, cl_kernel k)
 
 void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    uint32_t count = vocl_rd_u32(q->r);
+    struct vocl_msg_clCreateProgramWithSource_req m;
+    vocl_dec_clCreateProgramWithSource_req(q->r, &m); /* (a bad count: the message runs out) */
+    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    uint32_t count = m.strings.n;
     const char **strs = NULL;
     size_t *lens = NULL;
     cl_int err = CL_SUCCESS;
 
-    if (count == 0 || count > 65536)
+    if (!q->r->fail && (count == 0 || count > 65536))
         proxyd_fail(q, "source string count out of range");
-    else {
+    else if (!q->r->fail) {
         strs = proxyd_tmp(q, count * sizeof(*strs));
         lens = proxyd_tmp(q, count * sizeof(*lens));
-        for (uint32_t i = 0; strs && lens && i < count; i++)
-            strs[i] = proxyd_rd_bytes(q, &lens[i]);
+        struct vocl_rd items;
+        vocl_rd_init(&items, m.strings.raw, m.strings.raw_len);
+        for (uint32_t i = 0; strs && lens && i < count; i++) {
+            strs[i] = vocl_rd_bytes(&items, &lens[i]);
+            strs[i] = lens[i] ? strs[i] : NULL;
+        }
     }
-    uint64_t id = proxyd_rd_newobj(q);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     if (!proxyd_req_begin(q))
         return;
     /* Empty strings are legal: give the native call a non-NULL pointer. */
@@ -95,25 +101,35 @@ void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
 
 void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
+    struct vocl_msg_clCreateProgramWithBinary_req m;
+    const char *why = vocl_dec_clCreateProgramWithBinary_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
     cl_uint ndev;
-    const cl_device_id *devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &ndev);
-    uint32_t n = vocl_rd_u32(q->r);
+    const cl_device_id *devs = proxyd_ha(q, VOCL_T_DEVICE, &m.devices, &ndev);
+    uint32_t n = m.binaries.n;
     const unsigned char **bins = NULL;
     size_t *lens = NULL;
     cl_int *status = NULL;
     cl_int err = CL_SUCCESS;
 
-    if (n != ndev)
+    if (q->r->fail || why)
+        n = 0; /* (rejected: the reply says so) */
+    else if (n != ndev)
         proxyd_fail(q, "binary count differs from device count");
     else if (n) {
         bins = proxyd_tmp(q, n * sizeof(*bins));
         lens = proxyd_tmp(q, n * sizeof(*lens));
         status = proxyd_tmp(q, n * sizeof(*status));
-        for (uint32_t i = 0; bins && lens && i < n; i++)
-            bins[i] = proxyd_rd_bytes(q, &lens[i]);
+        struct vocl_rd items;
+        vocl_rd_init(&items, m.binaries.raw, m.binaries.raw_len);
+        for (uint32_t i = 0; bins && lens && i < n; i++) {
+            bins[i] = vocl_rd_bytes(&items, &lens[i]);
+            bins[i] = lens[i] ? bins[i] : NULL;
+        }
     }
-    uint64_t id = proxyd_rd_newobj(q);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     if (!proxyd_req_begin(q))
         return;
     cl_program p = q->cl->clCreateProgramWithBinary(ctx, ndev, devs, lens, bins, status, &err);
@@ -126,22 +142,36 @@ void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
 /* Builds, compiles and links run on a thread of their own (build.c). */
 void proxyd_op_clBuildProgram(struct proxyd_req *q)
 {
-    struct proxyd_build b = {.op = q->op, .prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0)};
-    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
-    b.options = proxyd_rd_str(q);
+    struct vocl_msg_clBuildProgram_req m;
+    const char *why = vocl_dec_clBuildProgram_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    struct proxyd_build b = {.op = q->op, .prog = proxyd_h(q, m.program, VOCL_T_PROGRAM, 0)};
+    b.devs = proxyd_ha(q, VOCL_T_DEVICE, &m.devices, &b.ndev);
+    b.options = proxyd_str(q, &m.options);
     if (proxyd_req_begin(q))
         proxyd_build(q, &b);
 }
 
 void proxyd_op_clCompileProgram(struct proxyd_req *q)
 {
-    struct proxyd_build b = {.op = q->op, .prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0)};
-    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
-    b.options = proxyd_rd_str(q);
-    b.in = proxyd_rd_ha(q, VOCL_T_PROGRAM, &b.nin);
-    const char **names = b.nin ? proxyd_tmp(q, b.nin * sizeof(*names)) : NULL;
+    struct vocl_msg_clCompileProgram_req m;
+    const char *why = vocl_dec_clCompileProgram_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    struct proxyd_build b = {.op = q->op, .prog = proxyd_h(q, m.program, VOCL_T_PROGRAM, 0)};
+    b.devs = proxyd_ha(q, VOCL_T_DEVICE, &m.devices, &b.ndev);
+    b.options = proxyd_str(q, &m.options);
+    b.in = proxyd_ha(q, VOCL_T_PROGRAM, &m.input_headers, &b.nin);
+    const char **names = b.nin && m.header_include_names.raw
+                             ? proxyd_tmp(q, b.nin * sizeof(*names))
+                             : NULL;
+    struct vocl_rd items;
+    vocl_rd_init(&items, m.header_include_names.raw, m.header_include_names.raw_len);
     for (cl_uint i = 0; names && i < b.nin; i++) {
-        names[i] = proxyd_rd_str(q);
+        struct vocl_str name;
+        vocl_rd_sstr(&items, &name);
+        names[i] = proxyd_str(q, &name);
         if (!names[i])
             proxyd_fail(q, "header without a name");
     }
@@ -152,11 +182,15 @@ void proxyd_op_clCompileProgram(struct proxyd_req *q)
 
 void proxyd_op_clLinkProgram(struct proxyd_req *q)
 {
-    struct proxyd_build b = {.op = q->op, .ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0)};
-    b.devs = proxyd_rd_ha(q, VOCL_T_DEVICE, &b.ndev);
-    b.options = proxyd_rd_str(q);
-    b.in = proxyd_rd_ha(q, VOCL_T_PROGRAM, &b.nin);
-    b.id = proxyd_rd_newobj(q);
+    struct vocl_msg_clLinkProgram_req m;
+    const char *why = vocl_dec_clLinkProgram_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    struct proxyd_build b = {.op = q->op, .ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0)};
+    b.devs = proxyd_ha(q, VOCL_T_DEVICE, &m.devices, &b.ndev);
+    b.options = proxyd_str(q, &m.options);
+    b.in = proxyd_ha(q, VOCL_T_PROGRAM, &m.input_programs, &b.nin);
+    b.id = proxyd_newobj(q, m.new_id);
     if (proxyd_req_begin(q))
         proxyd_build(q, &b);
 }
@@ -194,9 +228,11 @@ void proxyd_op_program_binaries(struct proxyd_req *q)
 
 void proxyd_op_clCreateKernel(struct proxyd_req *q)
 {
-    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
-    const char *name = proxyd_rd_str(q);
-    uint64_t id = proxyd_rd_newobj(q);
+    struct vocl_msg_clCreateKernel_req m;
+    vocl_dec_clCreateKernel_req(q->r, &m); /* (no counts: truncation is all that fails) */
+    cl_program prog = proxyd_h(q, m.program, VOCL_T_PROGRAM, 0);
+    const char *name = proxyd_str(q, &m.kernel_name);
+    uint64_t id = proxyd_newobj(q, m.new_id);
     cl_int err = CL_SUCCESS;
     if (!proxyd_req_begin(q))
         return;
@@ -225,9 +261,13 @@ static void put_kernel_name(struct proxyd_req *q, cl_kernel k)
 
 void proxyd_op_clCreateKernelsInProgram(struct proxyd_req *q)
 {
-    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    struct vocl_msg_clCreateKernelsInProgram_req m;
+    const char *why = vocl_dec_clCreateKernelsInProgram_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_program prog = proxyd_h(q, m.program, VOCL_T_PROGRAM, 0);
     uint32_t nids;
-    const uint64_t *ids = proxyd_rd_newids(q, &nids, 65536);
+    const uint64_t *ids = proxyd_newids(q, &m.new_ids, &nids, 65536);
     cl_kernel *ks = nids ? proxyd_tmp(q, nids * sizeof(*ks)) : NULL;
     cl_uint nret = 0;
     if (!proxyd_req_begin(q))
@@ -287,36 +327,32 @@ static bool takes_object(struct proxyd_req *q, cl_kernel k, cl_uint i)
     return kind == VOCL_ARG_BUFFER || kind == VOCL_ARG_IMAGE || kind == VOCL_ARG_SAMPLER;
 }
 
-static cl_int set_args(struct proxyd_req *q, cl_kernel k)
+/* Applies the arguments the decoder checked (k NULL: only their errors). */
+static cl_int set_args(struct proxyd_req *q, cl_kernel k,
+                       const struct vocl_launch_args *args)
 {
-    uint32_t n = vocl_rd_u32(q->r);
     cl_int rc = CL_SUCCESS;
-    for (uint32_t i = 0; i < n && !q->r->fail; i++) {
-        cl_uint index = vocl_rd_u32(q->r);
-        uint8_t kind = vocl_rd_u8(q->r);
+    struct vocl_rd it;
+    struct vocl_karg_wire a;
+    vocl_rd_init(&it, args->raw, args->raw_len);
+    while (vocl_kargs_next(&it, &a)) {
         cl_int r = CL_SUCCESS;
-        if (kind == VOCL_LARG_BYTES) {
-            size_t len;
-            const void *v = vocl_rd_bytes(q->r, &len);
-            if (!q->r->fail && k && len == sizeof(cl_mem) && !is_null_handle(v) &&
-                takes_object(q, k, index))
+        if (a.kind == VOCL_LARG_BYTES) {
+            size_t len = (size_t)a.len;
+            if (k && len == sizeof(cl_mem) && !is_null_handle(a.p) && takes_object(q, k, a.index))
                 r = CL_INVALID_ARG_VALUE;
-            else if (!q->r->fail && k)
-                r = q->cl->clSetKernelArg(k, index, len, len ? v : NULL);
-        } else if (kind == VOCL_LARG_MEM || kind == VOCL_LARG_SAMPLER) {
-            uint64_t id = vocl_rd_u64(q->r);
-            enum vocl_type t = kind == VOCL_LARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER;
-            struct proxyd_obj *o = id ? proxyd_lookup(q->s, id, t) : NULL;
-            if (id && !o)
+            else if (k)
+                r = q->cl->clSetKernelArg(k, a.index, len, len ? a.p : NULL);
+        } else if (a.kind == VOCL_LARG_MEM || a.kind == VOCL_LARG_SAMPLER) {
+            enum vocl_type t = a.kind == VOCL_LARG_MEM ? VOCL_T_MEM : VOCL_T_SAMPLER;
+            struct proxyd_obj *o = a.v ? proxyd_lookup(q->s, a.v, t) : NULL;
+            if (a.v && !o)
                 r = CL_INVALID_ARG_VALUE;
-            else if (!q->r->fail && k)
-                r = q->cl->clSetKernelArg(k, index, sizeof(void *), o ? &o->native : NULL);
-        } else if (kind == VOCL_LARG_LOCAL) {
-            size_t size = (size_t)vocl_rd_u64(q->r);
-            if (!q->r->fail && k)
-                r = q->cl->clSetKernelArg(k, index, size, NULL);
-        } else {
-            proxyd_fail(q, "unknown kernel argument kind");
+            else if (k)
+                r = q->cl->clSetKernelArg(k, a.index, sizeof(void *), o ? &o->native : NULL);
+        } else { /* VOCL_LARG_LOCAL (the decoder refuses any other kind) */
+            if (k)
+                r = q->cl->clSetKernelArg(k, a.index, (size_t)a.v, NULL);
         }
         if (rc == CL_SUCCESS)
             rc = r;
@@ -326,34 +362,28 @@ static cl_int set_args(struct proxyd_req *q, cl_kernel k)
 
 void proxyd_op_clEnqueueNDRangeKernel(struct proxyd_req *q)
 {
-    cl_command_queue queue = proxyd_rd_h(q, VOCL_T_QUEUE, 0);
-    cl_kernel k = proxyd_rd_h(q, VOCL_T_KERNEL, 0);
-    cl_uint dim = vocl_rd_u32(q->r);
-    if (dim > 3) {
-        proxyd_fail(q, "work_dim above 3");
-        dim = 0;
-    }
-    const size_t *offset = proxyd_rd_va(q, sizeof(size_t), dim);
-    const size_t *global = proxyd_rd_va(q, sizeof(size_t), dim);
-    const size_t *local = proxyd_rd_va(q, sizeof(size_t), dim);
-    /* The arguments are read twice: once to reach the end of the request,
-     * then applied only if the whole request is well formed, so a rejected
-     * message changes nothing.  A request that is well formed applies its
-     * arguments even if the launch then fails (a stale event, say), as the
-     * application's clSetKernelArg calls would have natively; a bad
-     * argument fails the launch. */
-    struct vocl_rd args = *q->r;
-    cl_int arg_err = set_args(q, NULL);
+    struct vocl_msg_clEnqueueNDRangeKernel_req m;
+    const char *why = vocl_dec_clEnqueueNDRangeKernel_req(q->r, &m);
+    if (why)
+        proxyd_fail(q, why);
+    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_kernel k = proxyd_h(q, m.kernel, VOCL_T_KERNEL, 0);
+    cl_uint dim = m.work_dim > 3 ? 0 : m.work_dim;
+    const size_t *offset = proxyd_va3(q, &m.global_work_offset);
+    const size_t *global = proxyd_va3(q, &m.global_work_size);
+    const size_t *local = proxyd_va3(q, &m.local_work_size);
+    /* The arguments are decoded whole first, and applied only if the whole
+     * request is well formed, so a rejected message changes nothing.  A
+     * request that is well formed applies its arguments even if the launch
+     * then fails (a stale event, say), as the application's clSetKernelArg
+     * calls would have natively; a bad argument fails the launch. */
+    cl_int arg_err = set_args(q, NULL, &m.args);
     cl_uint nwl;
-    const cl_event *wl = proxyd_rd_ha(q, VOCL_T_EVENT, &nwl);
-    uint64_t ev_id = proxyd_rd_newid(q);
+    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = proxyd_newid(q, m.event);
     cl_event ev = NULL;
-    if (!q->fail && !q->r->fail && q->r->p == q->r->end && k) {
-        struct vocl_rd end = *q->r;
-        *q->r = args;
-        arg_err = set_args(q, k);
-        *q->r = end;
-    }
+    if (!q->fail && !q->r->fail && q->r->p == q->r->end && k)
+        arg_err = set_args(q, k, &m.args);
     if (!proxyd_req_begin(q))
         return;
     if (arg_err != CL_SUCCESS) {

@@ -77,13 +77,16 @@ const void *proxyd_rd_props(struct proxyd_req *q);
 uint64_t proxyd_rd_newid(struct proxyd_req *q);
 /* The same, for a create that must name its new object. */
 uint64_t proxyd_rd_newobj(struct proxyd_req *q);
-const uint64_t *proxyd_rd_newids(struct proxyd_req *q, uint32_t *count, uint32_t max);
+const uint64_t *proxyd_newids(struct proxyd_req *q, const struct vocl_ids *list, uint32_t *count,
+                              uint32_t max);
+const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s);
 /* The same for fields a generated decoder has read (vocl_msg.h): ids to
  * native handles, new ids checked, a property list copied and checked. */
 void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable);
 const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_ids *ids,
                       cl_uint *count);
 const void *proxyd_props(struct proxyd_req *q, const struct vocl_ids *list);
+const size_t *proxyd_va3(struct proxyd_req *q, const struct vocl_va3 *a);
 uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id);
 uint64_t proxyd_newobj(struct proxyd_req *q, uint64_t id);
 void *proxyd_tmp(struct proxyd_req *q, size_t n);

@@ -243,14 +243,6 @@ void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list)
         vocl_wr_u64(c->w, vocl_id_on(list[i], c->px)); /* checked by call_ha */
 }
 
-void vocl_call_put_on(struct vocl_call *c, cl_uint n, const void *const *list)
-{
-    vocl_wr_u32(c->w, vocl_count_on(c->px, n, list));
-    for (cl_uint i = 0; i < n; i++)
-        if (vocl_on(list[i], c->px))
-            vocl_wr_u64(c->w, vocl_id_on(list[i], c->px));
-}
-
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
 {
     /* Events of other proxies were waited for by vocl_call_start. */
@@ -338,15 +330,6 @@ struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
 uint64_t vocl_call_new_id(struct vocl_call *c)
 {
     return atomic_fetch_add(&c->px->next_id, 1);
-}
-
-uint64_t vocl_call_put_new_ids(struct vocl_call *c, cl_uint n)
-{
-    uint64_t first = atomic_fetch_add(&c->px->next_id, n);
-    vocl_wr_u32(c->w, n);
-    for (cl_uint i = 0; i < n; i++)
-        vocl_wr_u64(c->w, first + i);
-    return first;
 }
 
 int vocl_call_post(struct vocl_call *c)

@@ -61,15 +61,18 @@ static void rect_scatter(const struct rect *r, char *dst, const char *span)
  * read scatters it into place.  In-process, the executor gets local_ptr and
  * the native library walks the rows itself.
  */
-static int move_span(struct vocl_call *c, bool write, void *local_ptr, char *host,
-                     const struct rect *r)
+static struct vocl_data span_data(struct vocl_call *c, bool write, void *local_ptr, char *host,
+                                  const struct rect *r)
+{
+    return write ? vocl_xfer_out(c, c->px->local ? local_ptr : host, r->span)
+                 : vocl_xfer_in(c, local_ptr, r->span);
+}
+
+static int move_span(struct vocl_call *c, bool write, char *host, const struct rect *r)
 {
     c->sync = true; /* the span is staged here: it must have landed before the scatter */
-    if (write) {
-        vocl_xfer_put_out(c, c->px->local ? local_ptr : host, r->span);
+    if (write)
         return vocl_xfer_send(c, host, r->span);
-    }
-    vocl_xfer_put_in(c, local_ptr, r->span);
     if (c->px->local)
         return vocl_call_send(c);
     char *span = recv_span(c, r->span);
@@ -115,22 +118,37 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
                                   : VOCL_OP_clEnqueueReadBufferRect) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
-        vocl_wr_u8(c.w, blocking ? 1 : 0);
-        vocl_call_put_va(&c, buffer_origin, sizeof(size_t), 3);
-        /* Remote, the span starts at the first byte: the host origin is 0. */
-        vocl_call_put_va(&c, c.px->local ? host_origin : zero, sizeof(size_t), 3);
-        vocl_call_put_va(&c, region, sizeof(size_t), 3);
-        vocl_wr_u64(c.w, buffer_row_pitch);
-        vocl_wr_u64(c.w, buffer_slice_pitch);
-        vocl_wr_u64(c.w, r.row_pitch);
-        vocl_wr_u64(c.w, r.slice_pitch);
-        vocl_call_put_wl(&c, nwl, wl);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
-        vocl_wr_u64(c.w, r.span);
-        if (move_span(&c, write, ptr, host, &r) == 0 && event)
+        /* (The read's message has the same fields, its data the other way.) */
+        struct vocl_msg_clEnqueueWriteBufferRect_req mw = {
+            .queue = q->id,
+            .buffer = vocl_id_on(m, c.px),
+            .blocking = blocking ? 1 : 0,
+            .buffer_origin = vocl_va3_of(buffer_origin),
+            /* Remote, the span starts at the first byte: the host origin is 0. */
+            .host_origin = vocl_va3_of(c.px->local ? host_origin : zero),
+            .region = vocl_va3_of(region),
+            .buffer_row_pitch = buffer_row_pitch,
+            .buffer_slice_pitch = buffer_slice_pitch,
+            .host_row_pitch = r.row_pitch,
+            .host_slice_pitch = r.slice_pitch,
+            .wait_list = vocl_call_wl_ids(&c, nwl, wl),
+            .event = ev_id,
+            .span = r.span,
+            .data = span_data(&c, write, ptr, host, &r)};
+        if (write)
+            vocl_enc_clEnqueueWriteBufferRect_req(c.w, &mw);
+        else
+            vocl_enc_clEnqueueReadBufferRect_req(
+                c.w, &(struct vocl_msg_clEnqueueReadBufferRect_req){
+                         .queue = mw.queue, .buffer = mw.buffer, .blocking = mw.blocking,
+                         .buffer_origin = mw.buffer_origin, .host_origin = mw.host_origin,
+                         .region = mw.region, .buffer_row_pitch = mw.buffer_row_pitch,
+                         .buffer_slice_pitch = mw.buffer_slice_pitch,
+                         .host_row_pitch = mw.host_row_pitch, .host_slice_pitch = mw.host_slice_pitch,
+                         .wait_list = mw.wait_list, .event = mw.event, .span = mw.span,
+                         .data = mw.data});
+        if (move_span(&c, write, host, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
@@ -206,26 +224,31 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         void *data = rep == 0 ? host_ptr : NULL;
         if (vocl_call_start(&c, VOCL_OP_clCreateImage))
             break;
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_call_put_props(&c, properties);
-        /* Never the host access flags: maps read and write every image. */
-        vocl_wr_u64(c.w, (data ? flags : flags & ~(cl_mem_flags)(CL_MEM_USE_HOST_PTR |
-                                                                CL_MEM_COPY_HOST_PTR)) &
-                             ~(cl_mem_flags)VOCL_HOST_ACCESS);
-        vocl_wr_u32(c.w, format->image_channel_order);
-        vocl_wr_u32(c.w, format->image_channel_data_type);
-        vocl_wr_u64(c.w, desc->image_type);
-        vocl_wr_u64(c.w, desc->image_width);
-        vocl_wr_u64(c.w, desc->image_height);
-        vocl_wr_u64(c.w, desc->image_depth);
-        vocl_wr_u64(c.w, desc->image_array_size);
-        vocl_wr_u64(c.w, desc->image_row_pitch);
-        vocl_wr_u64(c.w, desc->image_slice_pitch);
-        vocl_wr_u32(c.w, desc->num_mip_levels);
-        vocl_wr_u32(c.w, desc->num_samples);
-        vocl_wr_u64(c.w, vocl_id_on(buf, c.px));
-        vocl_wr_u64(c.w, data ? span : 0);
-        vocl_mem_create_end(&c, &img, rep, ctx, buf, data, span, host_ptr != NULL);
+        uint64_t props[VOCL_PROPS_MAX];
+        struct vocl_msg_clCreateImage_req m = {
+            .context = vocl_id_on(ctx, c.px),
+            .properties = vocl_props_ids(properties, props),
+            /* Never the host access flags: maps read and write every image. */
+            .flags = (data ? flags : flags & ~(cl_mem_flags)(CL_MEM_USE_HOST_PTR |
+                                                            CL_MEM_COPY_HOST_PTR)) &
+                     ~(cl_mem_flags)VOCL_HOST_ACCESS,
+            .channel_order = format->image_channel_order,
+            .channel_data_type = format->image_channel_data_type,
+            .image_type = desc->image_type,
+            .width = desc->image_width,
+            .height = desc->image_height,
+            .depth = desc->image_depth,
+            .array_size = desc->image_array_size,
+            .row_pitch = desc->image_row_pitch,
+            .slice_pitch = desc->image_slice_pitch,
+            .num_mip_levels = desc->num_mip_levels,
+            .num_samples = desc->num_samples,
+            .buffer = vocl_id_on(buf, c.px),
+            .span = data ? span : 0,
+            .data = vocl_xfer_out(&c, data, span),
+            .new_id = vocl_call_new_id(&c)};
+        vocl_enc_clCreateImage_req(c.w, &m);
+        vocl_mem_create_sent(&c, &img, rep, ctx, buf, data, span, host_ptr != NULL, m.new_id);
     }
     vocl_call_end(&c);
     if (c.err && img) {
@@ -325,18 +348,30 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
-        vocl_wr_u8(c.w, blocking ? 1 : 0);
-        vocl_call_put_va(&c, origin, sizeof(size_t), 3);
-        vocl_call_put_va(&c, region, sizeof(size_t), 3);
-        vocl_wr_u64(c.w, row_pitch);
-        vocl_wr_u64(c.w, slice_pitch);
-        vocl_call_put_wl(&c, nwl, wl);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
-        vocl_wr_u64(c.w, r.span);
-        if (move_span(&c, write, ptr, ptr, &r) == 0 && event)
+        /* (The read's message has the same fields, its data the other way.) */
+        struct vocl_msg_clEnqueueWriteImage_req mw = {
+            .queue = q->id,
+            .image = vocl_id_on(m, c.px),
+            .blocking = blocking ? 1 : 0,
+            .origin = vocl_va3_of(origin),
+            .region = vocl_va3_of(region),
+            .row_pitch = row_pitch,
+            .slice_pitch = slice_pitch,
+            .wait_list = vocl_call_wl_ids(&c, nwl, wl),
+            .event = ev_id,
+            .span = r.span,
+            .data = span_data(&c, write, ptr, ptr, &r)};
+        if (write)
+            vocl_enc_clEnqueueWriteImage_req(c.w, &mw);
+        else
+            vocl_enc_clEnqueueReadImage_req(
+                c.w, &(struct vocl_msg_clEnqueueReadImage_req){
+                         .queue = mw.queue, .image = mw.image, .blocking = mw.blocking,
+                         .origin = mw.origin, .region = mw.region, .row_pitch = mw.row_pitch,
+                         .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
+                         .event = mw.event, .span = mw.span, .data = mw.data});
+        if (move_span(&c, write, ptr, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);

@@ -35,12 +35,6 @@ struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n)
     return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
 }
 
-void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n)
-{
-    struct vocl_data d = vocl_xfer_out(c, p, n);
-    vocl_wr_data(c->w, &d, true);
-}
-
 /* Sends the request and the chunks from the caller's memory, then waits
  * for the reply unless the call is async (the chunks stay pending). */
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
@@ -64,12 +58,6 @@ struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
     if (n <= VOCL_INLINE_MAX && !c->async)
         return (struct vocl_data){.mode = VOCL_DATA_INLINE};
     return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
-}
-
-void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n)
-{
-    struct vocl_data d = vocl_xfer_in(c, p, n);
-    vocl_wr_data(c->w, &d, false);
 }
 
 /* Sends a read request and lands its n bytes at p: the receives are posted
@@ -168,16 +156,6 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     if (errcode_ret)
         *errcode_ret = c.err;
     return (cl_mem)mem;
-}
-
-void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
-                         struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
-                         size_t size, bool host_data)
-{
-    vocl_xfer_put_out(c, data, size);
-    uint64_t id = vocl_call_new_id(c);
-    vocl_wr_u64(c->w, id);
-    vocl_mem_create_sent(c, m, rep, ctx, parent, data, size, host_data, id);
 }
 
 void vocl_mem_create_sent(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,

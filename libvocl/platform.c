@@ -261,16 +261,28 @@ cl_int CL_API_CALL vocl_hand_clCreateSubDevices(cl_device_id in_device,
     cl_uint nids = out_devices ? num_devices : 0;
     if (vocl_call_start(&c, VOCL_OP_clCreateSubDevices) == 0) {
         size_t n = partition_props_len(properties);
-        vocl_wr_u64(c.w, d->id);
-        vocl_wr_u32(c.w, (uint32_t)n);
-        for (size_t i = 0; i < n; i++)
-            vocl_wr_u64(c.w, i + 1 == n ? 0 : (uint64_t)properties[i]);
-        vocl_wr_u32(c.w, num_devices);
-        first = vocl_call_put_new_ids(&c, nids);
+        first = atomic_fetch_add(&c.px->next_id, nids);
+        uint64_t *vals = malloc((n + nids) * sizeof(*vals) + 1);
+        if (!vals)
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+        for (size_t i = 0; vals && i < n; i++)
+            vals[i] = i + 1 == n ? 0 : (uint64_t)properties[i];
+        for (cl_uint i = 0; vals && i < nids; i++)
+            vals[n + i] = first + i;
+        if (vals)
+            vocl_enc_clCreateSubDevices_req(
+                c.w, &(struct vocl_msg_clCreateSubDevices_req){
+                         .in_device = d->id,
+                         .properties = {.n = (uint32_t)n, .v = vals},
+                         .num_devices = num_devices,
+                         .new_ids = {.n = nids, .v = vals + n}});
+        free(vals);
         vocl_call_send(&c);
     }
     if (c.err == CL_SUCCESS) {
-        cl_uint got = vocl_rd_u32(&c.r);
+        struct vocl_msg_clCreateSubDevices_rep rep;
+        vocl_dec_clCreateSubDevices_rep(&c.r, &rep);
+        cl_uint got = rep.num_devices_ret;
         if (num_devices_ret)
             *num_devices_ret = got;
         for (cl_uint i = 0; i < got && i < nids; i++) {

@@ -368,14 +368,20 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, c
     for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
         if (vocl_call_start(&c, VOCL_OP_clCreateProgramWithSource))
             break;
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_wr_u32(c.w, count);
-        for (cl_uint i = 0; i < count; i++) {
-            size_t len = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
-            vocl_wr_bytes(c.w, strings[i], len);
+        size_t *lens = malloc(count * sizeof(*lens));
+        if (!lens) {
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+            break;
         }
+        for (cl_uint i = 0; i < count; i++)
+            lens[i] = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCreateProgramWithSource_req(
+            c.w, &(struct vocl_msg_clCreateProgramWithSource_req){
+                     .context = vocl_id_on(ctx, c.px),
+                     .strings = {.n = count, .p = (const void *const *)strings, .len = lens},
+                     .new_id = id});
+        free(lens);
         if (vocl_call_send(&c) == 0)
             vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
     }
@@ -413,14 +419,28 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithBinary(
         cl_uint mine = vocl_count_on(c.px, num_devices, (const void *const *)device_list);
         if (!mine || vocl_call_start(&c, VOCL_OP_clCreateProgramWithBinary))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
-        vocl_wr_u32(c.w, mine);
-        for (cl_uint i = 0; i < num_devices; i++)
-            if (vocl_on((const void *)device_list[i], c.px))
-                vocl_wr_bytes(c.w, binaries[i], lengths[i]);
+        /* Its devices' ids, binaries and lengths, in the list's order. */
+        uint64_t *devs = malloc(mine * (sizeof(uint64_t) + sizeof(void *) + sizeof(size_t)));
+        if (!devs) {
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
+            break;
+        }
+        const void **bins = (const void **)(devs + mine);
+        size_t *lens = (size_t *)(bins + mine);
+        for (cl_uint i = 0, j = 0; i < num_devices; i++)
+            if (vocl_on((const void *)device_list[i], c.px)) {
+                devs[j] = vocl_id_on((const void *)device_list[i], c.px);
+                bins[j] = binaries[i];
+                lens[j++] = lengths[i];
+            }
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCreateProgramWithBinary_req(
+            c.w, &(struct vocl_msg_clCreateProgramWithBinary_req){
+                     .context = vocl_id_on(ctx, c.px),
+                     .devices = {.n = mine, .v = devs},
+                     .binaries = {.n = mine, .p = bins, .len = lens},
+                     .new_id = id});
+        free(devs);
         int rc = vocl_call_send(&c);
         if (c.r.p) {
             /* The statuses come back whether or not the creation succeeded. */
@@ -463,12 +483,37 @@ static bool build_start(struct vocl_call *c, unsigned op, struct vocl_obj *p, cl
     if (!builds_here(c, p, n, list))
         return false;
     p->build_tried |= UINT64_C(1) << rep;
-    if (vocl_call_start(c, op))
-        return false;
-    vocl_wr_u64(c->w, vocl_id_on(p, c->px));
-    vocl_call_put_on(c, n, (const void *const *)list);
-    vocl_wr_str(c->w, options);
-    return true;
+    return vocl_call_start(c, op) == 0;
+}
+
+/* The ids of the devices of list on the proxy of c, in buf (owned by c:
+ * the wait-list buffer, which builds do not use). */
+static struct vocl_ids devs_on(struct vocl_call *c, cl_uint n, const cl_device_id *list)
+{
+    struct vocl_ids ids = {0};
+    uint32_t k = vocl_count_on(c->px, n, (const void *const *)list);
+    free(c->wl_ids);
+    c->wl_ids = k ? malloc(k * sizeof(*c->wl_ids)) : NULL;
+    if (k && !c->wl_ids) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return ids;
+    }
+    for (cl_uint i = 0; i < n; i++)
+        if (vocl_on((const void *)list[i], c->px))
+            c->wl_ids[ids.n++] = vocl_id_on((const void *)list[i], c->px);
+    ids.v = c->wl_ids;
+    return ids;
+}
+
+/* The ids of n handles (all on the proxy of c: vocl_call_ha checked). */
+static uint64_t *ids_of(struct vocl_call *c, cl_uint n, const void *const *list)
+{
+    uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
+    if (n && !ids)
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+    for (cl_uint i = 0; ids && i < n; i++)
+        ids[i] = vocl_id_on(list[i], c->px);
+    return ids;
 }
 
 /*
@@ -524,8 +569,13 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         vocl_call_error(&c, CL_INVALID_VALUE);
     /* Each proxy builds for its devices of the list (all of its own if none). */
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++)
-        if (build_start(&c, VOCL_OP_clBuildProgram, p, rep, num_devices, device_list, options))
+        if (build_start(&c, VOCL_OP_clBuildProgram, p, rep, num_devices, device_list, options)) {
+            vocl_enc_clBuildProgram_req(c.w, &(struct vocl_msg_clBuildProgram_req){
+                                                 .program = vocl_id_on(p, c.px),
+                                                 .devices = devs_on(&c, num_devices, device_list),
+                                                 .options = vocl_str_of(options)});
             vocl_call_send(&c);
+        }
     vocl_call_end(&c);
     if (p)
         p->built = c.err == CL_SUCCESS;
@@ -549,9 +599,15 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
         if (!build_start(&c, VOCL_OP_clCompileProgram, p, rep, num_devices, device_list,
                          options))
             continue;
-        vocl_call_put_ha(&c, num_input_headers, (const void *const *)input_headers);
-        for (cl_uint i = 0; i < num_input_headers; i++)
-            vocl_wr_str(c.w, header_include_names[i]);
+        uint64_t *headers = ids_of(&c, num_input_headers, (const void *const *)input_headers);
+        vocl_enc_clCompileProgram_req(
+            c.w, &(struct vocl_msg_clCompileProgram_req){
+                     .program = vocl_id_on(p, c.px),
+                     .devices = devs_on(&c, num_devices, device_list),
+                     .options = vocl_str_of(options),
+                     .input_headers = {.n = headers ? num_input_headers : 0, .v = headers},
+                     .header_include_names = {.s = header_include_names}});
+        free(headers);
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
@@ -578,16 +634,23 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
             continue;
         if (vocl_call_start(&c, VOCL_OP_clLinkProgram))
             break;
-        vocl_wr_u64(c.w, vocl_id_on(ctx, c.px));
-        vocl_call_put_on(&c, num_devices, (const void *const *)device_list);
-        vocl_wr_str(c.w, options);
-        vocl_call_put_ha(&c, num_input_programs, (const void *const *)input_programs);
+        uint64_t *inputs = ids_of(&c, num_input_programs, (const void *const *)input_programs);
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clLinkProgram_req(
+            c.w, &(struct vocl_msg_clLinkProgram_req){
+                     .context = vocl_id_on(ctx, c.px),
+                     .devices = devs_on(&c, num_devices, device_list),
+                     .options = vocl_str_of(options),
+                     .input_programs = {.n = inputs ? num_input_programs : 0, .v = inputs},
+                     .new_id = id});
+        free(inputs);
         vocl_call_send(&c);
         /* A failed link can still make a program (to read its build log). */
         cl_int err = c.err;
-        bool made = (err == CL_SUCCESS || err == CL_LINK_PROGRAM_FAILURE) && vocl_rd_u8(&c.r);
+        struct vocl_msg_clLinkProgram_rep rep_m = {0};
+        if (err == CL_SUCCESS || err == CL_LINK_PROGRAM_FAILURE)
+            vocl_dec_clLinkProgram_rep(&c.r, &rep_m);
+        bool made = rep_m.made;
         if (made) {
             c.err = CL_SUCCESS;
             vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
@@ -762,10 +825,11 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
         if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clCreateKernel))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
-        vocl_wr_str(c.w, kernel_name);
         uint64_t id = vocl_call_new_id(&c);
-        vocl_wr_u64(c.w, id);
+        vocl_enc_clCreateKernel_req(c.w, &(struct vocl_msg_clCreateKernel_req){
+                                             .program = vocl_id_on(p, c.px),
+                                             .kernel_name = vocl_str_of(kernel_name),
+                                             .new_id = id});
         struct vocl_kargs *ka = NULL;
         if (vocl_call_send(&c) == 0 && !k) {
             ka = known && c.async ? known : kargs_read(&c);
@@ -799,6 +863,25 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
     return (cl_kernel)k;
 }
 
+/* A clCreateKernelsInProgram request of program id for n new kernels:
+ * returns the first new id (the others follow it). */
+static uint64_t kernels_request(struct vocl_call *c, uint64_t program, cl_uint n)
+{
+    uint64_t first = atomic_fetch_add(&c->px->next_id, n);
+    uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
+    if (n && !ids) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        n = 0;
+    }
+    for (cl_uint i = 0; i < n; i++)
+        ids[i] = first + i;
+    vocl_enc_clCreateKernelsInProgram_req(c->w, &(struct vocl_msg_clCreateKernelsInProgram_req){
+                                                    .program = program,
+                                                    .new_ids = {.n = n, .v = ids}});
+    free(ids);
+    return first;
+}
+
 cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
                                                          cl_kernel *kernels,
                                                          cl_uint *num_kernels_ret)
@@ -810,8 +893,7 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
     cl_uint got = 0, made = 0, objs = 0;
     struct vocl_kargs **kas = NULL;
     if (vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram) == 0) {
-        vocl_wr_u64(c.w, p->id);
-        uint64_t first = vocl_call_put_new_ids(&c, nids);
+        uint64_t first = kernels_request(&c, p->id, nids);
         if (vocl_call_send(&c) == 0) {
             got = vocl_rd_u32(&c.r);
             made = got < nids ? got : nids;
@@ -851,8 +933,7 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
         c.px = vocl_rep_px(p, rep);
         if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
-        uint64_t first = vocl_call_put_new_ids(&c, nids);
+        uint64_t first = kernels_request(&c, vocl_id_on(p, c.px), nids);
         if (vocl_call_send(&c) == 0 && vocl_rd_u32(&c.r) != got)
             vocl_call_error(&c, CL_INVALID_PROGRAM_EXECUTABLE);
         for (cl_uint i = 0; !c.err && i < objs; i++) {
@@ -1030,28 +1111,30 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
     return CL_SUCCESS;
 }
 
-/* Writes the arguments that replica bit of the kernel has not had yet (each
- * mask read once: another launch may be setting bits meanwhile). */
-static void put_args(struct vocl_call *c, struct vocl_kargs *ka, uint64_t bit)
+/* The arguments that replica bit of the kernel has not had yet, in out[]
+ * (ka->n of them at most; each mask read once: another launch may be
+ * setting bits meanwhile). */
+static struct vocl_launch_args args_to_send(struct vocl_call *c, struct vocl_kargs *ka,
+                                            uint64_t bit, struct vocl_karg_wire *out)
 {
     uint32_t n = 0;
-    size_t count_at = c->w->len;
-    vocl_wr_u32(c->w, 0);
     for (cl_uint i = 0; i < ka->n; i++) {
         struct vocl_karg *a = &ka->a[i];
         if (atomic_load_explicit(&a->sent, memory_order_relaxed) & bit)
             continue;
-        n++;
-        vocl_wr_u32(c->w, i);
-        vocl_wr_u8(c->w, a->kind);
+        struct vocl_karg_wire *w = &out[n++];
+        *w = (struct vocl_karg_wire){.index = i, .kind = a->kind};
         switch (a->kind) {
-        case VOCL_LARG_BYTES: vocl_wr_bytes(c->w, a->big ? a->big : a->small, a->size); break;
+        case VOCL_LARG_BYTES:
+            w->p = a->big ? a->big : a->small;
+            w->len = a->size;
+            break;
         case VOCL_LARG_MEM:
-        case VOCL_LARG_SAMPLER: vocl_wr_u64(c->w, vocl_id_on(a->obj, c->px)); break;
-        default: vocl_wr_u64(c->w, a->size); break;
+        case VOCL_LARG_SAMPLER: w->v = vocl_id_on(a->obj, c->px); break;
+        default: w->v = a->size; break;
         }
     }
-    vocl_wr_u32_at(c->w, count_at, n);
+    return (struct vocl_launch_args){.n = n, .a = out};
 }
 
 /* The objects the arguments name, held for one launch in held[] (n of
@@ -1164,16 +1247,25 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     bool probe = !c.err && !shape_known(k->kargs, &shape, bit, false);
     c.async = !probe;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueNDRangeKernel) == 0) {
-        vocl_wr_u64(c.w, q->id);
-        vocl_wr_u64(c.w, vocl_id_on(k, c.px));
-        vocl_wr_u32(c.w, work_dim);
-        vocl_call_put_va(&c, global_work_offset, sizeof(size_t), work_dim);
-        vocl_call_put_va(&c, global_work_size, sizeof(size_t), work_dim);
-        vocl_call_put_va(&c, local_work_size, sizeof(size_t), work_dim);
-        put_args(&c, k->kargs, bit);
-        vocl_call_put_wl(&c, num_events_in_wait_list, event_wait_list);
+        struct vocl_karg_wire args_small[16], *args = args_small;
+        if (k->kargs->n > 16 && !(args = malloc(k->kargs->n * sizeof(*args))))
+            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
-        vocl_wr_u64(c.w, ev_id);
+        if (args)
+            vocl_enc_clEnqueueNDRangeKernel_req(
+                c.w, &(struct vocl_msg_clEnqueueNDRangeKernel_req){
+                         .queue = q->id,
+                         .kernel = vocl_id_on(k, c.px),
+                         .work_dim = work_dim,
+                         .global_work_offset = vocl_va_of(global_work_offset, work_dim),
+                         .global_work_size = vocl_va_of(global_work_size, work_dim),
+                         .local_work_size = vocl_va_of(local_work_size, work_dim),
+                         .args = args_to_send(&c, k->kargs, bit, args),
+                         .wait_list = vocl_call_wl_ids(&c, num_events_in_wait_list,
+                                                       event_wait_list),
+                         .event = ev_id});
+        if (args != args_small)
+            free(args);
         if (vocl_call_post(&c) == 0) {
             /* The proxy has applied the arguments, whatever the launch does. */
             for (cl_uint i = 0; i < k->kargs->n; i++)

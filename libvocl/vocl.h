@@ -262,12 +262,11 @@ void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum 
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);
 /* A device list of a call to every proxy of ctx (NULL: any device): checked
- * here, and each proxy gets the devices it has (vocl_call_put_on). */
+ * here, and each proxy gets the devices it has (in its message). */
 void vocl_call_devs(struct vocl_call *c, const struct vocl_obj *ctx, cl_uint n,
                     const cl_device_id *list);
 /* How many of the handles in list live on px. */
 cl_uint vocl_count_on(const struct vocl_proxy *px, cl_uint n, const void *const *list);
-void vocl_call_put_on(struct vocl_call *c, cl_uint n, const void *const *list);
 /* Picks the call's proxy and waits for the events of other proxies that
  * it cannot wait for there (once; vocl_call_start does it if not done). */
 int vocl_call_route(struct vocl_call *c);
@@ -278,14 +277,25 @@ void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 /* The ids vocl_call_put_wl writes, for a generated encoder (owned by c). */
 struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* n (at most 3) sizes at v, as vocl_call_put_va writes them (NULL: none). */
+static inline struct vocl_va3 vocl_va_of(const size_t *v, unsigned n)
+{
+    struct vocl_va3 a = {.present = v != NULL};
+    for (unsigned i = 0; v && i < n && i < 3; i++)
+        a.v[i] = v[i];
+    return a;
+}
+/* Three sizes (origins, regions). */
+static inline struct vocl_va3 vocl_va3_of(const size_t *v)
+{
+    return vocl_va_of(v, 3);
+}
 /* A property list as vocl_call_put_props writes it, in buf (VOCL_PROPS_MAX). */
 #define VOCL_PROPS_MAX 257
 struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX]);
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n);
 void vocl_call_put_props(struct vocl_call *c, const void *props);
 uint64_t vocl_call_new_id(struct vocl_call *c);
-/* Writes n ids for objects the call may create; returns the first. */
-uint64_t vocl_call_put_new_ids(struct vocl_call *c, cl_uint n);
 /* Sends the request and waits for the reply; nonzero when c->err is set. */
 int vocl_call_send(struct vocl_call *c);
 /* The two halves, for calls that move bulk data in between. */
@@ -408,23 +418,18 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
 /* The data field of a message (vocl_msg.h) for n bytes from p (out), or
- * to p (in); put_out and put_in write it for a message still encoded here. */
+ * to p (in). */
 struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n);
 struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n);
-void vocl_xfer_put_out(struct vocl_call *c, const void *p, size_t n);
 int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n);
-/* The end of a buffer's or image's creation request on replica rep of ctx
- * (memory.c): size bytes of data (host data goes to the first replica only),
- * the new id; then the object is made there, and host data makes that
- * replica the only valid copy. */
-void vocl_mem_create_end(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
-                         struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
-                         size_t size, bool host_data);
-/* The same once the request (data and new id included) is encoded. */
+/* The end of a buffer's or image's creation on replica rep of ctx
+ * (memory.c), its request (data and new id included) encoded: sends it and
+ * its size bytes of data (host data goes to the first replica only); then
+ * the object is made there, and host data makes that replica the only
+ * valid copy. */
 void vocl_mem_create_sent(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
                           struct vocl_obj *ctx, struct vocl_obj *parent, const void *data,
                           size_t size, bool host_data, uint64_t id);
-void vocl_xfer_put_in(struct vocl_call *c, void *p, size_t n);
 int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n);
 
 /* A host shadow of a mapped region (remote buffers; images everywhere). */
