@@ -13,7 +13,9 @@
 #              proxy executed is a file.  One process's files, in order, are
 #              one session: one seed (make-sessions.py leaves repeats out).
 #              Recorded with VOCL_POOL_SIZE=64K, the chunk size the fuzzer's
-#              node takes (fuzz_request.c).
+#              node takes (fuzz_request.c).  Plus a seed per codec message
+#              of cl_api.def, written by the generated encoders (test_msg
+#              --seeds DIR; the files msg-NAME in corpus/request).
 # kernelparse  The OpenCL C sources the repository's tests and examples
 #              hold: C string literals, and Python strings, that contain a
 #              kernel (extract-kernels.py).
@@ -63,6 +65,9 @@ record -n 2 -d 2 -- clinfo
 
 # Sessions: one process's messages, in the order executed, repeats left out.
 python3 "$here/make-sessions.py" "$tmp/sessions" "$tmp"/rec/*/
+# And one per message of cl_api.def's codec entries, from the generated
+# encoders (HELLO, the request, BYE): every decoder has a seed of its own.
+"$build/tests/test_msg" --seeds "$tmp/sessions"
 echo "record.sh: $(ls "$tmp/sessions" | wc -l) sessions, $(du -sh "$tmp/sessions" | cut -f1)"
 
 python3 "$here/extract-kernels.py" "$src" "$tmp/kernels"
