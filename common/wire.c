@@ -159,7 +159,7 @@ bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h)
 void vocl_rd_init(struct vocl_rd *r, const void *p, size_t n)
 {
     r->p = p;
-    r->end = r->p + n;
+    r->end = p ? r->p + n : r->p; /* (an empty list a decoder left NULL) */
     r->fail = false;
 }
 
