@@ -60,6 +60,10 @@
  *           mem is then copied into the new buffer twin, and the event is
  *           that copy
  *
+ * The fields of RETAIN, RELEASE, SHM_MAP and PROGRAM_BINARIES come from
+ * their msg lines in cl_api.def (vocl_msg.h); those of the others are still
+ * written where they are sent and read where they are handled.
+ *
  * API entries: see the annotations in cl_api.def; every reply starts with an
  * i32 OpenCL error code.  A request without VOCL_F_REPLY gets no reply: the
  * proxy keeps its first error and reports it in the reply of the next

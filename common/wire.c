@@ -501,3 +501,50 @@ const char *vocl_rd_kargs(struct vocl_rd *r, struct vocl_launch_args *k)
     k->raw_len = (size_t)(r->p - k->raw);
     return NULL;
 }
+
+void vocl_wr_u8s(struct vocl_wr *w, const struct vocl_u8s *a)
+{
+    vocl_wr_u32(w, a->n);
+    for (uint32_t i = 0; i < a->n; i++)
+        vocl_wr_u8(w, a->v[i]);
+}
+
+const char *vocl_rd_u8s(struct vocl_rd *r, struct vocl_u8s *a)
+{
+    a->n = vocl_rd_u32(r);
+    a->v = NULL;
+    if (r->fail || a->n == 0) {
+        a->n = 0;
+        return NULL;
+    }
+    if (a->n > (uint64_t)(r->end - r->p)) {
+        a->n = 0;
+        return "byte array longer than the message";
+    }
+    a->v = rd_take(r, a->n);
+    return NULL;
+}
+
+void vocl_wr_i32s(struct vocl_wr *w, const struct vocl_i32s *a)
+{
+    vocl_wr_u32(w, a->n);
+    for (uint32_t i = 0; i < a->n; i++)
+        vocl_wr_i32(w, vocl_i32s_at(a, i));
+}
+
+const char *vocl_rd_i32s(struct vocl_rd *r, struct vocl_i32s *a)
+{
+    a->n = vocl_rd_u32(r);
+    a->v = NULL;
+    a->raw = NULL;
+    if (r->fail || a->n == 0) {
+        a->n = 0;
+        return NULL;
+    }
+    if ((uint64_t)a->n * 4 > (uint64_t)(r->end - r->p)) {
+        a->n = 0;
+        return "status array longer than the message";
+    }
+    a->raw = rd_take(r, (size_t)a->n * 4);
+    return NULL;
+}

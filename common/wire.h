@@ -245,6 +245,38 @@ const char *vocl_rd_kargs(struct vocl_rd *r, struct vocl_launch_args *k);
 /* The next argument of it (over raw/raw_len); false at the end. */
 bool vocl_kargs_next(struct vocl_rd *it, struct vocl_karg_wire *a);
 
+/* u32 count, then count u8 (kernel argument kinds).  Decoded: v points
+ * into the message. */
+struct vocl_u8s {
+    uint32_t n;
+    const uint8_t *v;
+};
+static inline uint8_t vocl_u8s_at(const struct vocl_u8s *a, uint32_t i)
+{
+    return a->v[i];
+}
+void vocl_wr_u8s(struct vocl_wr *w, const struct vocl_u8s *a);
+/* Returns why (reading nothing more) when the count exceeds the message. */
+const char *vocl_rd_u8s(struct vocl_rd *r, struct vocl_u8s *a);
+
+/* u32 count, then count i32 (binary statuses).  Decoded: raw, read with
+ * vocl_i32s_at. */
+struct vocl_i32s {
+    uint32_t n;
+    const int32_t *v;
+    const uint8_t *raw;
+};
+static inline int32_t vocl_i32s_at(const struct vocl_i32s *a, uint32_t i)
+{
+    if (a->v)
+        return a->v[i];
+    const uint8_t *p = a->raw + 4 * (size_t)i;
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
+}
+void vocl_wr_i32s(struct vocl_wr *w, const struct vocl_i32s *a);
+const char *vocl_rd_i32s(struct vocl_rd *r, struct vocl_i32s *a);
+
 /* Header encode/decode; decode returns false on bad magic or length. */
 void vocl_hdr_put(uint8_t out[VOCL_HDR_SIZE], const struct vocl_msg_hdr *h);
 bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h);

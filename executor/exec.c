@@ -648,8 +648,18 @@ static void op_hello(struct proxyd_req *q)
 
 static void op_refcount(struct proxyd_req *q, bool retain)
 {
-    uint64_t id = vocl_rd_u64(q->r);
-    uint8_t last = retain ? 0 : vocl_rd_u8(q->r);
+    uint64_t id;
+    uint8_t last = 0;
+    if (retain) {
+        struct vocl_msg_RETAIN_req m;
+        vocl_dec_RETAIN_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+        id = m.id;
+    } else {
+        struct vocl_msg_RELEASE_req m;
+        vocl_dec_RELEASE_req(q->r, &m);
+        id = m.id;
+        last = m.last;
+    }
     struct proxyd_obj *o = vocl_map_get(&q->s->objs, id);
     if (!proxyd_req_begin(q))
         return;

@@ -61,9 +61,16 @@ static uint8_t arg_kind(struct proxyd_req *q, cl_kernel k, cl_uint i)
 static void put_kernel_args(struct proxyd_req *q, cl_kernel k)
 {
     cl_uint n = k ? kernel_nargs(q, k) : 0;
-    vocl_wr_u32(q->w, n);
+    uint8_t *kinds = n ? malloc(n) : NULL;
+    if (n && !kinds) {
+        q->w->fail = true; /* the reply says CL_OUT_OF_HOST_MEMORY (exec.c) */
+        return;
+    }
     for (cl_uint i = 0; i < n; i++)
-        vocl_wr_u8(q->w, arg_kind(q, k, i));
+        kinds[i] = arg_kind(q, k, i);
+    vocl_enc_clCreateKernel_rep(q->w, &(struct vocl_msg_clCreateKernel_rep){
+                                          .arg_kinds = {.n = n, .v = kinds}});
+    free(kinds);
 }
 
 void proxyd_op_clCreateProgramWithSource(struct proxyd_req *q)
@@ -134,9 +141,10 @@ void proxyd_op_clCreateProgramWithBinary(struct proxyd_req *q)
         return;
     cl_program p = q->cl->clCreateProgramWithBinary(ctx, ndev, devs, lens, bins, status, &err);
     proxyd_reply_made(q, id, VOCL_T_PROGRAM, p, err);
-    vocl_wr_u32(q->w, n);
-    for (uint32_t i = 0; i < n; i++)
-        vocl_wr_i32(q->w, status ? status[i] : CL_INVALID_VALUE);
+    /* (status is there whenever n is not 0: a failed scratch fails the request) */
+    vocl_enc_clCreateProgramWithBinary_rep(
+        q->w, &(struct vocl_msg_clCreateProgramWithBinary_rep){
+                  .binary_status = {.n = status ? n : 0, .v = status}});
 }
 
 /* Builds, compiles and links run on a thread of their own (build.c). */
@@ -197,7 +205,9 @@ void proxyd_op_clLinkProgram(struct proxyd_req *q)
 
 void proxyd_op_program_binaries(struct proxyd_req *q)
 {
-    cl_program prog = proxyd_rd_h(q, VOCL_T_PROGRAM, 0);
+    struct vocl_msg_PROGRAM_BINARIES_req m;
+    vocl_dec_PROGRAM_BINARIES_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_program prog = proxyd_h(q, m.program, VOCL_T_PROGRAM, 0);
     if (!proxyd_req_begin(q))
         return;
     cl_uint ndev = 0;
@@ -215,11 +225,11 @@ void proxyd_op_program_binaries(struct proxyd_req *q)
     if (rc == CL_SUCCESS)
         rc = q->cl->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, ndev * sizeof(*bins), bins, NULL);
     vocl_wr_i32(q->w, rc);
-    if (rc == CL_SUCCESS) {
-        vocl_wr_u32(q->w, ndev);
-        for (cl_uint i = 0; i < ndev; i++)
-            vocl_wr_bytes(q->w, bins[i], sizes[i]);
-    }
+    if (rc == CL_SUCCESS)
+        vocl_enc_PROGRAM_BINARIES_rep(q->w, &(struct vocl_msg_PROGRAM_BINARIES_rep){
+                                                .binaries = {.n = ndev,
+                                                             .p = (const void *const *)bins,
+                                                             .len = sizes}});
     for (cl_uint i = 0; bins && i < ndev; i++)
         free(bins[i]);
     free(bins);

@@ -208,7 +208,9 @@ none:
 
 void proxyd_op_shm_map(struct proxyd_req *q)
 {
-    cl_mem mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
+    struct vocl_msg_SHM_MAP_req m;
+    vocl_dec_SHM_MAP_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_mem mem = proxyd_h(q, m.mem, VOCL_T_MEM, 0);
     if (!proxyd_req_begin(q))
         return;
     pthread_mutex_lock(&shm.lock);
@@ -216,9 +218,10 @@ void proxyd_op_shm_map(struct proxyd_req *q)
     while (sh && sh->mem != mem)
         sh = sh->next;
     vocl_wr_i32(q->w, CL_SUCCESS);
-    vocl_wr_u64(q->w, (uint64_t)getpid());
-    vocl_wr_u32(q->w, sh ? (uint32_t)sh->fd : UINT32_MAX);
-    vocl_wr_u64(q->w, sh ? sh->size : 0);
-    vocl_wr_u64(q->w, sh ? sh->token : 0);
+    vocl_enc_SHM_MAP_rep(q->w, &(struct vocl_msg_SHM_MAP_rep){
+                                   .pid = (uint64_t)getpid(),
+                                   .fd = sh ? (uint32_t)sh->fd : UINT32_MAX,
+                                   .size = sh ? sh->size : 0,
+                                   .token = sh ? sh->token : 0});
     pthread_mutex_unlock(&shm.lock);
 }

@@ -343,11 +343,13 @@ static void *shared_memory(struct vocl_obj *m)
     vocl_call_h(&c, m, VOCL_T_MEM, 0);
     void *p = NULL;
     if (vocl_call_start(&c, VOCL_OP_SHM_MAP) == 0) {
-        vocl_wr_u64(c.w, vocl_id_on(m, c.px));
+        vocl_enc_SHM_MAP_req(c.w, &(struct vocl_msg_SHM_MAP_req){.mem = vocl_id_on(m, c.px)});
         if (vocl_call_send(&c) == 0) {
-            long pid = (long)vocl_rd_u64(&c.r);
-            uint32_t fd = vocl_rd_u32(&c.r);
-            uint64_t size = vocl_rd_u64(&c.r), token = vocl_rd_u64(&c.r);
+            struct vocl_msg_SHM_MAP_rep rep;
+            vocl_dec_SHM_MAP_rep(&c.r, &rep);
+            long pid = (long)rep.pid;
+            uint32_t fd = rep.fd;
+            uint64_t size = rep.size, token = rep.token;
             if (!c.r.fail && fd != UINT32_MAX && size == m->mem_size) {
                 p = map_shared(pid, fd, size, token);
                 if (p)

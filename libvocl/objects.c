@@ -155,7 +155,7 @@ cl_int vocl_retain(const void *h, enum vocl_type t)
     for (cl_uint i = 0; vocl_call_each(&c, o, i); i++) {
         if (!vocl_id_on(o, c.px) || vocl_call_start(&c, VOCL_OP_RETAIN))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(o, c.px));
+        vocl_enc_RETAIN_req(c.w, &(struct vocl_msg_RETAIN_req){.id = vocl_id_on(o, c.px)});
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
@@ -191,8 +191,7 @@ cl_int vocl_release(const void *h, enum vocl_type t)
         c.px = vocl_rep_px(o, i);
         uint64_t id = vocl_id_on(o, c.px);
         if (id && vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
-            vocl_wr_u64(c.w, id);
-            vocl_wr_u8(c.w, last);
+            vocl_enc_RELEASE_req(c.w, &(struct vocl_msg_RELEASE_req){.id = id, .last = last});
             vocl_call_send(&c);
         }
         vocl_call_end(&c);

@@ -95,24 +95,19 @@ static struct vocl_kargs *kargs_new(cl_uint n)
  */
 static struct vocl_kargs *kargs_read(struct vocl_call *c)
 {
-    cl_uint n = vocl_rd_u32(&c->r);
-    if (c->r.fail || n > (size_t)(c->r.end - c->r.p)) {
+    struct vocl_msg_clCreateKernel_rep rep;
+    if (vocl_dec_clCreateKernel_rep(&c->r, &rep) || c->r.fail) {
         vocl_call_error(c, CL_OUT_OF_RESOURCES);
         return NULL;
     }
-    struct vocl_kargs *ka = kargs_new(n);
+    struct vocl_kargs *ka = kargs_new(rep.arg_kinds.n);
     if (!ka) {
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return NULL;
     }
-    for (cl_uint i = 0; i < n; i++) {
-        uint8_t kind = vocl_rd_u8(&c->r);
+    for (cl_uint i = 0; i < rep.arg_kinds.n; i++) {
+        uint8_t kind = vocl_u8s_at(&rep.arg_kinds, i);
         ka->a[i].decl = kind <= VOCL_ARG_VALUE ? kind : VOCL_ARG_UNKNOWN;
-    }
-    if (c->r.fail) {
-        vocl_kargs_free(ka);
-        vocl_call_error(c, CL_OUT_OF_RESOURCES);
-        return NULL;
     }
     return ka;
 }
@@ -444,12 +439,12 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithBinary(
         int rc = vocl_call_send(&c);
         if (c.r.p) {
             /* The statuses come back whether or not the creation succeeded. */
-            cl_uint n = vocl_rd_u32(&c.r);
-            for (cl_uint i = 0; i < num_devices && n && binary_status; i++)
-                if (vocl_on((const void *)device_list[i], c.px)) {
-                    binary_status[i] = vocl_rd_i32(&c.r);
-                    n--;
-                }
+            struct vocl_msg_clCreateProgramWithBinary_rep st;
+            vocl_dec_clCreateProgramWithBinary_rep(&c.r, &st);
+            for (cl_uint i = 0, j = 0; i < num_devices && j < st.binary_status.n && binary_status;
+                 i++)
+                if (vocl_on((const void *)device_list[i], c.px))
+                    binary_status[i] = vocl_i32s_at(&st.binary_status, j++);
         }
         if (rc == 0)
             vocl_call_made(&c, &p, rep, vocl_nreps(ctx), VOCL_T_PROGRAM, id, ctx, NULL);
@@ -695,14 +690,19 @@ static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, siz
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
         if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_PROGRAM_BINARIES))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
+        vocl_enc_PROGRAM_BINARIES_req(c.w, &(struct vocl_msg_PROGRAM_BINARIES_req){
+                                                .program = vocl_id_on(p, c.px)});
         if (vocl_call_send(&c) == 0) {
-            cl_uint n = vocl_rd_u32(&c.r);
+            struct vocl_msg_PROGRAM_BINARIES_rep rep;
+            vocl_dec_PROGRAM_BINARIES_rep(&c.r, &rep);
+            cl_uint n = rep.binaries.n;
+            struct vocl_rd items;
+            vocl_rd_init(&items, rep.binaries.raw, rep.binaries.raw_len);
             for (cl_uint i = 0; n && i < p->ndevs; i++) {
                 if (p->devs[i]->px != c.px)
                     continue;
                 size_t len;
-                const void *bin = vocl_rd_bytes(&c.r, &len);
+                const void *bin = vocl_rd_bytes(&items, &len);
                 if (out[i] && bin)
                     memcpy(out[i], bin, len);
                 n--;

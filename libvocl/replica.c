@@ -462,8 +462,8 @@ void vocl_call_release_mirrors(struct vocl_call *c)
 
 static void fill_release(struct vocl_call *c, const void *arg)
 {
-    vocl_wr_u64(c->w, *(const uint64_t *)arg);
-    vocl_wr_u8(c->w, 1);
+    vocl_enc_RELEASE_req(c->w, &(struct vocl_msg_RELEASE_req){.id = *(const uint64_t *)arg,
+                                                             .last = 1});
 }
 
 /* Releases id on px (an object the application never saw), without waiting. */

@@ -154,7 +154,8 @@ MSG_TYPES = {'u8': 'uint8_t', 'u32': 'uint32_t', 'i32': 'int32_t', 'u64': 'uint6
              'ids': 'struct vocl_ids', 'props': 'struct vocl_ids', 'va3': 'struct vocl_va3',
              'out': 'struct vocl_data', 'in': 'struct vocl_data', 'str': 'struct vocl_str',
              'blist': 'struct vocl_blist', 'strs': 'struct vocl_strs', 'van': 'struct vocl_va3',
-             'kargs': 'struct vocl_launch_args'}
+             'kargs': 'struct vocl_launch_args', 'u8s': 'struct vocl_u8s',
+             'i32s': 'struct vocl_i32s'}
 # Types whose count is another field's: TYPE:NAME=FIELD.
 COUNTED = {'strs': ('ids',), 'van': ('u32',)}
 
@@ -672,6 +673,8 @@ def gen_msg_c(t):
                 o.append('    vocl_wr_van(w, &m->%s, m->%s);' % (f, m.count_of[f]))
             elif ty == 'kargs':
                 o.append('    vocl_wr_kargs(w, &m->%s);' % f)
+            elif ty in ('u8s', 'i32s'):
+                o.append('    vocl_wr_%s(w, &m->%s);' % (ty, f))
         o += ['}', '',
               'const char *vocl_dec_%s(struct vocl_rd *r, struct vocl_msg_%s *m)' % (m.cname, m.cname),
               '{', '    const char *why = NULL;', '    memset(m, 0, sizeof(*m));']
@@ -701,6 +704,9 @@ def gen_msg_c(t):
             elif ty == 'kargs':
                 o.append('    if ((why = vocl_rd_kargs(r, &m->%s)))' % f)
                 o.append('        return why;')
+            elif ty in ('u8s', 'i32s'):
+                o.append('    if ((why = vocl_rd_%s(r, &m->%s)))' % (ty, f))
+                o.append('        return why;')
         o += ['    return why;', '}', '']
     return '\n'.join(o)
 
@@ -716,6 +722,7 @@ def gen_msg_test(t):
          'static const uint64_t some_props[3] = {0x1084, 0x7, 0};',
          'static const uint8_t some_bytes[5] = {1, 2, 3, 250, 0};',
          'static const void *const some_items[2] = {"ab", "xyz"};',
+         'static const int32_t some_i32s[2] = {0, -33};',
          'static const size_t some_lens[2] = {2, 3};',
          'static const char *const some_strs[3] = {"a.h", "", NULL};',
          'static const struct vocl_karg_wire some_kargs[4] = {',
@@ -768,6 +775,10 @@ def gen_msg_test(t):
                 o += ['    a.%s.present = 1;' % f] + ['    a.%s.v[%d] = %d;' % (f, i, k * 10 + i) for i in range(3)]
             elif ty == 'kargs':
                 o += ['    a.%s.n = 4;' % f, '    a.%s.a = some_kargs;' % f]
+            elif ty == 'u8s':
+                o += ['    a.%s.n = sizeof(some_bytes);' % f, '    a.%s.v = some_bytes;' % f]
+            elif ty == 'i32s':
+                o += ['    a.%s.n = 2;' % f, '    a.%s.v = some_i32s;' % f]
         o += ['    *m = a;', '}', '',
               'static void %s(void **state)' % fn, '{',
               '    struct vocl_msg_%s a, b;' % m.cname,
@@ -794,6 +805,10 @@ def gen_msg_test(t):
             elif ty == 'str':
                 o.append('    assert_true(a.%s.len == b.%s.len && a.%s.null == b.%s.null);' % (f, f, f, f))
                 o.append('    assert_memory_equal(a.%s.p, b.%s.p, a.%s.len);' % (f, f, f))
+            elif ty in ('u8s', 'i32s'):
+                o.append('    assert_int_equal(a.%s.n, b.%s.n);' % (f, f))
+                o.append('    for (uint32_t i = 0; i < a.%s.n; i++)' % f)
+                o.append('        assert_true(vocl_%s_at(&a.%s, i) == vocl_%s_at(&b.%s, i));' % (ty, f, ty, f))
             elif ty in ('blist', 'kargs'):
                 o.append('    assert_int_equal(a.%s.n, b.%s.n); /* (items: the bytes again, below) */' % (f, f))
             elif ty == 'strs':
