@@ -309,18 +309,21 @@ int vocl_xport_sent(struct vocl_call *c)
 }
 
 /* One pass of progress for c, holding nothing after: whether c's reply
- * came is then !c->waiting.  Whether context notifications ran. */
+ * came is then !c->waiting.  Whether anything moved: context
+ * notifications ran, or chunks of the proxy's transfers completed. */
 static bool look(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
     struct vocl_wr notes;
     vocl_wr_init(&notes);
     pthread_mutex_lock(&px->lock);
+    size_t before = px->pending.n;
     progress_locked(px, &notes);
+    bool flowing = px->pending.n != before;
     if (c->waiter.done)
         c->waiting = false;
     pthread_mutex_unlock(&px->lock);
-    return run_notes(px, &notes);
+    return run_notes(px, &notes) || flowing;
 }
 
 int vocl_xport_wait_reply(struct vocl_call *c)
