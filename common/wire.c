@@ -265,21 +265,30 @@ void vocl_wr_ids(struct vocl_wr *w, const struct vocl_ids *a)
         vocl_wr_u64(w, vocl_ids_at(a, i));
 }
 
-const char *vocl_rd_ids(struct vocl_rd *r, struct vocl_ids *a, const char *too_long)
+/* A u32 count, then count elements of elem bytes: *n and the elements
+ * (NULL when none).  A count the message cannot hold gives too_long, and
+ * *n = 0 whatever went wrong. */
+static const char *rd_counted(struct vocl_rd *r, uint32_t *n, size_t elem, const uint8_t **p,
+                              const char *too_long)
 {
-    a->n = vocl_rd_u32(r);
-    a->v = NULL;
-    a->raw = NULL;
-    if (r->fail || a->n == 0) {
-        a->n = 0;
+    *n = vocl_rd_u32(r);
+    *p = NULL;
+    if (r->fail || *n == 0) {
+        *n = 0;
         return NULL;
     }
-    if ((uint64_t)a->n * 8 > (uint64_t)(r->end - r->p)) {
-        a->n = 0;
+    if ((uint64_t)*n * elem > (uint64_t)(r->end - r->p)) {
+        *n = 0;
         return too_long;
     }
-    a->raw = rd_take(r, (size_t)a->n * 8);
+    *p = rd_take(r, (size_t)*n * elem);
     return NULL;
+}
+
+const char *vocl_rd_ids(struct vocl_rd *r, struct vocl_ids *a, const char *too_long)
+{
+    a->v = NULL;
+    return rd_counted(r, &a->n, 8, &a->raw, too_long);
 }
 
 void vocl_wr_va3(struct vocl_wr *w, const struct vocl_va3 *a)
@@ -511,18 +520,7 @@ void vocl_wr_u8s(struct vocl_wr *w, const struct vocl_u8s *a)
 
 const char *vocl_rd_u8s(struct vocl_rd *r, struct vocl_u8s *a)
 {
-    a->n = vocl_rd_u32(r);
-    a->v = NULL;
-    if (r->fail || a->n == 0) {
-        a->n = 0;
-        return NULL;
-    }
-    if (a->n > (uint64_t)(r->end - r->p)) {
-        a->n = 0;
-        return "byte array longer than the message";
-    }
-    a->v = rd_take(r, a->n);
-    return NULL;
+    return rd_counted(r, &a->n, 1, &a->v, "byte array longer than the message");
 }
 
 void vocl_wr_i32s(struct vocl_wr *w, const struct vocl_i32s *a)
@@ -534,17 +532,6 @@ void vocl_wr_i32s(struct vocl_wr *w, const struct vocl_i32s *a)
 
 const char *vocl_rd_i32s(struct vocl_rd *r, struct vocl_i32s *a)
 {
-    a->n = vocl_rd_u32(r);
     a->v = NULL;
-    a->raw = NULL;
-    if (r->fail || a->n == 0) {
-        a->n = 0;
-        return NULL;
-    }
-    if ((uint64_t)a->n * 4 > (uint64_t)(r->end - r->p)) {
-        a->n = 0;
-        return "status array longer than the message";
-    }
-    a->raw = rd_take(r, (size_t)a->n * 4);
-    return NULL;
+    return rd_counted(r, &a->n, 4, &a->raw, "status array longer than the message");
 }

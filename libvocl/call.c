@@ -296,7 +296,7 @@ void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t 
     }
 }
 
-void vocl_call_put_props(struct vocl_call *c, const void *props)
+struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
 {
     /* Property lists are (name, value) pairs ended by a 0 name; every
      * property type of OpenCL 3.0 is 64 bits wide on this ABI. */
@@ -307,24 +307,18 @@ void vocl_call_put_props(struct vocl_call *c, const void *props)
             n += 2;
         n += 1;
     }
-    vocl_wr_u32(c->w, n);
-    for (uint32_t i = 0; i < n; i++)
-        vocl_wr_u64(c->w, i + 1 == n ? 0 : p[i]);
-}
-
-struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
-{
-    /* (name, value) pairs ended by a 0 name, as vocl_call_put_props. */
-    const uint64_t *p = props;
-    uint32_t n = 0;
-    if (p) {
-        while (p[n] && n < 255)
-            n += 2;
-        n += 1;
-    }
     for (uint32_t i = 0; i < n; i++)
         buf[i] = i + 1 == n ? 0 : p[i];
     return (struct vocl_ids){.n = n, .v = buf};
+}
+
+void vocl_call_put_props(struct vocl_call *c, const void *props)
+{
+    uint64_t buf[VOCL_PROPS_MAX];
+    struct vocl_ids ids = vocl_props_ids(props, buf);
+    vocl_wr_u32(c->w, ids.n);
+    for (uint32_t i = 0; i < ids.n; i++)
+        vocl_wr_u64(c->w, ids.v[i]);
 }
 
 uint64_t vocl_call_new_id(struct vocl_call *c)
