@@ -1,0 +1,288 @@
+/*
+ * channel.c - voclproxyd's MPI channels: the data channel of a session
+ * (chunks, with the liveness of its client), the reply channel (with the
+ * kernel output and notifications before each reply), and the channel
+ * between the proxies of one job (migrations).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "backoff.h"
+#include "daemon.h"
+#include "executor.h"
+#include "liveness.h"
+#include "log.h"
+#include "protocol.h"
+#include "thread.h"
+#include "wire.h"
+
+/* A session's channel: job mode shares one communicator (peer = the client's
+ * rank); connect mode has one intercommunicator per client (peer = 0). */
+static MPI_Comm session_comm(struct proxyd_session *s)
+{
+    return *(MPI_Comm *)s->transport;
+}
+
+/* --- the MPI data channel ---------------------------------------------------------------------- */
+
+/* A chunk the client promised: wait for it, but not forever. */
+#define DATA_TIMEOUT_NS (30ull * 1000000000u)
+
+/* A peer (client or proxy) stopped answering pings (liveness.h): MPI_Finalize
+ * would wait for it forever, so this proxy will exit without it. */
+atomic_bool proxyd_peer_died;
+
+/* Clients that said BYE, told that a peer died (they leave without
+ * MPI_Finalize) or not (they wait in it): how the job ends (main). */
+int proxyd_left_told, proxyd_left_untold;
+
+static int client_died(struct proxyd_session *s)
+{
+    atomic_store(&proxyd_peer_died, true);
+    atomic_store(&s->lost, true);
+    return -1;
+}
+
+static bool mpi_peer_died(void)
+{
+    return atomic_load(&proxyd_peer_died);
+}
+
+static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 0, count = 0;
+    uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, s->peer);
+    while (!flag) {
+        if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
+            return -1;
+        if (!flag && !vocl_live_ok(&lw))
+            return client_died(s);
+        if (!flag && vocl_now_ns() - start > DATA_TIMEOUT_NS) {
+            vocl_warn("rank %d: data chunk did not arrive in 30 s", s->peer);
+            return -1;
+        }
+        if (!flag)
+            vocl_backoff(start, 100000);
+    }
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    if ((size_t)count != n) {
+        /* Out of step: take the message off the queue and give up on the session. */
+        char dummy;
+        MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        vocl_warn("rank %d: data chunk of %d bytes where %zu were due", s->peer, count, n);
+        return -1;
+    }
+    return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* Waits for a send to s's client to complete: not forever, and not past
+ * the client's death. */
+static int sent(struct proxyd_session *s, MPI_Request *req)
+{
+    uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, s->peer);
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (done)
+            return 0;
+        if (!vocl_live_ok(&lw)) {
+            MPI_Request_free(req);
+            return client_died(s);
+        }
+        if (vocl_now_ns() - start > DATA_TIMEOUT_NS) {
+            vocl_warn("rank %d: a message was not taken in 30 s", s->peer);
+            MPI_Cancel(req);
+            MPI_Request_free(req);
+            return -1;
+        }
+        vocl_backoff(start, 100000);
+    }
+}
+
+/* Posts a send to s's client; *req stays MPI_REQUEST_NULL when it fails. */
+static int post(struct proxyd_session *s, int tag, const void *buf, size_t n, MPI_Request *req)
+{
+    if (MPI_Isend(buf, (int)n, MPI_BYTE, s->peer, tag, session_comm(s), req) == MPI_SUCCESS)
+        return 0;
+    *req = MPI_REQUEST_NULL;
+    return -1;
+}
+
+/* A chunk of a read: sent once the client takes it. */
+static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
+{
+    MPI_Request req;
+    return post(s, tag, buf, n, &req) ? -1 : sent(s, &req);
+}
+
+/* --- what kernels print ------------------------------------------------------------------------
+ *
+ * Kernel printf writes to this process's stdout.  It is a pipe, read by a
+ * thread into a buffer (so a kernel never blocks on a full pipe), and the
+ * bytes go to the client, in an OUTPUT message just before its next reply:
+ * the application prints them by the time clFinish or clWaitForEvents
+ * returns.  With several clients, the one whose reply comes next gets them.
+ */
+static struct {
+    pthread_mutex_t lock;
+    int fd; /* read end; -1: stdout is not captured */
+    struct vocl_wr buf;
+} out = {PTHREAD_MUTEX_INITIALIZER, -1, {0}};
+
+static void wr_raw(struct vocl_wr *w, const void *p, size_t n)
+{
+    void *d = vocl_wr_reserve(w, n);
+    if (d)
+        memcpy(d, p, n);
+}
+
+/* Moves what the pipe holds into out.buf (under out.lock). */
+static void output_take(void)
+{
+    char tmp[4096];
+    ssize_t n;
+    while ((n = read(out.fd, tmp, sizeof(tmp))) > 0)
+        wr_raw(&out.buf, tmp, (size_t)n);
+}
+
+static void *output_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {.fd = out.fd, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            return NULL;
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+            return NULL;
+        pthread_mutex_lock(&out.lock);
+        output_take();
+        pthread_mutex_unlock(&out.lock);
+    }
+}
+
+void proxyd_output_capture(void)
+{
+    int fds[2];
+    fflush(stdout);
+    if (pipe(fds))
+        return;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    if (dup2(fds[1], STDOUT_FILENO) < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    close(fds[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    vocl_wr_init(&out.buf);
+    out.fd = fds[0];
+    vocl_thread_detached(output_thread, NULL);
+}
+
+/* A reply, after the kernel output and context notifications before it.
+ * Any thread may reply: the OUTPUT is posted under the lock, so that
+ * output leaves in the order it was printed; nothing waits under it. */
+int proxyd_mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
+{
+    struct vocl_wr output, note;
+    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    vocl_wr_init(&output);
+    vocl_wr_init(&note);
+    if (out.fd >= 0) {
+        fflush(stdout);
+        pthread_mutex_lock(&out.lock);
+        output_take();
+        if (out.buf.len) {
+            vocl_wr_begin(&output, VOCL_OP_OUTPUT, 0, 0);
+            wr_raw(&output, out.buf.buf, out.buf.len);
+            vocl_wr_finish(&output);
+            if (!output.fail)
+                post(s, VOCL_TAG_REP, output.buf, output.len, &req[0]);
+            vocl_wr_reset(&out.buf);
+        }
+        pthread_mutex_unlock(&out.lock);
+    }
+    if (proxyd_notify_take(s, &note))
+        post(s, VOCL_TAG_REP, note.buf, note.len, &req[1]);
+    int rc = post(s, VOCL_TAG_REP, w->buf, w->len, &req[2]);
+    for (int i = 0; i < 3; i++) {
+        if (req[i] == MPI_REQUEST_NULL)
+            continue;
+        if (atomic_load(&s->lost)) /* (found by an earlier one): nothing takes it */
+            MPI_Request_free(&req[i]);
+        else if (sent(s, &req[i]))
+            rc = -1;
+    }
+    if (atomic_load(&s->lost))
+        rc = -1;
+    vocl_wr_free(&output);
+    vocl_wr_free(&note);
+    return rc;
+}
+
+/* Migrations go between the proxies of one job (MPI_COMM_NULL in connect mode). */
+MPI_Comm proxyd_peer_comm = MPI_COMM_NULL;
+int proxyd_peer_self, proxyd_peer_size;
+
+static bool mpi_peer_ok(int rank)
+{
+    return proxyd_peer_comm != MPI_COMM_NULL && rank >= 0 && rank < proxyd_peer_size &&
+           rank != proxyd_peer_self;
+}
+
+static int mpi_peer_send(int rank, int tag, const void *buf, size_t n)
+{
+    return MPI_Send(buf, (int)n, MPI_BYTE, rank, tag, proxyd_peer_comm) == MPI_SUCCESS ? 0 : -1;
+}
+
+static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int count = 0, flag = 0;
+    uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, rank);
+    for (;;) {
+        if (MPI_Improbe(rank, tag, proxyd_peer_comm, &flag, &msg, &st) != MPI_SUCCESS)
+            return -1;
+        if (flag)
+            break;
+        if (!vocl_live_ok(&lw)) {
+            vocl_warn("proxy rank %d: %s: it died", rank, vocl_live_why(rank));
+            atomic_store(&proxyd_peer_died, true);
+            return -1;
+        }
+        vocl_backoff(start, 100000);
+    }
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    *got = (size_t)count;
+    if ((size_t)count <= n)
+        return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    void *drop = malloc((size_t)count);
+    int rc = drop && MPI_Mrecv(drop, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    free(drop);
+    return rc ? 0 : -1;
+}
+
+const struct proxyd_data_ops proxyd_mpi_data = {.recv = mpi_recv,
+                                                .send = mpi_send,
+                                                .peer_ok = mpi_peer_ok,
+                                                .peer_send = mpi_peer_send,
+                                                .peer_recv = mpi_peer_recv,
+                                                .peer_died = mpi_peer_died};

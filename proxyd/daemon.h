@@ -1,0 +1,48 @@
+/*
+ * daemon.h - what voclproxyd's files share: main.c (options, start),
+ * serve.c (the serving loop) and channel.c (the MPI channels).
+ */
+#ifndef VOCL_PROXYD_DAEMON_H
+#define VOCL_PROXYD_DAEMON_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <mpi.h>
+
+#include "executor.h"
+#include "wire.h"
+
+struct options {
+    cl_device_type type;
+    bool listen;
+    const char *port_file;
+    const char *token_file;
+    struct proxyd_xfer_cfg xfer;
+    struct proxyd_limits limits;
+};
+
+/* channel.c */
+
+/* A peer (client or proxy) stopped answering pings: the job ends with
+ * MPI_Abort (main). */
+extern atomic_bool proxyd_peer_died;
+/* Clients that said BYE, told that a peer died or not (serve.c counts). */
+extern int proxyd_left_told, proxyd_left_untold;
+/* Migrations go between the proxies of one job (set in job mode). */
+extern MPI_Comm proxyd_peer_comm;
+extern int proxyd_peer_self, proxyd_peer_size;
+/* A session's data channel over MPI. */
+extern const struct proxyd_data_ops proxyd_mpi_data;
+int proxyd_mpi_reply(struct proxyd_session *s, struct vocl_wr *w);
+/* Kernel printf: stdout into a pipe, sent to clients with their replies. */
+void proxyd_output_capture(void);
+
+/* serve.c */
+
+extern int proxyd_self_rank;
+void proxyd_want_state(int sig);
+int proxyd_job_mode(struct proxyd_node *node, int nclients);
+int proxyd_listen_mode(struct proxyd_node *node, const struct options *o);
+
+#endif

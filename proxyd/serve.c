@@ -1,0 +1,407 @@
+/*
+ * serve.c - voclproxyd's serving loop: the clients' sessions, each request
+ * received and handed to the executor, clients that die, the state report
+ * (SIGUSR1); job mode (the clients are ranks of the job) and connect mode
+ * (clients accepted on an MPI port, with a token).
+ */
+#include <inttypes.h>
+#include <malloc.h>
+#include <signal.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "backoff.h"
+#include "daemon.h"
+#include "executor.h"
+#include "liveness.h"
+#include "log.h"
+#include "protocol.h"
+#include "token.h"
+#include "wire.h"
+
+/* --- serving sessions ------------------------------------------------------------------------ */
+
+struct client {
+    struct proxyd_session s;
+    MPI_Comm comm;
+    bool own_comm;       /* connect mode: disconnect it at the end */
+    bool gone;
+    struct vocl_live lw; /* waiting for its next request: is it still there? */
+};
+
+struct server {
+    struct proxyd_node *node;
+    struct client **clients;
+    int nclients, live;
+    bool job_mode;
+    pthread_mutex_t lock; /* connect mode: the accept thread adds clients */
+    struct vocl_wr reply;
+    uint8_t *buf;
+    size_t cap;
+};
+
+static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
+{
+    struct client *cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return -1;
+    cl->comm = c;
+    cl->own_comm = own;
+    proxyd_session_init(&cl->s, sv->node, peer);
+    cl->s.data = &proxyd_mpi_data;
+    cl->s.reply = proxyd_mpi_reply;
+    cl->s.transport = &cl->comm;
+    vocl_live_begin(&cl->lw, peer);
+    /* The serving thread reads the array under the lock (connect mode). */
+    pthread_mutex_lock(&sv->lock);
+    struct client **nc = realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc));
+    if (!nc) {
+        pthread_mutex_unlock(&sv->lock);
+        free(cl);
+        return -1;
+    }
+    sv->clients = nc;
+    sv->clients[sv->nclients++] = cl;
+    sv->live++;
+    pthread_mutex_unlock(&sv->lock);
+    return 0;
+}
+
+/* Ends cl's session, releasing everything it held; why: NULL after its BYE. */
+static void close_client(struct server *sv, struct client *cl, const char *why)
+{
+    proxyd_session_end(&cl->s);
+    if (cl->own_comm)
+        MPI_Comm_disconnect(&cl->comm);
+    cl->gone = true;
+    pthread_mutex_lock(&sv->lock);
+    int left = --sv->live;
+    pthread_mutex_unlock(&sv->lock);
+    if (why)
+        vocl_warn("client %d: session closed after %s: everything it held is released "
+                  "(%d clients left)", cl->s.peer, why, left);
+    else
+        vocl_info("client %d: session closed (%d left)", cl->s.peer, left);
+}
+
+/* Idle: a client that stopped answering pings died; its objects go. */
+static void check_clients(struct server *sv)
+{
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        if (!cl->gone && !vocl_live_ok(&cl->lw)) {
+            atomic_store(&proxyd_peer_died, true);
+            atomic_store(&cl->s.lost, true);
+            char why[96];
+            snprintf(why, sizeof(why), "it died (%s)", vocl_live_why(cl->s.peer));
+            close_client(sv, cl, why);
+        }
+    }
+}
+
+/* A request refused whole (too large, or no memory for it): answered with
+ * err, by its seq, if its sender waits for a reply.  Its header is read
+ * from a copy of it (MPI fills nothing of a message cut short); a message
+ * too large even for that ends the session, since it cannot be answered. */
+static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int count, cl_int err)
+{
+    uint8_t *copy = count >= (int)VOCL_HDR_SIZE && (size_t)count <= 4 * (size_t)VOCL_MSG_MAX
+                        ? malloc((size_t)count)
+                        : NULL;
+    struct vocl_msg_hdr h = {0};
+    if (copy)
+        MPI_Mrecv(copy, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    else
+        MPI_Mrecv(&h, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    if (copy)
+        vocl_hdr_get(copy, VOCL_HDR_SIZE, &h); /* only the length disagrees */
+    free(copy);
+    vocl_warn("client %d: refused a message of %d bytes (%s)", cl->s.peer, count,
+              err == CL_OUT_OF_HOST_MEMORY ? "out of memory" : "over the limit");
+    if (h.magic != VOCL_WIRE_MAGIC) {
+        atomic_store(&cl->s.broken, true); /* unanswerable: the session ends */
+        return;
+    }
+    if (!(h.flags & VOCL_F_REPLY))
+        return;
+    vocl_wr_begin(&sv->reply, h.opcode, 0, h.seq);
+    vocl_wr_i32(&sv->reply, err);
+    vocl_wr_finish(&sv->reply);
+    proxyd_mpi_reply(&cl->s, &sv->reply);
+}
+
+/* Receives and executes one request of client cl; msg was probed. */
+static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_Status *st)
+{
+    int count = 0;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if (count < 0 || (size_t)count > VOCL_MSG_MAX) {
+        refuse(sv, cl, msg, count, CL_OUT_OF_RESOURCES);
+        if (cl->s.broken)
+            close_client(sv, cl, "an unreadable message");
+        return;
+    }
+    if ((size_t)count > sv->cap) {
+        uint8_t *nb = realloc(sv->buf, (size_t)count);
+        if (!nb) {
+            refuse(sv, cl, msg, count, CL_OUT_OF_HOST_MEMORY);
+            if (cl->s.broken)
+                close_client(sv, cl, "a message it had no memory for");
+            return;
+        }
+        sv->buf = nb;
+        sv->cap = (size_t)count;
+    }
+    MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    if (rc > 0)
+        proxyd_mpi_reply(&cl->s, &sv->reply);
+    vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
+    struct vocl_msg_hdr h;
+    bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
+    if (bye) {
+        if (cl->s.peer_died) {
+            atomic_store(&proxyd_peer_died, true);
+            proxyd_left_told++;
+        } else {
+            proxyd_left_untold++;
+        }
+        close_client(sv, cl, NULL);
+    } else if (atomic_load(&cl->s.lost))
+        close_client(sv, cl, "it died");
+    else if (rc < 0 || cl->s.broken)
+        close_client(sv, cl, "a protocol error");
+}
+
+/* One pass over the clients; true when a request was handled. */
+static bool poll_once(struct server *sv)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 0;
+    if (sv->job_mode) {
+        /* One communicator for all: probe any source, find its session. */
+        MPI_Comm c = sv->clients[0]->comm;
+        MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
+        if (!flag)
+            return false;
+        int src = st.MPI_SOURCE;
+        if (src >= sv->nclients || sv->clients[src]->gone) {
+            char dummy;
+            MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            vocl_warn("rank %d: dropped a message (not a client, or closed)", src);
+            return true;
+        }
+        handle(sv, sv->clients[src], &msg, &st);
+        return true;
+    }
+    pthread_mutex_lock(&sv->lock);
+    int n = sv->nclients;
+    pthread_mutex_unlock(&sv->lock);
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&sv->lock);
+        struct client *cl = sv->clients[i];
+        pthread_mutex_unlock(&sv->lock);
+        if (cl->gone)
+            continue;
+        MPI_Improbe(0, VOCL_TAG_REQ, cl->comm, &flag, &msg, &st);
+        if (flag) {
+            handle(sv, cl, &msg, &st);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* SIGUSR1: one line on stderr with what the proxy holds (voclproxyd(8)). */
+static volatile sig_atomic_t state_wanted;
+int proxyd_self_rank;
+
+void proxyd_want_state(int sig)
+{
+    (void)sig;
+    state_wanted = 1;
+}
+
+static void report_state(struct server *sv)
+{
+    state_wanted = 0;
+    malloc_trim(0); /* freed memory goes back, so that the figure is what is held */
+    long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2)
+        resident = 0;
+    if (f)
+        fclose(f);
+    pthread_mutex_lock(&sv->lock);
+    int live = sv->live;
+    pthread_mutex_unlock(&sv->lock);
+    fprintf(stderr,
+            "voclproxyd[%d]: state: %d sessions, %" PRIu64 " objects, %" PRIu64
+            " bytes of memory objects, resident %ld KiB\n",
+            proxyd_self_rank, live, (uint64_t)atomic_load(&sv->node->nobjs),
+            (uint64_t)atomic_load(&sv->node->bytes), resident * (sysconf(_SC_PAGESIZE) / 1024));
+}
+
+/* Serves until every client is gone (job mode) or forever (connect mode). */
+static void serve(struct server *sv)
+{
+    uint64_t idle_since = vocl_now_ns();
+    while (!sv->job_mode || sv->live > 0 || proxyd_builds_running()) {
+        if (state_wanted)
+            report_state(sv);
+        if (sv->node->nkept)
+            proxyd_reap(sv->node, false);
+        bool built = proxyd_builds_answer(&sv->reply) > 0;
+        if (poll_once(sv) || built) {
+            idle_since = vocl_now_ns();
+            continue;
+        }
+        if (sv->job_mode)
+            check_clients(sv);
+        vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
+    }
+}
+
+/*
+ * After a peer died, MPI_Finalize would wait for the dead one forever
+ * (MPICH/UCX), so the job ends with MPI_Abort.  Clients told so at BYE
+ * leave without MPI_Finalize; an MPI_Abort before they exit would lose
+ * their exit status (vocl-guard writes it down as they end), so the proxy
+ * first waits until each of them is gone: on this node, its process; on
+ * another, silence for the VOCL_PEER_TIMEOUT.  (Where mpiexec ends the job
+ * as the first of them exits unfinalized, that comes first.)
+ */
+static void await_exits(struct server *sv)
+{
+    vocl_info("a client or a proxy died: waiting for the clients to exit");
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        while (!atomic_load(&cl->s.lost) && vocl_live_ok(&cl->lw))
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+}
+
+static void server_free(struct server *sv)
+{
+    for (int i = 0; i < sv->nclients; i++)
+        free(sv->clients[i]);
+    free(sv->clients);
+    free(sv->buf);
+    vocl_wr_free(&sv->reply);
+}
+
+int proxyd_job_mode(struct proxyd_node *node, int nclients)
+{
+    struct server sv = {.node = node, .job_mode = true, .lock = PTHREAD_MUTEX_INITIALIZER};
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    proxyd_peer_comm = comm; /* its own tags: VOCL_TAG_PEER_MIN and above */
+    MPI_Comm_rank(proxyd_peer_comm, &proxyd_peer_self);
+    MPI_Comm_size(proxyd_peer_comm, &proxyd_peer_size);
+    vocl_wr_init(&sv.reply);
+    int *tag_ub, flag = 0;
+    MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag)
+        vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
+    vocl_live_start(comm); /* answer pings; notice clients and peers that die */
+    for (int r = 0; r < nclients; r++)
+        if (add_client(&sv, comm, false, r)) {
+            vocl_error("out of memory");
+            return 1;
+        }
+    serve(&sv);
+    if (atomic_load(&proxyd_peer_died) && proxyd_left_told && !proxyd_left_untold)
+        await_exits(&sv);
+    vocl_live_stop();
+    server_free(&sv);
+    proxyd_peer_comm = MPI_COMM_NULL;
+    MPI_Comm_free(&comm);
+    return 0;
+}
+
+/* --- connect mode ---------------------------------------------------------------------------------- */
+
+struct acceptor {
+    struct server *sv;
+    char port[MPI_MAX_PORT_NAME];
+};
+
+static void *accept_thread(void *arg)
+{
+    struct acceptor *a = arg;
+    for (int n = 0;; n++) {
+        MPI_Comm client;
+        if (MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS) {
+            vocl_error("MPI_Comm_accept failed: no more clients");
+            return NULL;
+        }
+        MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        if (add_client(a->sv, client, true, n)) {
+            MPI_Comm_disconnect(&client);
+            continue;
+        }
+        vocl_info("client %d connected", n);
+    }
+}
+
+int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
+{
+    struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
+    struct acceptor a = {.sv = &sv};
+    /* A listening proxy serves only clients that present its token. */
+    static struct vocl_token token;
+    char why[256];
+    if (vocl_token_path(&token, o->token_file)) {
+        vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
+        return 1;
+    }
+    bool fresh;
+    if (vocl_token_create(&token, &fresh, why, sizeof(why))) {
+        vocl_error("--listen: token file %s: %s", token.path, why);
+        return 1;
+    }
+    if (fresh)
+        vocl_warn("made a new token in %s: clients need the same file (VOCL_TOKEN_FILE)",
+                  token.path);
+    node->token = &token;
+    int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        char *last = strrchr(msg, '\n');
+        vocl_error("--listen: this MPI does not support dynamic processes (MPI_Open_port: %s). "
+                   "Use job mode instead: vocl-run -n PROXIES -- APP",
+                   last ? last + 1 : msg);
+        return 1;
+    }
+    if (o->port_file) {
+        FILE *f = fopen(o->port_file, "w");
+        if (!f || fprintf(f, "%s\n", a.port) < 0 || fclose(f)) {
+            vocl_error("cannot write %s", o->port_file);
+            MPI_Close_port(a.port);
+            return 1;
+        }
+    }
+    printf("%s\n", a.port);
+    fflush(stdout);
+    vocl_info("listening on %s", a.port);
+    vocl_wr_init(&sv.reply);
+    pthread_t t;
+    if (pthread_create(&t, NULL, accept_thread, &a)) {
+        vocl_error("cannot start the accept thread");
+        MPI_Close_port(a.port);
+        return 1;
+    }
+    serve(&sv); /* a shared proxy serves until it is stopped */
+    return 0;
+}
