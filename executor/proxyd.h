@@ -105,6 +105,13 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
                      size_t size_ret);
 struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t);
 cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native);
+cl_int proxyd_retain_native(const struct vocl_native_api *cl, enum vocl_type t, void *native);
+/* The session's table of objects (session.c): records an object, with refs
+ * references of the client; CL_SUCCESS, or why it cannot (a limit). */
+cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, void *native,
+                      uint32_t refs);
+/* Forgets o, taken out of the table (its native references are gone). */
+void proxyd_forget_obj(struct proxyd_session *s, struct proxyd_obj *o);
 
 /* The network stage of reads (stream.c): one chunk to send. */
 struct proxyd_stream;

@@ -37,7 +37,7 @@ struct proxyd_trace;
 #define PROXYD_POOL_N    4u
 #define PROXYD_POOL_SIZE (4u << 20)
 
-/* How this proxy moves bulk data (voclproxyd options; defaults in exec.c). */
+/* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
 struct proxyd_xfer_cfg {
     unsigned pool_n;    /* staging buffers */
     size_t pool_size;   /* bytes each: also the chunk size clients use */
