@@ -605,7 +605,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_wr_finish(reply);
     }
     cl_int status = reply_status(reply);
-    /* User events not set yet: see may_block in ops_memory.c. */
+    /* User events not set yet: see may_block in ops_transfer.c. */
     if (h.opcode == VOCL_OP_clCreateUserEvent && status == CL_SUCCESS)
         s->user_events++;
     else if (h.opcode == VOCL_OP_clSetUserEventStatus && status == CL_SUCCESS && s->user_events)

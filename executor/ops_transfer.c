@@ -1,5 +1,7 @@
 /*
- * ops_memory.c - proxy handlers for memory objects and transfers.
+ * ops_transfer.c - how bulk data travels (inline, chunked, host pointer),
+ * and the proxy handlers of buffer reads, writes, maps and rectangular
+ * transfers; buffers are created in ops_buffer.c, images in ops_image.c.
  *
  * Bulk data comes in one of three modes (protocol.h): inline in the message,
  * in chunks on the data channel, or, for the in-process executor only, as a
@@ -22,22 +24,14 @@
  * own instead (may_block).
  */
 #include "proxyd.h"
+#include "xfer.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Where the bytes of one transfer are, once its header is decoded. */
-struct xfer {
-    uint8_t mode;
-    size_t size;
-    const void *inline_data; /* INLINE */
-    size_t chunk;            /* CHUNKED */
-    void *host;              /* HOSTPTR */
-};
-
 /* Checks the data fields a generated decoder read (d) for a transfer of size bytes. */
-static void use_xfer(struct proxyd_req *q, struct xfer *x, const struct vocl_data *d, size_t size,
-                     bool data_in)
+void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct vocl_data *d,
+                     size_t size, bool data_in)
 {
     memset(x, 0, sizeof(*x));
     x->mode = d->mode;
@@ -80,13 +74,13 @@ static void use_xfer(struct proxyd_req *q, struct xfer *x, const struct vocl_dat
     }
 }
 
-static size_t chunk_len(const struct xfer *x, size_t done)
+static size_t chunk_len(const struct proxyd_xfer *x, size_t done)
 {
     return x->size - done < x->chunk ? x->size - done : x->chunk;
 }
 
 /* Receives every chunk of x into dst. */
-static int recv_chunks(struct proxyd_req *q, const struct xfer *x, uint8_t *dst)
+static int recv_chunks(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *dst)
 {
     for (size_t done = 0; done < x->size; done += x->chunk)
         if (q->s->data->recv(q->s, q->s->data_tag, dst + done, chunk_len(x, done))) {
@@ -100,7 +94,7 @@ static int recv_chunks(struct proxyd_req *q, const struct xfer *x, uint8_t *dst)
  * A chunked write whose request was rejected: the client sent (or will
  * send) its chunks anyway, so they are drained to keep the channel in step.
  */
-static void drain_chunks(struct proxyd_req *q, const struct xfer *x)
+void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
     if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
         return;
@@ -114,7 +108,7 @@ static void drain_chunks(struct proxyd_req *q, const struct xfer *x)
 }
 
 /* A failed chunked read: as many empty chunks as the client waits for. */
-static void fail_chunks(struct proxyd_req *q, const struct xfer *x)
+static void fail_chunks(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
     if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
         return;
@@ -123,21 +117,21 @@ static void fail_chunks(struct proxyd_req *q, const struct xfer *x)
 }
 
 /* A rejected request's data: drained (a write's) or answered empty (a read's). */
-static void reject_data(struct proxyd_req *q, const struct xfer *x, bool write)
+void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool write)
 {
     if (write)
-        drain_chunks(q, x);
+        proxyd_xfer_drain(q, x);
     else
         fail_chunks(q, x);
 }
 
 /* All the chunks of x in memory of its own (to free); NULL when out of
  * memory (drained) or when the data channel broke. */
-static uint8_t *recv_whole(struct proxyd_req *q, const struct xfer *x)
+static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
     uint8_t *buf = malloc(x->size ? x->size : 1);
     if (!buf)
-        drain_chunks(q, x);
+        proxyd_xfer_drain(q, x);
     else if (recv_chunks(q, x, buf)) {
         free(buf);
         buf = NULL;
@@ -147,7 +141,7 @@ static uint8_t *recv_whole(struct proxyd_req *q, const struct xfer *x)
 
 /* Sends buf's x->size bytes as chunks once ready completes (NULL: now);
  * buf is freed after. */
-static void send_owned(struct proxyd_req *q, const struct xfer *x, uint8_t *buf, bool ok,
+static void send_owned(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf, bool ok,
                        cl_event ready)
 {
     for (size_t done = 0; done < x->size; done += x->chunk) {
@@ -230,9 +224,9 @@ static void keep_until_done(struct proxyd_req *q, cl_int rc, cl_event e, void *m
 }
 
 /* Writes x's bytes into [offset, offset+size) of buf through queue. */
-static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
-                           const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_bool blocking,
-                           cl_event *ev)
+cl_int proxyd_xfer_write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
+                                size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
+                                const cl_event *wl, cl_bool blocking, cl_event *ev)
 {
     cl_event e = NULL;
     cl_int rc;
@@ -256,7 +250,7 @@ static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem 
     }
     struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
     if (!pool) {
-        drain_chunks(q, x);
+        proxyd_xfer_drain(q, x);
         return CL_OUT_OF_HOST_MEMORY;
     }
     cl_bool serial = !q->s->node->xfer.pipeline;
@@ -287,8 +281,8 @@ static cl_int write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem 
 
 /* Reads [offset, offset+size) of buf through queue and sends it as x's chunks. */
 static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
-                          const struct xfer *x, cl_uint nwl, const cl_event *wl, cl_bool blocking,
-                          cl_event *ev)
+                          const struct proxyd_xfer *x, cl_uint nwl, const cl_event *wl,
+                          cl_bool blocking, cl_event *ev)
 {
     cl_event e = NULL;
     cl_int rc = CL_SUCCESS;
@@ -361,93 +355,6 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
     return finish_cmd(q, rc, e, blocking, ev);
 }
 
-/* A temporary queue on the context's first device, to fill a new buffer. */
-static cl_command_queue context_queue(struct proxyd_req *q, cl_context ctx)
-{
-    cl_device_id devs[64];
-    size_t sz = 0;
-    cl_int err;
-    if (q->cl->clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(devs), devs, &sz) != CL_SUCCESS ||
-        sz < sizeof(cl_device_id))
-        return NULL;
-    return q->cl->clCreateCommandQueue(ctx, devs[0], 0, &err);
-}
-
-void proxyd_op_clCreateBuffer(struct proxyd_req *q)
-{
-    struct vocl_msg_clCreateBuffer_req m;
-    const char *why = vocl_dec_clCreateBuffer_req(q->r, &m);
-    if (why)
-        proxyd_fail(q, why);
-    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
-    const cl_mem_properties *props = proxyd_props(q, &m.properties);
-    cl_mem_flags flags = m.flags;
-    size_t size = (size_t)m.size;
-    struct xfer x;
-    use_xfer(q, &x, &m.data, size, true);
-    uint64_t id = proxyd_newobj(q, m.new_id);
-    cl_int err = CL_SUCCESS;
-    cl_mem mem = NULL;
-
-    if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &x);
-        return;
-    }
-    void *host = x.mode == VOCL_DATA_INLINE    ? (void *)x.inline_data
-                 : x.mode == VOCL_DATA_HOSTPTR ? x.host
-                                               : NULL;
-    if (x.mode == VOCL_DATA_INLINE || x.mode == VOCL_DATA_CHUNKED)
-        flags = (flags & ~(cl_mem_flags)CL_MEM_USE_HOST_PTR) |
-                (x.mode == VOCL_DATA_INLINE ? CL_MEM_COPY_HOST_PTR : 0);
-    if (x.mode == VOCL_DATA_CHUNKED)
-        flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-    if (props)
-        mem = q->cl->clCreateBufferWithProperties(ctx, props, flags, size, host, &err);
-    else if (x.mode == VOCL_DATA_NONE)
-        mem = proxyd_shm_buffer(q, ctx, flags, size, &err);
-    if (!mem && !props && err == CL_SUCCESS)
-        mem = q->cl->clCreateBuffer(ctx, flags, size, host, &err);
-    if (x.mode == VOCL_DATA_CHUNKED) {
-        cl_command_queue tq = mem ? context_queue(q, ctx) : NULL;
-        if (mem && !tq)
-            err = CL_OUT_OF_RESOURCES;
-        if (tq) {
-            /* A new buffer on a queue of its own: nothing can hold this up. */
-            cl_event e = NULL;
-            err = write_chunks(q, tq, mem, 0, &x, 0, NULL, CL_FALSE, &e);
-            if (e) {
-                if (err == CL_SUCCESS)
-                    err = q->cl->clWaitForEvents(1, &e);
-                q->cl->clReleaseEvent(e);
-            }
-            q->cl->clReleaseCommandQueue(tq);
-        } else {
-            drain_chunks(q, &x);
-        }
-        if (err != CL_SUCCESS && mem) {
-            q->cl->clReleaseMemObject(mem);
-            mem = NULL;
-        }
-    }
-    proxyd_reply_made(q, id, VOCL_T_MEM, mem, err);
-}
-
-void proxyd_op_clCreateSubBuffer(struct proxyd_req *q)
-{
-    struct vocl_msg_clCreateSubBuffer_req m;
-    vocl_dec_clCreateSubBuffer_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
-    cl_mem_flags flags = m.flags;
-    cl_buffer_create_type type = (cl_buffer_create_type)m.create_type;
-    cl_buffer_region region = {(size_t)m.origin, (size_t)m.size};
-    uint64_t id = proxyd_newobj(q, m.new_id);
-    cl_int err = CL_SUCCESS;
-    if (!proxyd_req_begin(q))
-        return;
-    cl_mem mem = q->cl->clCreateSubBuffer(buf, flags, type, &region, &err);
-    proxyd_reply_made(q, id, VOCL_T_MEM, mem, err);
-}
-
 /* A buffer read's or write's fields, decoded (their messages differ in
  * the data field only: cl_api.def). */
 struct buf_xfer {
@@ -458,7 +365,7 @@ struct buf_xfer {
     cl_uint nwl;
     const cl_event *wl;
     uint64_t ev_id;
-    struct xfer x;
+    struct proxyd_xfer x;
 };
 
 static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
@@ -484,7 +391,7 @@ static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
     b->size = (size_t)m.size;
     b->wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &b->nwl);
     b->ev_id = proxyd_newid(q, m.event);
-    use_xfer(q, &b->x, &m.data, b->size, data_in);
+    proxyd_xfer_use(q, &b->x, &m.data, b->size, data_in);
     if (b->x.mode == VOCL_DATA_NONE)
         proxyd_fail(q, "transfer without data or destination");
     /* libvocl checks the range; past the buffer, a chunked read would be
@@ -510,13 +417,14 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
     cl_int rc;
 
     if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &b.x);
+        proxyd_xfer_drain(q, &b.x);
         return;
     }
     cl_event e = NULL;
     switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
-        rc = write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
+        rc = proxyd_xfer_write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking,
+                                      evp);
         break;
     case VOCL_DATA_HOSTPTR:
         /* Blocking or not, the request thread does not wait (finish_cmd). */
@@ -638,9 +546,9 @@ void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
  * transfer are for the native call, which does not block: a write's data
  * (a copy when inline, received whole when chunked), or where a read lands
  * (the client's memory in-process).  All but the client's own memory must
- * outlive the request: *owned (freed by the caller, or span_end).
+ * outlive the request: *owned (freed by the caller, or proxyd_span_end).
  */
-static void *span_begin(struct proxyd_req *q, const struct xfer *x, bool write, bool *owned)
+void *proxyd_span_begin(struct proxyd_req *q, const struct proxyd_xfer *x, bool write, bool *owned)
 {
     *owned = x->mode == VOCL_DATA_INLINE || x->mode == VOCL_DATA_CHUNKED;
     switch (x->mode) {
@@ -661,7 +569,7 @@ static void *span_begin(struct proxyd_req *q, const struct xfer *x, bool write, 
  * bytes are freed once e completes; a read's go out once it completes, in
  * the reply or as chunks; a blocking call is answered then.  The status.
  */
-static cl_int span_end(struct proxyd_req *q, const struct xfer *x, bool write, cl_int rc,
+cl_int proxyd_span_end(struct proxyd_req *q, const struct proxyd_xfer *x, bool write, cl_int rc,
                        cl_event e, void *buf, bool owned, cl_bool blocking, cl_event *ev)
 {
     if (!write && x->mode == VOCL_DATA_INLINE)
@@ -689,7 +597,7 @@ static size_t sat_add(size_t a, size_t b)
 
 /* The span must hold what the region addresses with the pitches the native
  * call uses: the ones given, or (0) rows and slices packed tight. */
-static void check_span(struct proxyd_req *q, size_t span, const size_t *origin,
+void proxyd_span_check(struct proxyd_req *q, size_t span, const size_t *origin,
                        const size_t *region, size_t row, size_t slice, size_t elem)
 {
     if (!origin || !region || !region[0] || !region[1] || !region[2] || !elem)
@@ -735,21 +643,21 @@ static void buffer_rect(struct proxyd_req *q, bool write)
     const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
     uint64_t ev_id = proxyd_newid(q, m.event);
     size_t span = (size_t)m.span;
-    struct xfer x;
-    use_xfer(q, &x, &m.data, span, write);
+    struct proxyd_xfer x;
+    proxyd_xfer_use(q, &x, &m.data, span, write);
     cl_event ev = NULL;
 
     if (x.mode != VOCL_DATA_HOSTPTR)
-        check_span(q, span, horigin, region, hrow, hslice, 1);
+        proxyd_span_check(q, span, horigin, region, hrow, hslice, 1);
     if (!borigin || !horigin || !region)
         proxyd_fail(q, "rect transfer without origins or region");
     if (!proxyd_req_begin(q)) {
-        reject_data(q, &x, write);
+        proxyd_xfer_reject(q, &x, write);
         return;
     }
-    /* Never blocking here: the command may wait for the client (span_end). */
+    /* Never blocking here: the command may wait for the client (proxyd_span_end). */
     bool owned;
-    void *data = span_begin(q, &x, write, &owned);
+    void *data = proxyd_span_begin(q, &x, write, &owned);
     cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
                 : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, CL_FALSE, borigin, horigin,
@@ -758,7 +666,7 @@ static void buffer_rect(struct proxyd_req *q, bool write)
                         : q->cl->clEnqueueReadBufferRect(queue, buf, CL_FALSE, borigin, horigin,
                                                          region, brow, bslice, hrow, hslice, data,
                                                          nwl, wl, &e);
-    rc = span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
+    rc = proxyd_span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
     proxyd_put_event(q, rc, ev_id, ev);
 }
 
@@ -770,133 +678,4 @@ void proxyd_op_clEnqueueReadBufferRect(struct proxyd_req *q)
 void proxyd_op_clEnqueueWriteBufferRect(struct proxyd_req *q)
 {
     buffer_rect(q, true);
-}
-
-static void image_rw(struct proxyd_req *q, bool write)
-{
-    /* The two messages have the same fields (their data's direction aside). */
-    struct vocl_msg_clEnqueueWriteImage_req m;
-    const char *why;
-    if (write) {
-        why = vocl_dec_clEnqueueWriteImage_req(q->r, &m);
-    } else {
-        struct vocl_msg_clEnqueueReadImage_req rm;
-        why = vocl_dec_clEnqueueReadImage_req(q->r, &rm);
-        m = (struct vocl_msg_clEnqueueWriteImage_req){
-            .queue = rm.queue, .image = rm.image, .blocking = rm.blocking, .origin = rm.origin,
-            .region = rm.region, .row_pitch = rm.row_pitch, .slice_pitch = rm.slice_pitch,
-            .wait_list = rm.wait_list, .event = rm.event, .span = rm.span, .data = rm.data};
-    }
-    if (why)
-        proxyd_fail(q, why);
-    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
-    cl_mem img = proxyd_h(q, m.image, VOCL_T_MEM, 0);
-    cl_bool blocking = m.blocking;
-    const size_t *origin = proxyd_va3(q, &m.origin);
-    const size_t *region = proxyd_va3(q, &m.region);
-    size_t row = (size_t)m.row_pitch, slice = (size_t)m.slice_pitch;
-    cl_uint nwl;
-    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
-    uint64_t ev_id = proxyd_newid(q, m.event);
-    size_t span = (size_t)m.span;
-    struct xfer x;
-    use_xfer(q, &x, &m.data, span, write);
-    cl_event ev = NULL;
-
-    if (!origin || !region)
-        proxyd_fail(q, "image transfer without origin or region");
-    /* The native call checks the pitches against the image; the span must
-     * cover them, which the element size and the type (asked of the image)
-     * tell: a 1D array's images are host rows slice_pitch apart. */
-    size_t elem = 0;
-    cl_mem_object_type type = 0;
-    if (img && !q->fail) {
-        q->cl->clGetImageInfo(img, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem, NULL);
-        q->cl->clGetMemObjectInfo(img, CL_MEM_TYPE, sizeof(type), &type, NULL);
-    }
-    if (x.mode != VOCL_DATA_HOSTPTR && region && elem) {
-        const size_t zero[3] = {0, 0, 0};
-        const size_t rows[3] = {region[0], 1, region[1]};
-        check_span(q, span, zero, type == CL_MEM_OBJECT_IMAGE1D_ARRAY ? rows : region, row, slice,
-                   elem);
-    }
-    if (!proxyd_req_begin(q)) {
-        reject_data(q, &x, write);
-        return;
-    }
-    bool owned;
-    void *data = span_begin(q, &x, write, &owned);
-    cl_event e = NULL;
-    cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
-                : write ? q->cl->clEnqueueWriteImage(queue, img, CL_FALSE, origin, region, row,
-                                                     slice, data, nwl, wl, &e)
-                        : q->cl->clEnqueueReadImage(queue, img, CL_FALSE, origin, region, row,
-                                                    slice, data, nwl, wl, &e);
-    rc = span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
-    proxyd_put_event(q, rc, ev_id, ev);
-}
-
-void proxyd_op_clEnqueueReadImage(struct proxyd_req *q)
-{
-    image_rw(q, false);
-}
-
-void proxyd_op_clEnqueueWriteImage(struct proxyd_req *q)
-{
-    image_rw(q, true);
-}
-
-void proxyd_op_clCreateImage(struct proxyd_req *q)
-{
-    struct vocl_msg_clCreateImage_req m;
-    const char *why = vocl_dec_clCreateImage_req(q->r, &m);
-    if (why)
-        proxyd_fail(q, why);
-    cl_context ctx = proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
-    const cl_mem_properties *props = proxyd_props(q, &m.properties);
-    cl_mem_flags flags = m.flags;
-    cl_image_format fmt = {m.channel_order, m.channel_data_type};
-    cl_image_desc desc = {0};
-    desc.image_type = (cl_mem_object_type)m.image_type;
-    desc.image_width = (size_t)m.width;
-    desc.image_height = (size_t)m.height;
-    desc.image_depth = (size_t)m.depth;
-    desc.image_array_size = (size_t)m.array_size;
-    desc.image_row_pitch = (size_t)m.row_pitch;
-    desc.image_slice_pitch = (size_t)m.slice_pitch;
-    desc.num_mip_levels = m.num_mip_levels;
-    desc.num_samples = m.num_samples;
-    desc.mem_object = proxyd_h(q, m.buffer, VOCL_T_MEM, 1);
-    size_t span = (size_t)m.span;
-    struct xfer x;
-    use_xfer(q, &x, &m.data, span, true);
-    uint64_t id = proxyd_newobj(q, m.new_id);
-    cl_int err = CL_SUCCESS;
-    bool owned = false;
-
-    /* The native library reads as much as the descriptor says: never more
-     * than the client sent. */
-    if (x.mode != VOCL_DATA_NONE && x.mode != VOCL_DATA_HOSTPTR &&
-        span < vocl_image_host_size(&fmt, &desc))
-        proxyd_fail(q, "image data shorter than its descriptor");
-    if (!proxyd_req_begin(q)) {
-        drain_chunks(q, &x);
-        return;
-    }
-    void *host = NULL;
-    if (x.mode != VOCL_DATA_NONE) {
-        host = span_begin(q, &x, true, &owned);
-        if (!host) {
-            vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
-            return;
-        }
-        if (x.mode != VOCL_DATA_HOSTPTR)
-            flags = (flags & ~(cl_mem_flags)CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR;
-    }
-    cl_mem img =
-        props ? q->cl->clCreateImageWithProperties(ctx, props, flags, &fmt, &desc, host, &err)
-              : q->cl->clCreateImage(ctx, flags, &fmt, &desc, host, &err);
-    if (owned)
-        free(host);
-    proxyd_reply_made(q, id, VOCL_T_MEM, img, err);
 }
