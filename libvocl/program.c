@@ -247,11 +247,12 @@ static bool builds_here(const struct vocl_call *c, const struct vocl_obj *o, cl_
     return vocl_id_on(o, c->px) && (!list || vocl_count_on(c->px, n, (const void *const *)list));
 }
 
-/* Starts op (build or compile) of program p on the proxy of replica rep:
- * its id, its devices of the list and the options.  False where that proxy
- * has nothing to build, or the request could not start (c->err). */
+/* Starts op (build or compile) of program p on the proxy of replica rep
+ * (the caller writes its fields: the program's id, its devices of the list,
+ * the options).  False where that proxy has nothing to build, or the
+ * request could not start (c->err). */
 static bool build_start(struct vocl_call *c, unsigned op, struct vocl_obj *p, cl_uint rep,
-                        cl_uint n, const cl_device_id *list, const char *options)
+                        cl_uint n, const cl_device_id *list)
 {
     if (!builds_here(c, p, n, list))
         return false;
@@ -342,7 +343,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         vocl_call_error(&c, CL_INVALID_VALUE);
     /* Each proxy builds for its devices of the list (all of its own if none). */
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++)
-        if (build_start(&c, VOCL_OP_clBuildProgram, p, rep, num_devices, device_list, options)) {
+        if (build_start(&c, VOCL_OP_clBuildProgram, p, rep, num_devices, device_list)) {
             vocl_enc_clBuildProgram_req(c.w, &(struct vocl_msg_clBuildProgram_req){
                                                  .program = vocl_id_on(p, c.px),
                                                  .devices = devs_on(&c, num_devices, device_list),
@@ -369,8 +370,7 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
     if (!c.err && ((num_input_headers && !header_include_names) || (!pfn_notify && user_data)))
         vocl_call_error(&c, CL_INVALID_VALUE);
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
-        if (!build_start(&c, VOCL_OP_clCompileProgram, p, rep, num_devices, device_list,
-                         options))
+        if (!build_start(&c, VOCL_OP_clCompileProgram, p, rep, num_devices, device_list))
             continue;
         uint64_t *headers = ids_of(&c, num_input_headers, (const void *const *)input_headers);
         vocl_enc_clCompileProgram_req(

@@ -107,6 +107,7 @@ static void check_quals(const struct kp_kernel *k, unsigned i, int c, int r, int
 
 static void test_basic(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("__kernel void vecadd(__global const float *a, __global const float *b,\n"
                  "                     __global float *c, const unsigned int n)\n"
@@ -129,6 +130,7 @@ static void test_basic(void **state)
 
 static void test_address_spaces(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok(
         "kernel void plain(global float *g, constant int *c, local float *l, private int *p,\n"
         "                  generic int *q)\n"
@@ -154,6 +156,7 @@ static void test_address_spaces(void **state)
 
 static void test_pointers_without_space(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("kernel void f(float *p, int **pp, void *v, uchar4 *u, int global_count,\n"
                  "              int generic) { }\n");
@@ -170,6 +173,7 @@ static void test_pointers_without_space(void **state)
 
 static void test_comments(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("// kernel void line_comment(global int *x) {}\n"
                                        "/* kernel void block_comment(global int *x) {}\n"
                                        "   still a comment { { { */\n"
@@ -193,6 +197,7 @@ static void test_comments(void **state)
 
 static void test_line_continuations(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("#define GPTR(x) \\\n"
                                        "    __global float *x\n"
                                        "#define LONGTYPE \\\n"
@@ -218,6 +223,7 @@ static void test_line_continuations(void **state)
 
 static void test_strings_and_chars(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("constant char msg[] = \"kernel void fake(global int *x) {\";\n"
                  "kernel void f(global char *out)\n"
@@ -244,6 +250,7 @@ static void test_strings_and_chars(void **state)
 
 static void test_defines(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok(
         "#define REAL float\n"
         "#define REAL4 float4\n"
@@ -277,6 +284,7 @@ static void test_defines(void **state)
 
 static void test_macro_edge_cases(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("#define SELF SELF\n"
                                        "#define PING PONG\n"
                                        "#define PONG PING\n"
@@ -303,6 +311,7 @@ static void test_macro_edge_cases(void **state)
 
 static void test_preprocessor_ignored(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("#include \"common.h\"\n"
                                        "#include <kernel void fake(int).h>\n"
                                        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -339,6 +348,7 @@ static void test_preprocessor_ignored(void **state)
 
 static void test_conditional_braces(void **state)
 {
+    (void)state;
     /* Both branches open a brace: only one of them counts. */
     struct kp_program *prog =
         parse_ok("#ifdef USE_A\n"
@@ -383,6 +393,7 @@ static void test_conditional_braces(void **state)
 
 static void test_dead_code(void **state)
 {
+    (void)state;
     /* "#if 0" and "#if 1" are the one kind of condition worth evaluating:
      * they are how old versions of a kernel are switched off. */
     struct kp_program *prog = parse_ok("#if 0\n"
@@ -438,6 +449,7 @@ static void test_dead_code(void **state)
 
 static void test_keyword_macros_ignored(void **state)
 {
+    (void)state;
     /* Host-compiler shims: obeying them would hide every buffer argument. */
     struct kp_program *prog = parse_ok("#ifndef __OPENCL_VERSION__\n"
                                        "#define __kernel\n"
@@ -466,6 +478,7 @@ static void test_keyword_macros_ignored(void **state)
 
 static void test_attributes(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("__attribute__((reqd_work_group_size(16, 16, 1))) __kernel void a(int x) {}\n"
                  "__kernel __attribute__((reqd_work_group_size(16,16,1))) void b(int x) {}\n"
@@ -493,6 +506,7 @@ static void test_attributes(void **state)
 
 static void test_qualifiers(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("kernel void q(global const float * restrict a, global float * __restrict b,\n"
                  "              global float *__restrict__ c, volatile global int *d,\n"
@@ -520,6 +534,7 @@ static void test_qualifiers(void **state)
 
 static void test_access_qualifiers(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("kernel void img(read_only image2d_t a, __read_only image2d_t b,\n"
                  "                write_only image2d_t c, __write_only image2d_t d,\n"
@@ -542,6 +557,7 @@ static void test_access_qualifiers(void **state)
 
 static void test_image_types(void **state)
 {
+    (void)state;
     static const char *const types[] = {
         "image1d_t",
         "image1d_buffer_t",
@@ -576,6 +592,7 @@ static void test_image_types(void **state)
 
 static void test_sampler_and_queue(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok(
         "constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_FILTER_NEAREST;\n"
         "kernel void f(read_only image2d_t src, sampler_t s, queue_t q, global int *out) {\n"
@@ -591,6 +608,7 @@ static void test_sampler_and_queue(void **state)
 
 static void test_pipes(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok(
         "struct pkt { int a; };\n"
         "kernel void prod(pipe int p, write_only pipe float4 q, __write_only pipe struct pkt r,\n"
@@ -611,6 +629,7 @@ static void test_pipes(void **state)
 
 static void test_vectors_and_scalars(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("kernel void v(float4 a, uchar16 b, double3 c, int2 d, global float4 *e,\n"
                  "              constant uchar16 *f, half h, bool b2, size_t s, uint u,\n"
@@ -640,6 +659,7 @@ static void test_vectors_and_scalars(void **state)
 
 static void test_structs_unions_enums(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("struct foo { float x; int kernel_like; };\n"
                  "union bar { int i; float f; };\n"
@@ -661,6 +681,7 @@ static void test_structs_unions_enums(void **state)
 
 static void test_typedefs(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("typedef struct { float x, y; int kernel_id; } particle_t;\n"
                  "typedef struct node { struct node *next; } node_t, *node_ptr;\n"
@@ -704,6 +725,7 @@ static void test_typedefs(void **state)
 
 static void test_arrays(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("kernel void a(int x[4], global float y[], int z[2][3]) {}");
     const struct kp_kernel *k = kernel(prog, "a", 3);
     check_arg(k, 0, "x", "int", KP_ARG_PRIVATE_PTR, NONE);
@@ -714,6 +736,7 @@ static void test_arrays(void **state)
 
 static void test_several_kernels_and_helpers(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("float square(float x) { return x * x; }\n"
                  "static inline int helper(global int *p, local int *q) { return p[0] + q[0]; }\n"
@@ -737,6 +760,7 @@ static void test_several_kernels_and_helpers(void **state)
 
 static void test_prototypes(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("kernel void later(global float *, int);\n"
                                        "kernel void only_declared(global int *x);\n"
                                        "kernel void later(global float *, int);\n"
@@ -766,6 +790,7 @@ static void test_prototypes(void **state)
 
 static void test_void_and_empty(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok("kernel void a(void) {}\n"
                                        "kernel void b() {}\n"
                                        "kernel void c( void ) {}\n"
@@ -786,6 +811,7 @@ static void test_void_and_empty(void **state)
 
 static void test_spellings_and_layout(void **state)
 {
+    (void)state;
     struct kp_program *prog =
         parse_ok("__kernel\nvoid\nk1\n(\n__global\nfloat\n*\nx\n,\nint\nn\n)\n{\n}\n"
                  "kernel void k2(global float *x) {}\r\n"
@@ -801,6 +827,7 @@ static void test_spellings_and_layout(void **state)
 
 static void test_length_is_respected(void **state)
 {
+    (void)state;
     const char *src = "kernel void f(int a) {}\nkernel void g(int b) {}\n";
     size_t cut = strlen("kernel void f(int a) {}\n");
     struct kp_program *prog = parse_ok_n(src, cut);
@@ -819,6 +846,7 @@ static void test_length_is_respected(void **state)
 
 static void test_nul_bytes_and_garbage(void **state)
 {
+    (void)state;
     static const char with_nul[] = "kernel void f(global float *a,\0 int\0b) {\0}\0\0";
     struct kp_program *prog = parse_ok_n(with_nul, sizeof(with_nul) - 1);
     const struct kp_kernel *k = kernel(prog, "f", 2);
@@ -842,6 +870,7 @@ static void test_nul_bytes_and_garbage(void **state)
 
 static void test_malformed_parens(void **state)
 {
+    (void)state;
     parse_fail("kernel void f(global float *a {\n}\n", KP_ERR_SYNTAX, 1, "unexpected '{'");
     parse_fail("kernel void f(int a)) {}\n", KP_ERR_SYNTAX, 1, "expected '{' or ';'");
     parse_fail("kernel void f(int a];\n", KP_ERR_SYNTAX, 1, "unbalanced ']'");
@@ -857,6 +886,7 @@ static void test_malformed_parens(void **state)
 
 static void test_malformed_arguments(void **state)
 {
+    (void)state;
     parse_fail("kernel void f(int a,) {}", KP_ERR_SYNTAX, 1, "argument 2 is empty");
     parse_fail("kernel void f(, int a) {}", KP_ERR_SYNTAX, 1, "argument 1 is empty");
     parse_fail("kernel void f(int a, , int b) {}", KP_ERR_SYNTAX, 1, "argument 2 is empty");
@@ -876,6 +906,7 @@ static void test_malformed_arguments(void **state)
 
 static void test_malformed_structure(void **state)
 {
+    (void)state;
     parse_fail("kernel void f(global float *a", KP_ERR_SYNTAX, 1, "end of input");
     parse_fail("kernel void f", KP_ERR_SYNTAX, 1, "found end of input");
     parse_fail("kernel", KP_ERR_SYNTAX, 1, "end of input");
@@ -889,6 +920,7 @@ static void test_malformed_structure(void **state)
 
 static void test_limits(void **state)
 {
+    (void)state;
     size_t big = 200000;
     char *src = malloc(big + 256);
     assert_non_null(src);
@@ -965,6 +997,7 @@ static void test_limits(void **state)
 
 static void test_error_buffer(void **state)
 {
+    (void)state;
     const char *bad = "kernel void f(int a b) {}";
     struct kp_program *prog;
     assert_int_equal(kp_parse(bad, strlen(bad), &prog, NULL, 0), KP_ERR_SYNTAX);
@@ -987,6 +1020,7 @@ static void test_error_buffer(void **state)
 
 static void test_invalid_arguments(void **state)
 {
+    (void)state;
     char err[128];
     struct kp_program *prog = (struct kp_program *)&prog;
     assert_int_equal(kp_parse(NULL, 5, &prog, err, sizeof(err)), KP_ERR_INVALID);
@@ -1003,6 +1037,7 @@ static void test_invalid_arguments(void **state)
 
 static void test_names(void **state)
 {
+    (void)state;
     assert_string_equal(kp_arg_kind_name(KP_ARG_VALUE), "value");
     assert_string_equal(kp_arg_kind_name(KP_ARG_GLOBAL_PTR), "global_ptr");
     assert_string_equal(kp_arg_kind_name(KP_ARG_CONSTANT_PTR), "constant_ptr");
@@ -1022,6 +1057,7 @@ static void test_names(void **state)
 
 static void test_many_kernels(void **state)
 {
+    (void)state;
     /* Big enough to exercise the name tables' growth. */
     size_t cap = 5000 * 96;
     char *src = malloc(cap);
@@ -1120,6 +1156,7 @@ static const char *const corpus[] = {
 
 static void test_corpus(void **state)
 {
+    (void)state;
     struct kp_program *prog = parse_ok(corpus[0]);
     const struct kp_kernel *k = kernel(prog, "matmul", 8);
     check_arg(k, 3, "A", "float", KP_ARG_GLOBAL_PTR, NONE);
@@ -1185,6 +1222,7 @@ static void check_invariants(int rc, const struct kp_program *prog, const char *
 
 static void test_every_prefix(void **state)
 {
+    (void)state;
     for (size_t c = 0; c < sizeof(corpus) / sizeof(corpus[0]); c++) {
         size_t len = strlen(corpus[c]);
         for (size_t cut = 0; cut <= len; cut++) {
@@ -1275,6 +1313,7 @@ static size_t mutate(uint64_t *rng, char *buf, size_t len, size_t cap)
 
 static void test_fuzz(void **state)
 {
+    (void)state;
     enum { ITERATIONS = 20000, CAP = 8192 };
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     char *work = malloc(CAP);

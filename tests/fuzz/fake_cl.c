@@ -1058,6 +1058,7 @@ cl_int CL_API_CALL fake_clGetSupportedImageFormats(cl_context context, cl_mem_fl
                                                    cl_image_format *image_formats,
                                                    cl_uint *num_image_formats)
 {
+    (void)flags;
     fake_enter("clGetSupportedImageFormats");
     cl_int err = fake_use(CL_SUCCESS, context, VOCL_T_CONTEXT, false);
     const cl_uint n = sizeof(formats) / sizeof(formats[0]);

@@ -22,6 +22,7 @@ buffer's size), or touch memory whose extent only the call's semantics say.
 Usage: gen-fake.py gen-api.py cl_api.def OUT.c OUT.h
 """
 import importlib.util
+import re
 import sys
 
 HAND = {
@@ -52,6 +53,15 @@ def load_gen_api(path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def with_unused(e, o):
+    """o, a function's lines, with a (void) cast after its '{' for each
+    parameter its body does not use (the warnings are on)."""
+    body = '\n'.join(o[2:])
+    unused = ['    (void)%s;' % p.name for p in e.params
+              if not re.search(r'\b%s\b' % re.escape(p.name), body)]
+    return o[:2] + unused + o[2:]
 
 
 def fake_default(g, e):
@@ -95,7 +105,7 @@ def fake_default(g, e):
               '    return made;', '}', '']
     else:
         o += ['    return err;', '}', '']
-    return o
+    return with_unused(e, o)
 
 
 def fake_refcount(g, e):
@@ -107,8 +117,8 @@ def fake_refcount(g, e):
 
 
 def fake_unexpected(e):
-    return ['static %s' % e.proto('fake_gen_' + e.name), '{',
-            '    fake_unexpected("%s");' % e.name, '}', '']
+    return with_unused(e, ['static %s' % e.proto('fake_gen_' + e.name), '{',
+                           '    fake_unexpected("%s");' % e.name, '}', ''])
 
 
 def main():
