@@ -115,7 +115,7 @@ struct proxyd_session {
     bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
     /* The first error of a request that wanted no reply, reported by the
-     * next synchronising request (exec.c: is_sync_op). */
+     * next synchronising request (vocl_op_syncs, from the table). */
     cl_int deferred;
     unsigned deferred_op;
     /* User events not yet set: a command may wait on the client, so the
