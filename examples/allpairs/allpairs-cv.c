@@ -572,14 +572,6 @@ int main(int argc, char **argv)
              proteins, found, rf, worst);
     apps_result(NAME, &o, &st, extra, verified);
 
-    if (!o.keep) {
-        for (uint32_t i = 0; i < n; i++) {
-            char path[4200];
-            file_name(&c, i, path, sizeof(path));
-            apps_remove(&o, path);
-        }
-        apps_remove_dir(&o);
-    }
     for (uint32_t i = 0; i < n; i++) {
         free(vecs[i].codes);
         free(vecs[i].values);

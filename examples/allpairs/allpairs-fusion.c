@@ -342,14 +342,6 @@ int main(int argc, char **argv)
              misplaced, worst);
     apps_result(NAME, &o, &st, extra, verified);
 
-    if (!o.keep) {
-        for (uint32_t i = 0; i < n; i++) {
-            char path[4200];
-            file_name(&f, i, path, sizeof(path));
-            apps_remove(&o, path);
-        }
-        apps_remove_dir(&o);
-    }
     free(self);
     free(parsed);
     free(f.dist);

@@ -341,14 +341,6 @@ int main(int argc, char **argv)
     apps_close_output(NAME, &o, out);
     apps_result(NAME, &o, &st, extra, verified);
 
-    if (!o.keep) {
-        for (uint32_t i = 0; i < n; i++) {
-            char path[4200];
-            file_name(&p, i, path, sizeof(path));
-            apps_remove(&o, path);
-        }
-        apps_remove_dir(&o);
-    }
     free(parent);
     free(img);
     free(res);

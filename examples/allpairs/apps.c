@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,19 +148,39 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
                  2 * c->jobs, c->device_slots);
 }
 
+/* The temporary input directory, removed at exit; empty with --dir. */
+static char temp_dir[4096];
+
+/* Everything in the directory is ours: mkdtemp made it for this process. */
+static void remove_temp_dir(void)
+{
+    DIR *d = opendir(temp_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+    rmdir(temp_dir);
+}
+
 void apps_make_dir(const char *name, struct apps_options *o)
 {
     if (o->dir) {
         if (mkdir(o->dir, 0777) != 0 && errno != EEXIST)
             apps_die(name, "cannot create %s: %s", o->dir, strerror(errno));
         snprintf(o->path, sizeof(o->path), "%s", o->dir);
-        o->keep = true;
         return;
     }
     const char *tmp = getenv("TMPDIR");
     snprintf(o->path, sizeof(o->path), "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
     if (!mkdtemp(o->path))
         apps_die(name, "cannot create a directory %s: %s", o->path, strerror(errno));
+    snprintf(temp_dir, sizeof(temp_dir), "%s", o->path);
+    atexit(remove_temp_dir);
 }
 
 bool apps_item_path(const struct apps_options *o, const char *stem, const char *ext,
@@ -175,18 +197,6 @@ void apps_store_symmetric(float *matrix, uint64_t n, uint32_t i, uint32_t j,
     memcpy(&v, result, sizeof(v));
     matrix[(size_t)i * n + j] = v;
     matrix[(size_t)j * n + i] = v;
-}
-
-void apps_remove(const struct apps_options *o, const char *file)
-{
-    if (!o->keep)
-        unlink(file);
-}
-
-void apps_remove_dir(const struct apps_options *o)
-{
-    if (!o->keep)
-        rmdir(o->path);
 }
 
 FILE *apps_open_output(const char *name, const struct apps_options *o)

@@ -25,7 +25,6 @@ struct apps_options {
     struct allpairs_config cfg;
     uint64_t items, seed;
     const char *dir; /* where the inputs are written; NULL: a temporary one */
-    bool keep;       /* --dir given: leave the files there */
     bool reuse;      /* --reuse: the files in --dir are the input, none generated */
     const char *output; /* -o: where the application writes its results */
     char path[4096]; /* the directory used */
@@ -38,15 +37,14 @@ struct apps_options {
 void apps_parse(const char *name, const char *summary, int argc, char **argv,
                 struct apps_options *o, const struct apps_number *numbers, size_t n_numbers);
 
-/* Makes the input directory (--dir, or a temporary one). */
+/* Makes the input directory (--dir, or a temporary one).  A temporary
+ * directory and the files in it are removed when the program exits,
+ * whether it finished or gave up on an error. */
 void apps_make_dir(const char *name, struct apps_options *o);
 /* The path of item's input file: DIR/STEM-NNNNN.EXT; false if it does not
  * fit in size bytes. */
 bool apps_item_path(const struct apps_options *o, const char *stem, const char *ext,
                     uint32_t item, char *path, size_t size);
-/* Removes the files of a temporary directory (the caller names them). */
-void apps_remove(const struct apps_options *o, const char *file);
-void apps_remove_dir(const struct apps_options *o);
 
 /* Opens -o's file for writing (exits 2 if it cannot), or returns NULL
  * without -o; apps_close() checks that everything was written. */
