@@ -42,9 +42,15 @@ void dagapp_parse(const char *name, int argc, char **argv, struct dagapp_opts *o
 void dagapp_plain_result(const char *app, uint64_t size, double seconds, uint64_t checksum,
                          bool verified)
 {
-    printf("RESULT app=%s size=%" PRIu64 " devices=1 seconds=%.6f checksum=%016" PRIx64
+    dagapp_multi_result(app, size, 1, seconds, checksum, verified);
+}
+
+void dagapp_multi_result(const char *app, uint64_t size, cl_uint devices, double seconds,
+                         uint64_t checksum, bool verified)
+{
+    printf("RESULT app=%s size=%" PRIu64 " devices=%u seconds=%.6f checksum=%016" PRIx64
            " verified=%s\n",
-           app, size, seconds, checksum, verified ? "yes" : "no");
+           app, size, devices, seconds, checksum, verified ? "yes" : "no");
 }
 
 void plain_open(struct plain_device *dev)
@@ -72,6 +78,48 @@ cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const
     cl_program program = clCreateProgramWithSource(dev->context, 1, &source, NULL, &err);
     CL_CHECK_ERR("clCreateProgramWithSource", err);
     CL_CHECK(clBuildProgram(program, 1, &dev->id, "", NULL, NULL));
+    cl_kernel kernel = clCreateKernel(program, name, &err);
+    CL_CHECK_ERR("clCreateKernel", err);
+    CL_CHECK(clReleaseProgram(program));
+    return kernel;
+}
+
+void plain_open_all(struct plain_devices *devs, uint64_t wanted)
+{
+    cl_platform_id platform;
+    CL_CHECK(clGetPlatformIDs(1, &platform, NULL));
+    CL_CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, NULL, &devs->count));
+    if (wanted > devs->count)
+        app_die("%" PRIu64 " device(s) requested, only %u available", wanted, devs->count);
+    if (wanted)
+        devs->count = (cl_uint)wanted;
+    devs->ids = app_calloc(devs->count, sizeof(*devs->ids));
+    CL_CHECK(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devs->count, devs->ids, NULL));
+    cl_int err;
+    devs->context = clCreateContext(NULL, devs->count, devs->ids, NULL, NULL, &err);
+    CL_CHECK_ERR("clCreateContext", err);
+    devs->queues = app_calloc(devs->count, sizeof(*devs->queues));
+    for (cl_uint d = 0; d < devs->count; d++) {
+        devs->queues[d] = clCreateCommandQueue(devs->context, devs->ids[d], 0, &err);
+        CL_CHECK_ERR("clCreateCommandQueue", err);
+    }
+}
+
+void plain_close_all(struct plain_devices *devs)
+{
+    for (cl_uint d = 0; d < devs->count; d++)
+        CL_CHECK(clReleaseCommandQueue(devs->queues[d]));
+    CL_CHECK(clReleaseContext(devs->context));
+    free(devs->queues);
+    free(devs->ids);
+}
+
+cl_kernel plain_kernel_all(const struct plain_devices *devs, const char *source, const char *name)
+{
+    cl_int err;
+    cl_program program = clCreateProgramWithSource(devs->context, 1, &source, NULL, &err);
+    CL_CHECK_ERR("clCreateProgramWithSource", err);
+    CL_CHECK(clBuildProgram(program, devs->count, devs->ids, "", NULL, NULL));
     cl_kernel kernel = clCreateKernel(program, name, &err);
     CL_CHECK_ERR("clCreateKernel", err);
     CL_CHECK(clReleaseProgram(program));

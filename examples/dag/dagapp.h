@@ -1,9 +1,10 @@
 /*
- * dagapp.h: what the DAG applications (dag-*.c) and their plain OpenCL
- * twins (plain-*.c) share: the command line, the kernels, the generated
- * inputs, the CPU references and the RESULT line.  The host code that runs
- * the kernels, the part whose length the report compares, is all in the
- * dag-*.c and plain-*.c files.
+ * dagapp.h: what the DAG applications (dag-*.c) and their OpenCL twins
+ * (plain-*.c on one device, multi-*.c on every device) share: the command
+ * line, the kernels, the generated inputs, the CPU references and the
+ * RESULT line.  The host code that runs the kernels, the part whose length
+ * the report compares, is all in the dag-*.c, plain-*.c and multi-*.c
+ * files.
  */
 #ifndef DAG_DAGAPP_H
 #define DAG_DAGAPP_H
@@ -48,6 +49,9 @@ void dagapp_result(const char *app, uint64_t size, int devices, double seconds, 
 /* The same for the plain OpenCL twins (no runtime counters). */
 void dagapp_plain_result(const char *app, uint64_t size, double seconds, uint64_t checksum,
                          bool verified);
+/* And for the multi-device twins, which ran on `devices`. */
+void dagapp_multi_result(const char *app, uint64_t size, cl_uint devices, double seconds,
+                         uint64_t checksum, bool verified);
 
 /* The first device of the first platform, its context and in-order queue,
  * for the plain twins. */
@@ -59,6 +63,21 @@ struct plain_device {
 void plain_open(struct plain_device *dev);
 void plain_close(struct plain_device *dev);
 cl_kernel plain_kernel(const struct plain_device *dev, const char *source, const char *name);
+
+/* The first `wanted` devices (0: all) of the first platform, in one context
+ * with an in-order queue each, for the multi-device twins; exits if the
+ * platform has fewer. */
+struct plain_devices {
+    cl_uint count;
+    cl_device_id *ids;
+    cl_context context;
+    cl_command_queue *queues; /* one per device */
+};
+void plain_open_all(struct plain_devices *devs, uint64_t wanted);
+void plain_close_all(struct plain_devices *devs);
+/* One kernel built for every device: a launch takes the arguments set
+ * before it, so the same kernel serves every queue. */
+cl_kernel plain_kernel_all(const struct plain_devices *devs, const char *source, const char *name);
 
 /* A checksum of the result's bytes, for the RESULT line's checksum=: runs
  * natively, under VOCL and with each optimisation on or off must agree. */
