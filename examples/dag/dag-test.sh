@@ -1,6 +1,6 @@
 #!/bin/bash
 # dag-test.sh: the integration tests of the DAG runtime's applications
-# (tests/apps/meson.build).
+# (tests/apps/meson.build; mode multi: examples/dag/meson.build).
 #
 #   dag-test.sh native PLAIN APP ARGS...
 #     runs APP on the PoCL devices of POCL_DEVICES with DCR and DHDCR both
@@ -14,6 +14,11 @@
 #     both off (each alone is left to the native test: every vocl-run
 #     starts an MPI job), plus one native run on two PoCL devices whose
 #     checksum the others must match.
+#   dag-test.sh multi PLAIN MULTI ARGS...
+#     runs MULTI (the application written directly on OpenCL for every
+#     device: examples/dag/multi-*.c) on the PoCL devices of POCL_DEVICES:
+#     it must say verified=yes, run on two or more devices, and give the
+#     checksum= of PLAIN run on one device.
 #   dag-test.sh nodes VOCL_RUN APP
 #     DQL's FROM NODE under `VOCL_RUN -n 2 -d 2` with DAG_NODE_SIZE=2 (two
 #     proxies of two devices: nodes 0 and 1): node 1 alone is 2 devices,
@@ -48,7 +53,7 @@ run() {
     echo "$label: $last"
     if [[ $rc != 0 || $last != RESULT\ *\ verified=yes ]]; then
         fail "$label: exit status $rc"
-        tail -n 80 "$dir/$label.err"
+        tail -n 5 "$dir/$label.err"
     fi
     printf '%s\n' "$last" >"$dir/$label"
 }
@@ -158,6 +163,18 @@ vocl() {
         fail "the result under vocl-run differs from the native one"
 }
 
+multi() {
+    local plain=$1
+    shift
+    POCL_DEVICES=pthread run plain 1 1 "$plain" "${@:2}"
+    run multi 1 1 "$@"
+    local devices sum
+    devices=$(field devices "$(<"$dir/multi")") sum=$(field checksum "$(<"$dir/plain")")
+    [[ $devices -ge 2 ]] || fail "$(basename "$1") ran on '$devices' device(s), not two or more"
+    [[ -n $sum && $(field checksum "$(<"$dir/multi")") == "$sum" ]] ||
+        fail "the result differs from the plain OpenCL version's ($sum)"
+}
+
 # bad CASE PATTERN ARGS...: APP ARGS must fail with status 2 and say PATTERN.
 bad() {
     local name=$1 pattern=$2
@@ -211,11 +228,12 @@ nodes() {
 
 case $mode in
 native) native "$@" ;;
+multi) multi "$@" ;;
 nodes) nodes "$@" ;;
 vocl) vocl "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: dag-test.sh native|vocl|nodes|bad-input ..." >&2
+    echo "usage: dag-test.sh native|multi|vocl|nodes|bad-input ..." >&2
     exit 2
     ;;
 esac
