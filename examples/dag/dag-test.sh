@@ -53,7 +53,7 @@ run() {
     echo "$label: $last"
     if [[ $rc != 0 || $last != RESULT\ *\ verified=yes ]]; then
         fail "$label: exit status $rc"
-        tail -n 5 "$dir/$label.err"
+        tail -n 80 "$dir/$label.err"
     fi
     printf '%s\n' "$last" >"$dir/$label"
 }
