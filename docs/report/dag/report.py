@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """report.py: makes docs/report/dag/results.md (the tables) and scaling.png
-(the plot) from run.sh's runs.txt and profile.txt, and counts the host code
-lines of the applications against their plain OpenCL twins.
+(the plot) from run.sh's runs.txt and profile.txt, with lines.sh's table of
+the applications' host code lines against their OpenCL twins.
 
     /usr/bin/python3 docs/report/dag/report.py [OUT_DIR]
 """
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 out = sys.argv[1] if len(sys.argv) > 1 else "docs/report/dag"
@@ -127,60 +128,18 @@ if os.path.exists(profile):
     w("")
 
 
-def code_lines(path, start=None):
-    """Lines that are neither blank nor comments, from the line matching
-    `start` on (the whole file if None)."""
-    n, on, in_comment = 0, start is None, False
-    with open(path) as f:
-        for line in f:
-            s = line.strip()
-            if not on and re.match(start, s):
-                on = True
-            if not on:
-                continue
-            if in_comment:
-                in_comment = "*/" not in s
-                continue
-            if s.startswith("/*"):
-                in_comment = "*/" not in s
-                continue
-            if s and not s.startswith("//"):
-                n += 1
-    return n
-
-
-def code_lines_between(path, start, end):
-    """code_lines() of the part of the file from `start` to before `end`."""
-    with open(path) as f:
-        text = f.read()
-    m, e = re.search(start, text, re.M), re.search(end, text, re.M)
-    tmp = os.path.join(out, ".part.c")
-    with open(tmp, "w") as f:
-        f.write(text[m.start():e.start()])
-    n = code_lines(tmp)
-    os.remove(tmp)
-    return n
-
-
-w("## Host code lines: DAG runtime against plain OpenCL")
+w("## Host code lines: DAG runtime against hand-written OpenCL")
 w("")
-w("Lines that are neither blank nor comments, from `main` (and the helper")
-w("functions each file has before it) to the end of the file: option parsing,")
-w("input, the OpenCL host code, the check and the RESULT line. The plain twins")
-helpers = code_lines_between(os.path.join(root, "examples/dag/dagapp.c"), r"^void plain_open",
-                             r"^uint64_t dagapp_checksum")
-dagrun = code_lines(os.path.join(root, "examples/dag/dagrun.c"), r"^void dagapp_check")
-w("also use plain_open/plain_kernel/plain_close from dagapp.c (%d lines) for the" % helpers)
-w("platform, context, queue and program; the DAG versions use dagrun.c (%d lines) for" % dagrun)
-w("dag_init and the RESULT line. The DAG versions run on every device, the plain")
-w("ones on one.")
+w("Lines that are neither blank nor comments, from the first function to the end")
+w("of the file: option parsing, input, the OpenCL host code, the check and the")
+w("RESULT line. multi-* is each application written directly on OpenCL for every")
+w("device of the platform (one context, a queue each), split as the DAG version")
+w("splits it; plain-* the same for one device. Made by lines.sh beside this file.")
 w("")
-w("| application | DAG runtime (all devices) | plain OpenCL (one device) | ratio | plain + its helpers | ratio |")
-w("|---|---:|---:|---:|---:|---:|")
-for app in APPS:
-    d = code_lines(os.path.join(root, "examples/dag/dag-%s.c" % app), r"^(static|int main)")
-    p = code_lines(os.path.join(root, "examples/dag/plain-%s.c" % app), r"^(static|int main)")
-    w("| %s | %d | %d | %.2f | %d | %.2f |" % (app, d, p, d / p, p + helpers, d / (p + helpers)))
+table = subprocess.run([os.path.join(root, "docs/report/dag/lines.sh")], check=True,
+                       capture_output=True, text=True).stdout
+for line in table.rstrip("\n").split("\n"):
+    w(line)
 w("")
 
 w("## Identical results")
