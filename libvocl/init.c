@@ -8,7 +8,8 @@
  * the same, collectively) and greets every proxy.
  *
  * MPI_Init loads hwloc, whose OpenCL plugin calls clGetPlatformIDs: under
- * LD_PRELOAD that lands back here, in the middle of initialisation.  The
+ * LD_PRELOAD that lands back here, in the middle of initialisation.
+ * vocl_mpi_start keeps the plugin out; should it come anyway, the
  * initialising thread is marked, and such calls go to the native library.
  */
 #include "vocl.h"
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "liveness.h"
+#include "mpi_start.h"
 #include "token.h"
 #include "executor.h"
 
@@ -210,9 +212,8 @@ static int open_mpi(void)
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
     if (!inited) {
-        /* Keep hwloc's OpenCL plugin out of MPI_Init (see the top of this file). */
-        setenv("HWLOC_COMPONENTS", "-opencl", 0);
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        setenv("HWLOC_COMPONENTS", "-opencl", 0); /* (for this process's life) */
+        if (vocl_mpi_start(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
             vocl.init_error = "MPI_Init_thread failed";
             return -1;
         }

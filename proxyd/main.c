@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "executor.h"
 #include "log.h"
+#include "mpi_start.h"
 #include "native.h"
 #include "protocol.h"
 #include "wire.h"
@@ -253,11 +254,13 @@ int main(int argc, char **argv)
         return rc;
 
     int provided;
+    /* hwloc's OpenCL plugin stays out of this process for its life;
+     * MPI_Init leaves out more (mpi_start.h). */
     setenv("HWLOC_COMPONENTS", "-opencl", 0);
     /* If libvocl is registered as an ICD, the native loader loads it here too:
      * tell it that it is inside a proxy, where it must stay out of the way. */
     setenv("VOCL_IN_PROXY", "1", 1);
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    if (vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;
     }

@@ -1,0 +1,23 @@
+/*
+ * mpi_start.h - MPI_Init_thread for libvocl and voclproxyd, with hwloc kept
+ * from what they do not need.
+ *
+ * MPI_Init loads hwloc.  Its OpenCL plugin would call clGetPlatformIDs from
+ * inside MPI_Init (under LD_PRELOAD, libvocl itself, half set up).  Under
+ * MPICH its I/O discovery is left out too (components pci and linuxio,
+ * which read the sysfs files and configuration space of every PCI device):
+ * in an MPI job of two ranks on this 2-core machine, MPI_Init took a median
+ * 75 ms with it and 32 ms without, and a job's MPI_Init waits for its
+ * slowest rank.  MPICH's UCX network module picks its devices without
+ * hwloc; Open MPI places traffic by hwloc's PCI distances, so there only
+ * the OpenCL plugin is left out.  A HWLOC_COMPONENTS of the user's own
+ * (anything but "-opencl", which vocl-run sets) is kept as it is, and the
+ * one before is put back after MPI_Init, for the process's own hwloc.
+ */
+#ifndef VOCL_MPI_START_H
+#define VOCL_MPI_START_H
+
+/* As MPI_Init_thread (argc and argv may be NULL). */
+int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);
+
+#endif
