@@ -91,12 +91,13 @@ void vocl_call_devs(struct vocl_call *c, const struct vocl_obj *ctx, cl_uint n,
         vocl_call_error(c, CL_INVALID_VALUE);
         return;
     }
+    const struct vocl_context *cx = vocl_as_context(ctx);
     for (cl_uint i = 0; i < n; i++) {
         struct vocl_obj *d = vocl_lookup(list[i], VOCL_T_DEVICE);
         cl_uint j = 0;
-        while (d && ctx && j < ctx->ndevs && ctx->devs[j] != d)
+        while (d && cx && j < cx->ndevs && cx->devs[j] != d)
             j++;
-        if (!d || (ctx && j == ctx->ndevs)) {
+        if (!d || (cx && j == cx->ndevs)) {
             vocl_call_error(c, CL_INVALID_DEVICE);
             return;
         }
@@ -195,10 +196,10 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
     /* What comes after it on its queue may depend on anything enqueued
      * until now (replica.c: which writes a command may depend on). */
     if (c->queue && c->wl_n)
-        atomic_store(&c->queue->ordered_at, vocl_tick());
+        atomic_store(&vocl_as_queue(c->queue)->ordered_at, vocl_tick());
     /* A shared buffer's transfer needs its queue drained (memory.c). */
     if (c->queue)
-        atomic_store(&c->queue->enqueued_at, vocl_tick());
+        atomic_store(&vocl_as_queue(c->queue)->enqueued_at, vocl_tick());
     /* Calls that may tell the host that commands ended. */
     if (c->sync || op == VOCL_OP_clWaitForEvents || op == VOCL_OP_clGetEventInfo ||
         op == VOCL_OP_clGetEventProfilingInfo) {
@@ -387,7 +388,7 @@ int vocl_call_wait(struct vocl_call *c)
     }
     /* What the queue had when a clFinish began has ended (replica.c). */
     if (c->finish_tick && c->queue && c->err == CL_SUCCESS)
-        vocl_raise(&c->queue->finished_at, c->finish_tick);
+        vocl_raise(&vocl_as_queue(c->queue)->finished_at, c->finish_tick);
     return c->err != CL_SUCCESS;
 }
 
@@ -462,7 +463,8 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
     struct vocl_obj *e = vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
     /* Waiting for it covers the data of the queue's earlier reads. */
     if (e)
-        e->data_ticket = atomic_load_explicit(&queue->data_ticket, memory_order_relaxed);
+        vocl_as_event(e)->data_ticket =
+            atomic_load_explicit(&vocl_as_queue(queue)->data_ticket, memory_order_relaxed);
     return e;
 }
 

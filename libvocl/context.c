@@ -125,20 +125,21 @@ static struct vocl_obj *create_context(const cl_context_properties *properties,
     }
     vocl_call_end(&c);
     if (ctx) {
-        ctx->devs = malloc(num_devices * sizeof(*ctx->devs));
-        ctx->props = nprops ? malloc(nprops * sizeof(*ctx->props)) : NULL;
-        if (!ctx->devs || (nprops && !ctx->props)) {
+        struct vocl_context *cx = vocl_as_context(ctx);
+        cx->devs = malloc(num_devices * sizeof(*cx->devs));
+        cx->props = nprops ? malloc(nprops * sizeof(*cx->props)) : NULL;
+        if (!cx->devs || (nprops && !cx->props)) {
             clReleaseContext((cl_context)ctx);
             ctx = NULL;
             c.err = CL_OUT_OF_HOST_MEMORY;
         } else {
-            ctx->ndevs = num_devices;
-            memcpy(ctx->devs, devices, num_devices * sizeof(*ctx->devs));
-            ctx->nprops = nprops;
+            cx->ndevs = num_devices;
+            memcpy(cx->devs, devices, num_devices * sizeof(*cx->devs));
+            cx->nprops = nprops;
             if (nprops)
-                memcpy(ctx->props, properties, nprops * sizeof(*ctx->props));
-            ctx->ctx_notify = pfn_notify;
-            ctx->ctx_notify_data = user_data;
+                memcpy(cx->props, properties, nprops * sizeof(*cx->props));
+            cx->ctx_notify = pfn_notify;
+            cx->ctx_notify_data = user_data;
         }
     }
     if (errcode_ret)
@@ -189,7 +190,7 @@ int vocl_hook_clGetContextInfo(cl_context context, cl_context_info param_name,
                                size_t param_value_size, void *param_value,
                                size_t *param_value_size_ret, cl_int *ret)
 {
-    struct vocl_obj *ctx = vocl_lookup(context, VOCL_T_CONTEXT);
+    struct vocl_context *ctx = vocl_as_context(vocl_lookup(context, VOCL_T_CONTEXT));
     if (!ctx)
         return 0;
     switch (param_name) {
@@ -267,7 +268,8 @@ static void note_free(struct note *n)
 static void *note_thread(void *arg)
 {
     struct note *n = arg;
-    n->ctx->ctx_notify(n->errinfo, n->priv, n->cb, n->ctx->ctx_notify_data);
+    const struct vocl_context *ctx = vocl_as_context(n->ctx);
+    ctx->ctx_notify(n->errinfo, n->priv, n->cb, ctx->ctx_notify_data);
     note_free(n);
     return NULL;
 }
@@ -280,7 +282,7 @@ static void note_deliver(struct vocl_proxy *px, uint64_t id, const char *errinfo
         return;
     vocl_debug("proxy %d: context notification: %.*s", px->index, (int)len, errinfo);
     struct note *n = calloc(1, sizeof(*n));
-    if (!ctx->ctx_notify || !n) {
+    if (!vocl_as_context(ctx)->ctx_notify || !n) {
         vocl_obj_drop(ctx);
         free(n);
         return;

@@ -265,11 +265,12 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         case CL_MEM_OBJECT_IMAGE2D: d = 1; break;
         default: h = d = 1; break;
         }
-        img->dims[0] = w, img->dims[1] = h ? h : 1, img->dims[2] = d ? d : 1;
-        img->mem_type = desc->image_type;
-        img->elem_size = elem;
-        img->mem_flags = flags;
-        img->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
+        struct vocl_mem *im = vocl_as_mem(img);
+        im->dims[0] = w, im->dims[1] = h ? h : 1, im->dims[2] = d ? d : 1;
+        im->mem_type = desc->image_type;
+        im->elem_size = elem;
+        im->mem_flags = flags;
+        im->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
     }
     if (errcode_ret)
         *errcode_ret = c.err;
@@ -331,7 +332,8 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (!c.err && host && vocl_host_forbids(m, !write, write))
         vocl_call_error(&c, CL_INVALID_OPERATION);
-    if (!c.err && !m->elem_size)
+    const struct vocl_mem *im = vocl_as_mem(m);
+    if (!c.err && !im->elem_size)
         vocl_call_error(&c, CL_INVALID_MEM_OBJECT);
     if (c.err) {
         vocl_call_end(&c);
@@ -339,11 +341,11 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     }
     size_t rows, slices;
     bool rs;
-    image_shape(m->mem_type, region, &rows, &slices, &rs);
+    image_shape(im->mem_type, region, &rows, &slices, &rs);
     struct rect r;
     const size_t zero[3] = {0, 0, 0};
-    size_t rp = row_pitch ? row_pitch : region[0] * m->elem_size;
-    rect_init(&r, zero, region[0] * m->elem_size, rows, slices, rp,
+    size_t rp = row_pitch ? row_pitch : region[0] * im->elem_size;
+    rect_init(&r, zero, region[0] * im->elem_size, rows, slices, rp,
               rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
@@ -416,14 +418,14 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
     cl_event *event, cl_int *errcode_ret)
 {
     (void)blocking_map; /* the shadow is filled before the call returns */
-    struct vocl_obj *m = vocl_lookup(image, VOCL_T_MEM);
+    struct vocl_mem *m = vocl_as_mem(vocl_lookup(image, VOCL_T_MEM));
     struct vocl_mapping *mp = NULL;
     cl_int err = vocl_lookup(command_queue, VOCL_T_QUEUE) ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
     if (!err && (!m || !m->elem_size))
         err = CL_INVALID_MEM_OBJECT;
     if (!err && (!origin || !region_ok(region) || !image_row_pitch))
         err = CL_INVALID_VALUE;
-    if (!err && vocl_host_forbids(m, map_flags & CL_MAP_READ,
+    if (!err && vocl_host_forbids(&m->obj, map_flags & CL_MAP_READ,
                                   map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
         err = CL_INVALID_OPERATION;
     if (!err) {

@@ -117,8 +117,8 @@ static int greet(struct vocl_proxy *px)
             c.err = CL_OUT_OF_HOST_MEMORY;
             break;
         }
-        d->dev_type = vocl_rd_u64(&c.r);
-        d->max_alloc = vocl_rd_u64(&c.r);
+        vocl_as_device(d)->dev_type = vocl_rd_u64(&c.r);
+        vocl_as_device(d)->max_alloc = vocl_rd_u64(&c.r);
         vocl.devices[vocl.ndevices++] = d;
         px->ndev++;
     }

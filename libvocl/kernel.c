@@ -113,9 +113,10 @@ static size_t builtin_size(const char *type)
 
 /* The one kernel called name in p's source (or its inputs'); NULL when
  * unknown or defined twice (#if branches: the parser reads them all). */
-static const struct kp_kernel *program_kernel(const struct vocl_obj *p, const char *name,
+static const struct kp_kernel *program_kernel(const struct vocl_obj *program, const char *name,
                                               bool *cond)
 {
+    const struct vocl_program *p = vocl_as_program(program);
     if (p->kp) {
         const struct kp_kernel *found = NULL;
         for (unsigned i = 0; i < p->kp->nkernels; i++) {
@@ -207,8 +208,8 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
     struct vocl_kargs *known = NULL;
     const struct kp_kernel *kk = NULL;
     bool cond = false;
-    if (!c.err && p->built && (kk = program_kernel(p, kernel_name, &cond)) && !cond &&
-        (known = kargs_new(kk->nargs)))
+    if (!c.err && vocl_as_program(p)->built && (kk = program_kernel(p, kernel_name, &cond)) &&
+        !cond && (known = kargs_new(kk->nargs)))
         kargs_declare(known, p, kernel_name);
     /* In a context spanning proxies, a proxy whose devices the program was
      * not built for has no such kernel: only the others make one. */
@@ -238,7 +239,7 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
         if (vocl_call_made(&c, &k, rep, nrep, VOCL_T_KERNEL, id, p->context, p) && first) {
             if (ka)
                 kargs_declare(ka, p, kernel_name);
-            k->kargs = ka;
+            vocl_as_kernel(k)->kargs = ka;
             ka = NULL;
         }
         vocl_kargs_free(ka);
@@ -314,7 +315,7 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
                 vocl_call_new_obj(&c, VOCL_T_KERNEL, first + objs, p->context, p);
             if (!k)
                 break;
-            k->kargs = kas[objs];
+            vocl_as_kernel(k)->kargs = kas[objs];
             kas[objs] = NULL;
             kernels[objs] = (cl_kernel)k;
         }
@@ -373,19 +374,21 @@ cl_kernel CL_API_CALL vocl_hand_clCloneKernel(cl_kernel source_kernel, cl_int *e
     }
     if (k) {
         /* The native clone has the source's arguments: so does the cache. */
-        k->kargs = kargs_new(src->kargs->n);
-        for (cl_uint i = 0; k->kargs && i < src->kargs->n; i++) {
-            k->kargs->a[i] = src->kargs->a[i];
-            k->kargs->a[i].big = NULL;
-            if (src->kargs->a[i].big) {
-                k->kargs->a[i].big = malloc(src->kargs->a[i].size);
-                if (k->kargs->a[i].big)
-                    memcpy(k->kargs->a[i].big, src->kargs->a[i].big, src->kargs->a[i].size);
+        const struct vocl_kargs *from = vocl_as_kernel(src)->kargs;
+        struct vocl_kargs *to = kargs_new(from->n);
+        vocl_as_kernel(k)->kargs = to;
+        for (cl_uint i = 0; to && i < from->n; i++) {
+            to->a[i] = from->a[i];
+            to->a[i].big = NULL;
+            if (from->a[i].big) {
+                to->a[i].big = malloc(from->a[i].size);
+                if (to->a[i].big)
+                    memcpy(to->a[i].big, from->a[i].big, from->a[i].size);
                 else
-                    k->kargs->a[i].set = 0;
+                    to->a[i].set = 0;
             }
         }
-        if (!k->kargs) {
+        if (!to) {
             clReleaseKernel((cl_kernel)k);
             k = NULL;
             c.err = CL_OUT_OF_HOST_MEMORY;
@@ -439,9 +442,10 @@ cl_int CL_API_CALL vocl_hand_clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
     struct vocl_obj *k = vocl_lookup(kernel, VOCL_T_KERNEL);
     if (!k)
         return CL_INVALID_KERNEL;
-    if (arg_index >= k->kargs->n)
+    struct vocl_kargs *kargs = vocl_as_kernel(k)->kargs;
+    if (arg_index >= kargs->n)
         return CL_INVALID_ARG_INDEX;
-    struct vocl_karg *old = &k->kargs->a[arg_index];
+    struct vocl_karg *old = &kargs->a[arg_index];
     err = arg_check(old, arg_size, arg_value);
     if (err != CL_SUCCESS)
         return err;

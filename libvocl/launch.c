@@ -114,40 +114,41 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     vocl_call_init(&c);
     struct vocl_obj *q = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
     struct vocl_obj *k = vocl_call_h(&c, kernel, VOCL_T_KERNEL, 0);
+    struct vocl_kargs *kargs = k ? vocl_as_kernel(k)->kargs : NULL;
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     if (!c.err && (work_dim < 1 || work_dim > 3))
         vocl_call_error(&c, CL_INVALID_WORK_DIMENSION);
     if (!c.err && k->context != q->context)
         vocl_call_error(&c, CL_INVALID_CONTEXT);
-    for (cl_uint i = 0; !c.err && i < k->kargs->n; i++)
-        if (!k->kargs->a[i].set)
+    for (cl_uint i = 0; !c.err && i < kargs->n; i++)
+        if (!kargs->a[i].set)
             vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
     /* Its objects stay until the launch is sent (an argument whose object
      * the application released is no longer set). */
     struct vocl_obj *held_small[16], **held = held_small;
     cl_uint nheld = 0;
-    if (!c.err && k->kargs->n > 16 && !(held = malloc(k->kargs->n * sizeof(*held))))
+    if (!c.err && kargs->n > 16 && !(held = malloc(kargs->n * sizeof(*held))))
         vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
-    if (!c.err && !hold_args(k->kargs, held, &nheld))
+    if (!c.err && !hold_args(kargs, held, &nheld))
         vocl_call_error(&c, CL_INVALID_KERNEL_ARGS);
     /* Buffers and images of a context spanning proxies: their data here. */
-    for (cl_uint i = 0; !c.err && i < k->kargs->n; i++) {
-        const struct vocl_karg *a = &k->kargs->a[i];
-        if (a->kind == VOCL_LARG_MEM && a->obj)
-            vocl_mem_use(&c, a->obj,
-                         a->ro || (a->obj->mem_flags & CL_MEM_READ_ONLY) ? VOCL_USE_R
-                                                                         : VOCL_USE_RW);
+    for (cl_uint i = 0; !c.err && i < kargs->n; i++) {
+        const struct vocl_karg *a = &kargs->a[i];
+        if (a->kind == VOCL_LARG_MEM && a->obj) {
+            bool ro = a->ro || (vocl_as_mem(a->obj)->mem_flags & CL_MEM_READ_ONLY);
+            vocl_mem_use(&c, a->obj, ro ? VOCL_USE_R : VOCL_USE_RW);
+        }
     }
     /* A launch does not wait, but for the first of its shape: the driver
      * then says whether its work-group size is valid.  Its other errors
      * (resources) are deferred. */
     struct vocl_shape shape = launch_shape(work_dim, global_work_size, local_work_size);
     uint64_t bit = c.err ? 0 : rep_bit(k, c.px);
-    bool probe = !c.err && !shape_known(k->kargs, &shape, bit, false);
+    bool probe = !c.err && !shape_known(kargs, &shape, bit, false);
     c.async = !probe;
     if (vocl_call_start(&c, VOCL_OP_clEnqueueNDRangeKernel) == 0) {
         struct vocl_karg_wire args_small[16], *args = args_small;
-        if (k->kargs->n > 16 && !(args = malloc(k->kargs->n * sizeof(*args))))
+        if (kargs->n > 16 && !(args = malloc(kargs->n * sizeof(*args))))
             vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
         if (args)
@@ -159,7 +160,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
                          .global_work_offset = vocl_va_of(global_work_offset, work_dim),
                          .global_work_size = vocl_va_of(global_work_size, work_dim),
                          .local_work_size = vocl_va_of(local_work_size, work_dim),
-                         .args = args_to_send(&c, k->kargs, bit, args),
+                         .args = args_to_send(&c, kargs, bit, args),
                          .wait_list = vocl_call_wl_ids(&c, num_events_in_wait_list,
                                                        event_wait_list),
                          .event = ev_id});
@@ -167,11 +168,11 @@ cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
             free(args);
         if (vocl_call_post(&c) == 0) {
             /* The proxy has applied the arguments, whatever the launch does. */
-            for (cl_uint i = 0; i < k->kargs->n; i++)
-                atomic_fetch_or_explicit(&k->kargs->a[i].sent, bit, memory_order_relaxed);
+            for (cl_uint i = 0; i < kargs->n; i++)
+                atomic_fetch_or_explicit(&kargs->a[i].sent, bit, memory_order_relaxed);
             if (vocl_call_wait(&c) == 0) {
                 if (probe)
-                    shape_known(k->kargs, &shape, bit, true);
+                    shape_known(kargs, &shape, bit, true);
                 if (event)
                     *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
             }

@@ -114,9 +114,12 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
         vocl_call_error(&c, CL_INVALID_VALUE);
     if (!c.err && !mem_flags_ok(flags))
         vocl_call_error(&c, CL_INVALID_VALUE);
-    for (cl_uint i = 0; !c.err && i < ctx->ndevs; i++)
-        if (ctx->devs[i]->max_alloc && size > ctx->devs[i]->max_alloc)
+    const struct vocl_context *cx = vocl_as_context(ctx);
+    for (cl_uint i = 0; !c.err && i < cx->ndevs; i++) {
+        cl_ulong max_alloc = vocl_as_device(cx->devs[i])->max_alloc;
+        if (max_alloc && size > max_alloc)
             vocl_call_error(&c, CL_INVALID_BUFFER_SIZE);
+    }
     /* Checked all the spec asks that the client can know: without host data
      * to copy, what is left to fail is the allocation, which drivers may
      * report late anyway.  So the creation does not wait. */
@@ -149,9 +152,10 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
         mem = NULL;
     }
     if (mem) {
-        mem->mem_flags = flags;
-        mem->mem_size = size;
-        mem->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
+        struct vocl_mem *mm = vocl_as_mem(mem);
+        mm->mem_flags = flags;
+        mm->mem_size = size;
+        mm->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;
     }
     if (errcode_ret)
         *errcode_ret = c.err;
@@ -165,7 +169,7 @@ void vocl_mem_create_sent(struct vocl_call *c, struct vocl_obj **m, cl_uint rep,
     if (vocl_xfer_send(c, data, size) == 0 &&
         vocl_call_made(c, m, rep, vocl_nreps(ctx), VOCL_T_MEM, id, ctx, parent) && host_data &&
         (*m)->reps)
-        (*m)->valid = 1;
+        vocl_as_mem(*m)->valid = 1;
 }
 
 cl_mem CL_API_CALL vocl_hand_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
@@ -216,9 +220,10 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
         mem = NULL;
     }
     if (mem) {
-        mem->mem_flags = flags ? flags : parent->mem_flags;
-        mem->mem_size = region->size;
-        mem->host_ptr = parent->host_ptr ? (char *)parent->host_ptr + region->origin : NULL;
+        struct vocl_mem *mm = vocl_as_mem(mem), *pm = vocl_as_mem(parent);
+        mm->mem_flags = flags ? flags : pm->mem_flags;
+        mm->mem_size = region->size;
+        mm->host_ptr = pm->host_ptr ? (char *)pm->host_ptr + region->origin : NULL;
     }
     if (errcode_ret)
         *errcode_ret = c.err;
@@ -231,7 +236,7 @@ bool vocl_host_forbids(const struct vocl_obj *m, bool read, bool write)
         return false;
     cl_mem_flags f = 0;
     for (const struct vocl_obj *o = m; o && !f; o = o->parent) /* a sub-buffer's, or its parent's */
-        f = o->mem_flags & VOCL_HOST_ACCESS;
+        f = vocl_as_mem(o)->mem_flags & VOCL_HOST_ACCESS;
     return (read && (f & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS))) ||
            (write && (f & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)));
 }
@@ -244,7 +249,8 @@ static void check_xfer(struct vocl_call *c, const struct vocl_obj *q, const stru
         return;
     if (m->context != q->context)
         vocl_call_error(c, CL_INVALID_CONTEXT);
-    else if (!ptr || size == 0 || offset > m->mem_size || size > m->mem_size - offset)
+    else if (!ptr || size == 0 || offset > vocl_as_mem(m)->mem_size ||
+             size > vocl_as_mem(m)->mem_size - offset)
         vocl_call_error(c, CL_INVALID_VALUE);
 }
 
@@ -271,7 +277,7 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
         vocl_host_forbids(m, op == VOCL_OP_clEnqueueReadBuffer, op == VOCL_OP_clEnqueueWriteBuffer))
         vocl_call_error(c, CL_INVALID_OPERATION);
     /* A write of all of a buffer needs none of its old data. */
-    bool whole = m && !m->parent && offset == 0 && size == m->mem_size;
+    bool whole = m && !m->parent && offset == 0 && size == vocl_as_mem(m)->mem_size;
     vocl_mem_use(c, m, op == VOCL_OP_clEnqueueReadBuffer ? VOCL_USE_R
                        : whole                           ? VOCL_USE_W
                                                          : VOCL_USE_RW);
@@ -331,7 +337,7 @@ static void *map_shared(long pid, unsigned fd, uint64_t size, uint64_t token)
 
 /* m's memory, shared by its proxy, mapped the first time; NULL when it is
  * not shared (or while another thread asks). */
-static void *shared_memory(struct vocl_obj *m)
+static void *shared_memory(struct vocl_mem *m)
 {
     int state = atomic_load(&m->shm_state);
     if (state == 2)
@@ -340,10 +346,10 @@ static void *shared_memory(struct vocl_obj *m)
         return NULL;
     struct vocl_call c;
     vocl_call_init(&c);
-    vocl_call_h(&c, m, VOCL_T_MEM, 0);
+    vocl_call_h(&c, &m->obj, VOCL_T_MEM, 0);
     void *p = NULL;
     if (vocl_call_start(&c, VOCL_OP_SHM_MAP) == 0) {
-        vocl_enc_SHM_MAP_req(c.w, &(struct vocl_msg_SHM_MAP_req){.mem = vocl_id_on(m, c.px)});
+        vocl_enc_SHM_MAP_req(c.w, &(struct vocl_msg_SHM_MAP_req){.mem = vocl_id_on(&m->obj, c.px)});
         if (vocl_call_send(&c) == 0) {
             struct vocl_msg_SHM_MAP_rep rep;
             vocl_dec_SHM_MAP_rep(&c.r, &rep);
@@ -381,23 +387,23 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
                         cl_bool blocking, size_t offset, size_t size, void *ptr, cl_uint nwl,
                         const cl_event *event, cl_int *err)
 {
-    struct vocl_obj *q = vocl_lookup(command_queue, VOCL_T_QUEUE);
-    struct vocl_obj *m = vocl_lookup(buffer, VOCL_T_MEM);
-    if (nwl || event || !q || !m || !m->px->shm || m->parent || m->reps ||
-        m->mem_type || m->maps || m->context != q->context || !ptr || size == 0 ||
+    struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
+    struct vocl_mem *m = vocl_as_mem(vocl_lookup(buffer, VOCL_T_MEM));
+    if (nwl || event || !q || !m || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
+        m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr || size == 0 ||
         offset > m->mem_size || size > m->mem_size - offset ||
-        vocl_host_forbids(m, !write, write))
+        vocl_host_forbids(&m->obj, !write, write))
         return false;
     bool drained = atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at) ||
                    !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
         return false;
     void *shared = shared_memory(m);
-    if (!shared || atomic_load(&m->px->dead))
+    if (!shared || atomic_load(&m->obj.px->dead))
         return false;
     /* The memory outlives a proxy that dies: its transfers must fail. */
-    if (kill((pid_t)atomic_load(&m->px->shm_pid), 0) != 0) {
-        vocl_xport_fail(m->px, "its process is gone: it died");
+    if (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0) {
+        vocl_xport_fail(m->obj.px, "its process is gone: it died");
         return false;
     }
     if (!drained) {
@@ -465,7 +471,7 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
             /* Its events (and those of later commands of the queue) complete
              * once its data is here, too. */
             if (c.async && !c.px->local)
-                vocl_raise(&q->data_ticket, c.posted);
+                vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
             if (event)
                 *event = (cl_event)vocl_call_new_event(&c, m.event, q);
         }
@@ -500,7 +506,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueReadBuffer(cl_command_queue command_queue,
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void vocl_mapping_add(struct vocl_obj *m, struct vocl_mapping *mp)
+void vocl_mapping_add(struct vocl_mem *m, struct vocl_mapping *mp)
 {
     pthread_mutex_lock(&maps_lock);
     mp->next = m->maps;
@@ -508,7 +514,7 @@ void vocl_mapping_add(struct vocl_obj *m, struct vocl_mapping *mp)
     pthread_mutex_unlock(&maps_lock);
 }
 
-static struct vocl_mapping *mapping_take(struct vocl_obj *m, void *ptr)
+static struct vocl_mapping *mapping_take(struct vocl_mem *m, void *ptr)
 {
     pthread_mutex_lock(&maps_lock);
     struct vocl_mapping **pp = &m->maps, *mp;
@@ -546,11 +552,12 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         vocl_call_error(&c, CL_INVALID_OPERATION);
     if (!c.err && !c.px->local) {
         /* Remote: read into a shadow (unless the map discards the contents). */
+        struct vocl_mem *mm = vocl_as_mem(m);
         struct vocl_mapping *mp = calloc(1, sizeof(*mp));
-        ptr = m->host_ptr ? (char *)m->host_ptr + offset : malloc(size);
+        ptr = mm->host_ptr ? (char *)mm->host_ptr + offset : malloc(size);
         if (!mp || !ptr) {
             free(mp);
-            if (!m->host_ptr)
+            if (!mm->host_ptr)
                 free(ptr);
             vocl_call_end(&c);
             if (errcode_ret)
@@ -566,18 +573,18 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
                               num_events_in_wait_list, event_wait_list, event);
         if (err != CL_SUCCESS) {
             free(mp);
-            if (!m->host_ptr)
+            if (!mm->host_ptr)
                 free(ptr);
             if (errcode_ret)
                 *errcode_ret = err;
             return NULL;
         }
         mp->ptr = ptr;
-        mp->owned = !m->host_ptr;
+        mp->owned = !mm->host_ptr;
         mp->offset = offset;
         mp->size = size;
         mp->flags = map_flags;
-        vocl_mapping_add(m, mp);
+        vocl_mapping_add(mm, mp);
         if (errcode_ret)
             *errcode_ret = CL_SUCCESS;
         return ptr;
@@ -617,7 +624,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
     vocl_call_wl(&c, num_events_in_wait_list, event_wait_list);
     /* A host shadow (remote buffers, and images anywhere): write back if mapped
      * for writing.  Otherwise a native mapping of a local buffer. */
-    struct vocl_mapping *mp = c.err ? NULL : mapping_take(m, mapped_ptr);
+    struct vocl_mapping *mp = c.err ? NULL : mapping_take(vocl_as_mem(m), mapped_ptr);
     if (mp || (!c.err && !c.px->local)) {
         vocl_call_end(&c);
         if (!mp)
@@ -651,7 +658,7 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
     return c.err;
 }
 
-void vocl_mappings_free(struct vocl_obj *m)
+void vocl_mappings_free(struct vocl_mem *m)
 {
     for (struct vocl_mapping *mp = m->maps, *next; mp; mp = next) {
         next = mp->next;
@@ -663,17 +670,17 @@ void vocl_mappings_free(struct vocl_obj *m)
 int vocl_hook_clGetMemObjectInfo(cl_mem memobj, cl_mem_info param_name, size_t param_value_size,
                                  void *param_value, size_t *param_value_size_ret, cl_int *ret)
 {
-    struct vocl_obj *m = vocl_lookup(memobj, VOCL_T_MEM);
+    struct vocl_mem *m = vocl_as_mem(vocl_lookup(memobj, VOCL_T_MEM));
     const void *v;
     if (!m)
         return 0;
     switch (param_name) {
-    case CL_MEM_CONTEXT: v = m->context; break;
-    case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->parent; break;
+    case CL_MEM_CONTEXT: v = m->obj.context; break;
+    case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->obj.parent; break;
     case CL_MEM_HOST_PTR: v = m->host_ptr; break;
     case CL_MEM_FLAGS:
         /* As the application gave them (a proxy got a copy of USE_HOST_PTR data). */
-        if (!m->mem_flags && m->parent)
+        if (!m->mem_flags && m->obj.parent)
             return 0;
         *ret = vocl_info_answer(&m->mem_flags, sizeof(m->mem_flags), param_value_size,
                                 param_value, param_value_size_ret);

@@ -17,10 +17,27 @@
 static pthread_rwlock_t handles_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct vocl_map handles; /* address -> object, live handles only */
 
+/* The size of an object of type t: its type's struct (vocl.h). */
+static size_t obj_size(enum vocl_type t)
+{
+    switch (t) {
+    case VOCL_T_DEVICE: return sizeof(struct vocl_device);
+    case VOCL_T_CONTEXT: return sizeof(struct vocl_context);
+    case VOCL_T_QUEUE: return sizeof(struct vocl_queue);
+    case VOCL_T_MEM: return sizeof(struct vocl_mem);
+    case VOCL_T_PROGRAM: return sizeof(struct vocl_program);
+    case VOCL_T_KERNEL: return sizeof(struct vocl_kernel);
+    case VOCL_T_EVENT: return sizeof(struct vocl_event);
+    default: return sizeof(struct vocl_obj); /* platform, sampler */
+    }
+}
+
 struct vocl_obj *vocl_obj_new(enum vocl_type t, struct vocl_proxy *px, uint64_t id,
                               struct vocl_obj *context, struct vocl_obj *parent)
 {
-    struct vocl_obj *o = calloc(1, sizeof(*o));
+    /* Every type's struct begins with its struct vocl_obj: the handle is
+     * the address of both. */
+    struct vocl_obj *o = calloc(1, obj_size(t));
     if (!o)
         return NULL;
     o->dispatch = &vocl_dispatch;
@@ -96,17 +113,28 @@ static void obj_free(struct vocl_obj *o)
         vocl_obj_drop(o->context);
     if (o->parent)
         vocl_obj_drop(o->parent);
-    free(o->devs);
-    free(o->props);
-    vocl_kargs_free(o->kargs);
-    kp_free(o->kp);
-    for (cl_uint i = 0; i < o->ninputs; i++)
-        vocl_obj_drop(o->inputs[i]);
-    free(o->inputs);
-    vocl_mappings_free(o);
+    struct vocl_context *ctx = vocl_as_context(o);
+    struct vocl_program *p = vocl_as_program(o);
+    struct vocl_kernel *k = vocl_as_kernel(o);
+    struct vocl_mem *m = vocl_as_mem(o);
+    if (ctx) {
+        free(ctx->devs);
+        free(ctx->props);
+    }
+    if (p) {
+        free(p->devs);
+        kp_free(p->kp);
+        for (cl_uint i = 0; i < p->ninputs; i++)
+            vocl_obj_drop(p->inputs[i]);
+        free(p->inputs);
+    }
+    if (k)
+        vocl_kargs_free(k->kargs);
+    if (m)
+        vocl_mappings_free(m);
     vocl_reps_free(o);
-    if (o->shm)
-        munmap(o->shm, o->mem_size);
+    if (m && m->shm)
+        munmap(m->shm, m->mem_size);
     o->magic = 0;
     free(o);
 }

@@ -176,7 +176,8 @@ cl_int CL_API_CALL vocl_hand_clGetDeviceIDs(cl_platform_id platform, cl_device_t
     cl_uint n = 0;
     for (cl_uint i = 0; i < vocl.ndevices; i++) {
         struct vocl_obj *d = vocl.devices[i];
-        bool match = device_type == CL_DEVICE_TYPE_ALL || (d->dev_type & device_type) ||
+        bool match = device_type == CL_DEVICE_TYPE_ALL ||
+                     (vocl_as_device(d)->dev_type & device_type) ||
                      ((device_type & CL_DEVICE_TYPE_DEFAULT) && n == 0);
         if (!match || d->px->dead)
             continue;
@@ -288,7 +289,7 @@ cl_int CL_API_CALL vocl_hand_clCreateSubDevices(cl_device_id in_device,
         for (cl_uint i = 0; i < got && i < nids; i++) {
             struct vocl_obj *sd = vocl_call_new_obj(&c, VOCL_T_DEVICE, first + i, NULL, d);
             if (sd)
-                sd->dev_type = d->dev_type;
+                vocl_as_device(sd)->dev_type = vocl_as_device(d)->dev_type;
             out_devices[i] = (cl_device_id)sd;
         }
     }

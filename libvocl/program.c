@@ -13,15 +13,16 @@
 
 static void program_devices(struct vocl_obj *p, cl_uint n, const cl_device_id *list)
 {
-    struct vocl_obj *ctx = p->context;
+    struct vocl_program *prog = vocl_as_program(p);
     if (!list) {
+        const struct vocl_context *ctx = vocl_as_context(p->context);
         n = ctx->ndevs;
         list = (const cl_device_id *)ctx->devs;
     }
-    p->devs = malloc(n * sizeof(*p->devs));
-    if (p->devs) {
-        memcpy(p->devs, list, n * sizeof(*p->devs));
-        p->ndevs = n;
+    prog->devs = malloc(n * sizeof(*prog->devs));
+    if (prog->devs) {
+        memcpy(prog->devs, list, n * sizeof(*prog->devs));
+        prog->ndevs = n;
     }
 }
 
@@ -114,11 +115,12 @@ static void program_parse(struct vocl_obj *p, cl_uint count, const char **string
     }
     char err[160];
     bool twice;
-    src_directives(src, total, &p->kp_cond, &twice);
+    struct vocl_program *prog = vocl_as_program(p);
+    src_directives(src, total, &prog->kp_cond, &twice);
     if (twice)
         vocl_info("kernel signatures not read (a macro is defined twice): argument kinds will "
                   "come from the proxy");
-    else if (kp_parse(src, total, &p->kp, err, sizeof(err)) != KP_OK)
+    else if (kp_parse(src, total, &prog->kp, err, sizeof(err)) != KP_OK)
         vocl_info("kernel signatures not read (%s): argument kinds will come from the proxy",
                   err);
     free(src);
@@ -256,7 +258,7 @@ static bool build_start(struct vocl_call *c, unsigned op, struct vocl_obj *p, cl
 {
     if (!builds_here(c, p, n, list))
         return false;
-    p->build_tried |= UINT64_C(1) << rep;
+    vocl_as_program(p)->build_tried |= UINT64_C(1) << rep;
     return vocl_call_start(c, op) == 0;
 }
 
@@ -352,7 +354,7 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         }
     vocl_call_end(&c);
     if (p)
-        p->built = c.err == CL_SUCCESS;
+        vocl_as_program(p)->built = c.err == CL_SUCCESS;
     notify_built(p ? program : NULL, pfn_notify, user_data);
     return c.err;
 }
@@ -432,14 +434,15 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
     }
     vocl_call_end(&c);
     if (p) {
-        p->built = c.err == CL_SUCCESS && !(options && strstr(options, "-create-library"));
+        struct vocl_program *prog = vocl_as_program(p);
+        prog->built = c.err == CL_SUCCESS && !(options && strstr(options, "-create-library"));
         program_devices(p, num_devices, device_list);
         /* Its kernels' signatures are in the inputs' sources. */
-        p->inputs = malloc(num_input_programs * sizeof(*p->inputs));
-        for (cl_uint i = 0; p->inputs && i < num_input_programs; i++) {
-            p->inputs[i] = (struct vocl_obj *)input_programs[i];
-            vocl_obj_hold(p->inputs[i]);
-            p->ninputs++;
+        prog->inputs = malloc(num_input_programs * sizeof(*prog->inputs));
+        for (cl_uint i = 0; prog->inputs && i < num_input_programs; i++) {
+            prog->inputs[i] = (struct vocl_obj *)input_programs[i];
+            vocl_obj_hold(prog->inputs[i]);
+            prog->ninputs++;
         }
     }
     notify_built((cl_program)p, pfn_notify, user_data);
@@ -452,9 +455,10 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
  * brings every binary, copied into place here. */
 static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, size_t *size_ret)
 {
-    if (!p->devs) /* made by a generated create: the context's devices */
+    struct vocl_program *prog = vocl_as_program(p);
+    if (!prog->devs) /* made by a generated create: the context's devices */
         program_devices(p, 0, NULL);
-    size_t need = p->ndevs * sizeof(unsigned char *);
+    size_t need = prog->ndevs * sizeof(unsigned char *);
     if (size_ret)
         *size_ret = need;
     if (!value)
@@ -476,8 +480,8 @@ static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, siz
             cl_uint n = rep.binaries.n;
             struct vocl_rd items;
             vocl_rd_init(&items, rep.binaries.raw, rep.binaries.raw_len);
-            for (cl_uint i = 0; n && i < p->ndevs; i++) {
-                if (p->devs[i]->px != c.px)
+            for (cl_uint i = 0; n && i < prog->ndevs; i++) {
+                if (prog->devs[i]->px != c.px)
                     continue;
                 size_t len;
                 const void *bin = vocl_rd_bytes(&items, &len);
@@ -495,9 +499,10 @@ static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, siz
 static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
                                    size_t *size_ret)
 {
-    if (!p->devs)
+    struct vocl_program *prog = vocl_as_program(p);
+    if (!prog->devs)
         program_devices(p, 0, NULL);
-    size_t need = p->ndevs * sizeof(size_t);
+    size_t need = prog->ndevs * sizeof(size_t);
     if (size_ret)
         *size_ret = need;
     if (!value)
@@ -518,8 +523,8 @@ static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
         if (vocl_call_send(&c) == 0)
             vocl_call_get_info(&c, sizeof(got), got, &n);
         n /= sizeof(size_t);
-        for (cl_uint i = 0, j = 0; !c.err && i < p->ndevs && j < n; i++)
-            if (p->devs[i]->px == c.px)
+        for (cl_uint i = 0, j = 0; !c.err && i < prog->ndevs && j < n; i++)
+            if (prog->devs[i]->px == c.px)
                 out[i] = got[j++];
     }
     vocl_call_end(&c);
@@ -536,10 +541,11 @@ int vocl_hook_clGetProgramBuildInfo(cl_program program, cl_device_id device,
 {
     struct vocl_obj *p = vocl_lookup(program, VOCL_T_PROGRAM);
     struct vocl_obj *d = vocl_lookup(device, VOCL_T_DEVICE);
-    if (!p || !d || !p->reps || !p->build_tried || param_name != CL_PROGRAM_BUILD_LOG)
+    if (!p || !d || !p->reps || !vocl_as_program(p)->build_tried ||
+        param_name != CL_PROGRAM_BUILD_LOG)
         return 0;
     cl_uint i = vocl_rep_index(p, d->px);
-    if (i >= p->nreps || p->build_tried & (UINT64_C(1) << i))
+    if (i >= p->nreps || vocl_as_program(p)->build_tried & (UINT64_C(1) << i))
         return 0;
     *ret = vocl_info_answer("", 1, param_value_size, param_value, param_value_size_ret);
     return 1;
@@ -557,12 +563,14 @@ int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,
         *ret = vocl_info_answer(&p->context, sizeof(void *), param_value_size, param_value,
                                 param_value_size_ret);
         return 1;
-    case CL_PROGRAM_DEVICES:
-        if (!p->devs) /* made by a generated create: the context's devices */
+    case CL_PROGRAM_DEVICES: {
+        struct vocl_program *prog = vocl_as_program(p);
+        if (!prog->devs) /* made by a generated create: the context's devices */
             program_devices(p, 0, NULL);
-        *ret = vocl_info_answer(p->devs, p->ndevs * sizeof(void *), param_value_size,
+        *ret = vocl_info_answer(prog->devs, prog->ndevs * sizeof(void *), param_value_size,
                                 param_value, param_value_size_ret);
         return 1;
+    }
     case CL_PROGRAM_BINARIES:
         *ret = program_binaries(p, param_value_size, param_value, param_value_size_ret);
         return 1;

@@ -114,7 +114,7 @@ static uint64_t unfinished_since(const struct vocl_rep *r)
     uint64_t since = 0;
     for (cl_uint i = 0; i < r->nwriters; i++) {
         const struct vocl_writer *w = &r->writers[i];
-        uint64_t done = atomic_load(&w->queue->finished_at);
+        uint64_t done = atomic_load(&vocl_as_queue(w->queue)->finished_at);
         uint64_t first = w->first > done ? w->first : done + 1;
         if (w->last > done && (!since || first < since))
             since = first;
@@ -186,7 +186,9 @@ int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy
         if (!(o->reps = calloc(n, sizeof(*o->reps))))
             return -1;
         o->nreps = n;
-        o->valid = ~(uint64_t)0; /* memory: nothing written yet, any copy will do */
+        struct vocl_mem *m = vocl_as_mem(o);
+        if (m)
+            m->valid = ~(uint64_t)0; /* nothing written yet: any copy will do */
         /* Replicas are numbered as the context's: one not made (a kernel
          * where its program was not built) still names its proxy, id 0. */
         const struct vocl_obj *ctx = o->context;
@@ -534,7 +536,7 @@ static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const str
  */
 static bool twinned(const struct vocl_obj *root, cl_uint i)
 {
-    return (root->twinned >> i) & 1;
+    return (vocl_as_mem(root)->twinned >> i) & 1;
 }
 
 /*
@@ -548,9 +550,10 @@ static bool twinned(const struct vocl_obj *root, cl_uint i)
  */
 static bool unordered(const struct vocl_call *c, const struct vocl_obj *root, cl_uint to)
 {
-    if (!c->queue || c->wl_n || root->mem_type) /* (set for images only) */
+    if (!c->queue || c->wl_n || vocl_as_mem(root)->mem_type) /* (set for images only) */
         return false;
-    uint64_t waited = atomic_load(&c->queue->ordered_at), seen = atomic_load(&vocl.synced_at);
+    uint64_t waited = atomic_load(&vocl_as_queue(c->queue)->ordered_at),
+             seen = atomic_load(&vocl.synced_at);
     for (cl_uint i = 0; i < root->nreps; i++) {
         if (i == to)
             continue;
@@ -571,7 +574,7 @@ static void drop_twins(struct vocl_obj *root)
             release_id(r->px, r->twin); /* after the requests that read it */
         r->twin = 0;
     }
-    root->twinned = 0;
+    vocl_as_mem(root)->twinned = 0;
 }
 
 /* Replica `to` starts writing from `from`'s data as it is now: twins on both. */
@@ -591,8 +594,9 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
         src->since = unfinished_since(src);
     }
     dst->twin = m.twin_to;
-    root->twinned |= (uint64_t)1 << from | (uint64_t)1 << to;
-    root->valid = 0; /* no replica holds all of it */
+    struct vocl_mem *rmem = vocl_as_mem(root);
+    rmem->twinned |= (uint64_t)1 << from | (uint64_t)1 << to;
+    rmem->valid = 0; /* no replica holds all of it */
     return CL_SUCCESS;
 }
 
@@ -616,7 +620,7 @@ static cl_int merge(struct vocl_obj *root, cl_uint to)
         forget_writers(&root->reps[i]);
     }
     drop_twins(root);
-    root->valid = (uint64_t)1 << t;
+    vocl_as_mem(root)->valid = (uint64_t)1 << t;
     return CL_SUCCESS;
 }
 
@@ -640,6 +644,7 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     if (c->err || !m)
         return;
     struct vocl_obj *root = mem_root(m);
+    struct vocl_mem *rmem = vocl_as_mem(root);
     if (!root->reps || !c->px)
         return;
     cl_uint to = vocl_rep_index(root, c->px);
@@ -653,19 +658,19 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
     if (vocl_call_route(c))
         return;
     coherence_take(c);
-    if (root->twinned && use == VOCL_USE_W)
+    if (rmem->twinned && use == VOCL_USE_W)
         drop_twins(root); /* all of it is overwritten */
-    else if (root->twinned && !(writes && unordered(c, root, to)))
+    else if (rmem->twinned && !(writes && unordered(c, root, to)))
         err = merge(root, to);
-    if (err == CL_SUCCESS && !((root->valid | root->twinned) & bit) && use != VOCL_USE_W) {
+    if (err == CL_SUCCESS && !((rmem->valid | rmem->twinned) & bit) && use != VOCL_USE_W) {
         cl_uint from = 0;
-        uint64_t has = root->valid ? root->valid : root->twinned;
+        uint64_t has = rmem->valid ? rmem->valid : rmem->twinned;
         while (from < root->nreps && !(has & ((uint64_t)1 << from)))
             from++;
         /* Twins only to overlap writes that may be running: if they have
          * ended, moving the data whole costs no wait. */
         bool twin = from < root->nreps && writes && unordered(c, root, to) &&
-                    (root->twinned || unfinished_since(&root->reps[from]));
+                    (rmem->twinned || unfinished_since(&root->reps[from]));
         if (from < root->nreps)
             err = twin ? join(root, from, to, c) : migrate(root, from, to, c);
     }
@@ -675,15 +680,15 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
      * others' writers did has reached it (or is overwritten), and the next
      * migration out of `to` reads after every queue that wrote it since. */
     if (!c->err && writes) {
-        for (cl_uint i = 0; i < root->nreps && !root->twinned; i++)
+        for (cl_uint i = 0; i < root->nreps && !rmem->twinned; i++)
             if (i != to)
                 forget_writers(&root->reps[i]);
         if (c->queue && add_writer(&root->reps[to], c->queue))
             vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
     }
     if (!c->err) {
-        if (!root->twinned)
-            root->valid = use == VOCL_USE_R ? root->valid | bit : bit;
+        if (!rmem->twinned)
+            rmem->valid = use == VOCL_USE_R ? rmem->valid | bit : bit;
         if (root->reps[to].arrive)
             wait_arrival(c, root->reps[to].arrive);
     }
@@ -699,7 +704,7 @@ static void mem_discard(struct vocl_call *c, struct vocl_obj *m)
     coherence_take(c);
     if (i < root->nreps) {
         drop_twins(root);
-        root->valid = (uint64_t)1 << i;
+        vocl_as_mem(root)->valid = (uint64_t)1 << i;
     }
 }
 
@@ -715,8 +720,8 @@ void vocl_pre_clEnqueueFillBuffer(struct vocl_call *c, cl_command_queue command_
     if (c->err || !m)
         return;
     if (!pattern || !pattern_size || pattern_size > 128 || (pattern_size & (pattern_size - 1)) ||
-        offset % pattern_size || size % pattern_size || offset > m->mem_size ||
-        size > m->mem_size - offset)
+        offset % pattern_size || size % pattern_size || offset > vocl_as_mem(m)->mem_size ||
+        size > vocl_as_mem(m)->mem_size - offset)
         vocl_call_error(c, CL_INVALID_VALUE);
 }
 
@@ -733,8 +738,9 @@ void vocl_pre_clEnqueueFillImage(struct vocl_call *c, cl_command_queue command_q
         vocl_call_error(c, CL_INVALID_VALUE);
         return;
     }
-    for (int i = 0; i < 3 && m->dims[0]; i++)
-        if (!region[i] || origin[i] > m->dims[i] || region[i] > m->dims[i] - origin[i])
+    const size_t *dims = vocl_as_mem(m)->dims;
+    for (int i = 0; i < 3 && dims[0]; i++)
+        if (!region[i] || origin[i] > dims[i] || region[i] > dims[i] - origin[i])
             vocl_call_error(c, CL_INVALID_VALUE);
 }
 

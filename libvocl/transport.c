@@ -482,13 +482,14 @@ uint64_t vocl_xport_ticket(struct vocl_proxy *px)
 
 bool vocl_event_data_pending(struct vocl_obj *e)
 {
-    if (!e->data_ticket)
+    struct vocl_event *ev = vocl_as_event(e);
+    if (!ev->data_ticket)
         return false;
     pthread_mutex_lock(&e->px->lock);
     struct vocl_wr notes;
     vocl_wr_init(&notes);
     progress_locked(e->px, &notes);
-    bool pending = in_flight(e->px, e->parent, e->data_ticket, e->data_ticket);
+    bool pending = in_flight(e->px, e->parent, ev->data_ticket, ev->data_ticket);
     pthread_mutex_unlock(&e->px->lock);
     run_notes(e->px, &notes);
     return pending;
@@ -497,7 +498,8 @@ bool vocl_event_data_pending(struct vocl_obj *e)
 /* A non-blocking read's data: its queue's chunks up to the event's ticket. */
 cl_int vocl_event_data_wait(struct vocl_obj *e)
 {
-    if (!e->data_ticket)
+    struct vocl_event *ev = vocl_as_event(e);
+    if (!ev->data_ticket)
         return CL_SUCCESS;
-    return vocl_xport_land(e->px, e->parent, e->data_ticket, e->data_ticket);
+    return vocl_xport_land(e->px, e->parent, ev->data_ticket, ev->data_ticket);
 }

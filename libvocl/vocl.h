@@ -108,8 +108,10 @@ struct vocl_proxy {
 };
 
 /*
- * Every OpenCL handle libvocl gives out points to one of these.  The ICD
- * dispatch pointer must come first: the ICD loader calls through it.
+ * Every OpenCL handle libvocl gives out points to one of these: what every
+ * object has.  The ICD dispatch pointer must come first: the ICD loader
+ * calls through it.  Types with state of their own embed it as the first
+ * member of a larger struct (below), so a handle is the address of both.
  */
 struct vocl_obj {
     const struct _cl_icd_dispatch *dispatch;
@@ -123,43 +125,109 @@ struct vocl_obj {
     struct vocl_obj *context; /* held: the owning context */
     struct vocl_obj *parent;  /* held: queue->device, kernel->program, event->queue,
                                  sub-buffer->buffer, sub-device->device */
-    /* Per type: */
-    cl_device_type dev_type;  /* device */
-    cl_ulong max_alloc;       /* device: CL_DEVICE_MAX_MEM_ALLOC_SIZE */
-    atomic_uint_fast64_t data_ticket; /* queue: the last chunk of its latest non-blocking
-                                         read (threads may enqueue at once: only grows);
-                                         event: the queue's, when the event was made */
-    cl_uint ndevs;            /* context, program: their devices (not held) */
+    struct vocl_dtor *dtors;  /* destructor callbacks (contexts, memory), run when it goes */
+    cl_uint nreps;            /* objects of a context spanning proxies: one replica */
+    struct vocl_rep *reps;    /* per proxy of it (reps[0] is px, id); else NULL */
+};
+
+struct vocl_device {
+    struct vocl_obj obj;
+    cl_device_type dev_type;
+    cl_ulong max_alloc; /* CL_DEVICE_MAX_MEM_ALLOC_SIZE (0: a sub-device, unknown) */
+};
+
+struct vocl_context {
+    struct vocl_obj obj;
+    cl_uint ndevs;                /* its devices (not held) */
     struct vocl_obj **devs;
-    cl_context_properties *props; /* context: as the application gave them */
+    cl_context_properties *props; /* as the application gave them */
     size_t nprops;
-    cl_mem_object_type mem_type; /* mem: an image's type (0: a buffer) */
-    size_t elem_size;            /* image: bytes per pixel */
-    size_t dims[3];              /* image: its extent as origin/region count it */
-    cl_mem_flags mem_flags;      /* mem */
-    size_t mem_size;
-    void *host_ptr;
-    struct vocl_kargs *kargs; /* kernel: argument cache */
-    struct kp_program *kp;    /* program from source: its kernel signatures, or NULL */
-    bool kp_cond;             /* program: its source has #if (types may be -D defined) */
-    bool built;               /* program: its last build or link made an executable */
-    uint64_t build_tried;     /* program: the replicas a build or compile went to */
-    cl_uint ninputs;          /* linked program: its input programs (held), where */
-    struct vocl_obj **inputs; /* its kernels' signatures are */
-    struct vocl_mapping *maps; /* mem: live host shadows of remote maps */
-    void *shm;                 /* buffer: its memory, shared with its proxy (memory.c) */
-    atomic_int shm_state;      /* buffer: 0 SHM_MAP not asked, 1 being asked, 2 answered */
     void (*ctx_notify)(const char *, const void *, size_t, void *);
     void *ctx_notify_data;
-    struct vocl_dtor *dtors; /* destructor callbacks, run when the object goes */
-    cl_uint nreps;           /* objects of a context spanning proxies: one replica */
-    struct vocl_rep *reps;   /* per proxy of it (reps[0] is px, id); else NULL */
-    uint64_t valid;          /* memory (the root buffer): replicas holding the latest data */
-    uint64_t twinned;        /* memory (the root buffer): replicas with a twin */
-    atomic_uint_fast64_t ordered_at;  /* queue: when a command of it last had a wait list */
-    atomic_uint_fast64_t finished_at; /* queue: when the last clFinish of it that returned began */
-    atomic_uint_fast64_t enqueued_at; /* queue: when the last call naming it began */
 };
+
+struct vocl_queue {
+    struct vocl_obj obj;
+    atomic_uint_fast64_t data_ticket; /* the last chunk of its latest non-blocking read
+                                         (threads may enqueue at once: only grows) */
+    atomic_uint_fast64_t ordered_at;  /* when a command of it last had a wait list */
+    atomic_uint_fast64_t finished_at; /* when the last clFinish of it that returned began */
+    atomic_uint_fast64_t enqueued_at; /* when the last call naming it began */
+};
+
+/* A buffer, sub-buffer or image. */
+struct vocl_mem {
+    struct vocl_obj obj;
+    cl_mem_object_type mem_type; /* an image's type (0: a buffer) */
+    size_t elem_size;            /* image: bytes per pixel */
+    size_t dims[3];              /* image: its extent as origin/region count it */
+    cl_mem_flags mem_flags;
+    size_t mem_size;
+    void *host_ptr;
+    struct vocl_mapping *maps; /* live host shadows of remote maps */
+    void *shm;                 /* buffer: its memory, shared with its proxy (memory.c) */
+    atomic_int shm_state;      /* buffer: 0 SHM_MAP not asked, 1 being asked, 2 answered */
+    uint64_t valid;            /* the root buffer: replicas holding the latest data */
+    uint64_t twinned;          /* the root buffer: replicas with a twin */
+};
+
+struct vocl_program {
+    struct vocl_obj obj;
+    cl_uint ndevs;            /* its devices (not held); NULL devs: the context's */
+    struct vocl_obj **devs;
+    struct kp_program *kp;    /* from source: its kernel signatures, or NULL */
+    bool kp_cond;             /* its source has #if (types may be -D defined) */
+    bool built;               /* its last build or link made an executable */
+    uint64_t build_tried;     /* the replicas a build or compile went to */
+    cl_uint ninputs;          /* linked: its input programs (held), where */
+    struct vocl_obj **inputs; /* its kernels' signatures are */
+};
+
+struct vocl_kernel {
+    struct vocl_obj obj;
+    struct vocl_kargs *kargs; /* argument cache (kargs.h) */
+};
+
+struct vocl_event {
+    struct vocl_obj obj;
+    /* The queue's data_ticket when the event was made: waiting for it
+     * covers the data of the queue's earlier reads. */
+    atomic_uint_fast64_t data_ticket;
+};
+
+/*
+ * An object as its type's struct: NULL when o is NULL or of another type.
+ * The callers know the type (a lookup checked it), so a mismatch is a bug,
+ * and a NULL dereference shows it at once.  Like strchr, const in, not out.
+ */
+static inline struct vocl_device *vocl_as_device(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_DEVICE ? (struct vocl_device *)o : NULL;
+}
+static inline struct vocl_context *vocl_as_context(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_CONTEXT ? (struct vocl_context *)o : NULL;
+}
+static inline struct vocl_queue *vocl_as_queue(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_QUEUE ? (struct vocl_queue *)o : NULL;
+}
+static inline struct vocl_mem *vocl_as_mem(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_MEM ? (struct vocl_mem *)o : NULL;
+}
+static inline struct vocl_program *vocl_as_program(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_PROGRAM ? (struct vocl_program *)o : NULL;
+}
+static inline struct vocl_kernel *vocl_as_kernel(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_KERNEL ? (struct vocl_kernel *)o : NULL;
+}
+static inline struct vocl_event *vocl_as_event(const struct vocl_obj *o)
+{
+    return o && o->type == VOCL_T_EVENT ? (struct vocl_event *)o : NULL;
+}
 
 /* Global state, set up once by vocl_init(). */
 struct vocl_state {
@@ -443,10 +511,10 @@ struct vocl_mapping {
     size_t origin[3], region[3];          /* images */
     size_t row_pitch, slice_pitch;
 };
-void vocl_mapping_add(struct vocl_obj *m, struct vocl_mapping *mp);
+void vocl_mapping_add(struct vocl_mem *m, struct vocl_mapping *mp);
 
 void vocl_warn_once_unsupported(const char *fn);
 void vocl_kargs_free(struct vocl_kargs *k);
-void vocl_mappings_free(struct vocl_obj *m);
+void vocl_mappings_free(struct vocl_mem *m);
 
 #endif
