@@ -9,8 +9,10 @@ One table yields every piece that must agree with every other piece:
                     unsup entries, and the ICD dispatch table
   proxyd_gen.c      the proxy's decoders for gen entries and the opcode switch
   native_gen.c      loading the native OpenCL functions by name
-  vocl_msg.h/.c     the messages of codec entries: a struct, an encoder and a
-                    decoder each (the hand-written code calls them)
+  vocl_msg.h/.c     the messages of codec entries and of the protocol (msg
+                    lines): a struct, an encoder and a decoder each (the
+                    hand-written code calls them), and the records of their
+                    arrays (rec lines)
   test_msg_gen.c    a round-trip unit test of every such message
 
 Usage: gen-api.py cl_api.def OUTDIR [FILE...]
@@ -324,7 +326,7 @@ def gen_header(t):
     for e in entries:
         if e.op is not None:
             o.append('    VOCL_OP_%s = %d,' % (e.name, e.op))
-    o += ['};', '', '/* Wire opcodes of the protocol\'s own messages (payloads: protocol.h). */',
+    o += ['};', '', '/* Wire opcodes of the protocol\'s own messages (fields: vocl_msg.h; meaning: protocol.h). */',
           'enum vocl_proto_op {']
     for p in t.protos:
         o.append('    VOCL_OP_%s = %d,' % (p.name, p.op))
