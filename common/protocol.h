@@ -2,67 +2,63 @@
  * protocol.h - what libvocl and voclproxyd agree on besides the API table:
  * object types, id ranges, and the protocol's own messages.
  *
- * Message payloads (all fields little-endian, see wire.h):
+ * The protocol's own messages: their fields, in wire order, are their msg
+ * lines in cl_api.def (struct vocl_msg_NAME_req/_rep, encoders and decoders
+ * in the generated vocl_msg.h); what the fields mean:
  *
- *   HELLO   req: u32 wire version, u32 features, u32 flags, and when flags
- *           has VOCL_HELLO_TOKEN, bytes token (connect mode: token.h), and
- *           when features has VOCL_FEAT_SHM, u64 node key (shm.h)
- *           rep: i32 err, u32 version, u32 features (VOCL_FEAT_SHM: the same
- *                node, buffers shared), u64 chunk size, u32 ndev,
- *                ndev x (u64 cl_device_type, u64 max mem alloc size)
- *   SHM_MAP req: u64 mem  rep: i32 err, u64 proxy pid, u32 fd (UINT32_MAX:
- *           the buffer is not shared), u64 size, u64 token: the memfd whose
- *           name vocl_shm_name(token) gives holds the buffer (shm.h)
- *   BYE     req: (empty), or u8 1 when a proxy of the job died (so this proxy
- *           ends the job rather than wait in MPI_Finalize for the dead one) -
- *           the proxy releases the session's objects; a reply
- *           (status) only when asked for, after which nothing more comes
- *   RETAIN  req: u64 id                        rep: i32 err
- *   RELEASE req: u64 id, u8 last (client holds no more references to the id)
- *           rep: i32 err
- *   TRACE   req: (empty)  rep: i32 err, u32 n, n x (u32 opcode, u32 thread
- *           (0 requests, 1 stream), u64 start ns, u64 duration ns, u64 bytes):
- *           the session's timeline, when HELLO asked for one (VOCL_HELLO_TRACE)
- *   MIGRATE_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
- *           twin (0: none), and when there is one u64 new event, then u32
- *           nq, nq x u64 queue (those that wrote mem here; a queue already
- *           released is skipped), u32 n, n x u64 event: no reply.  Reads
+ *   HELLO   req: the client's wire version, its features (VOCL_FEAT_SHM: it
+ *           offers shared buffers, node_key says which node it is on, shm.h)
+ *           and flags (VOCL_HELLO_TRACE: record a timeline; VOCL_HELLO_TOKEN:
+ *           the shared secret, connect mode: token.h)
+ *           rep: the proxy's version, the features it took (VOCL_FEAT_SHM: the
+ *           same node, buffers shared), its chunk size, and per root device
+ *           its cl_device_type and max mem alloc size
+ *   SHM_MAP req: mem  rep: proxy pid, fd (UINT32_MAX: the buffer is not
+ *           shared), size, token: the memfd whose name vocl_shm_name(token)
+ *           gives holds the buffer (shm.h)
+ *   BYE     req: peer_died 1 when a proxy of the job died (so this proxy
+ *           ends the job rather than wait in MPI_Finalize for the dead one);
+ *           an empty BYE counts as 0 - the proxy releases the session's
+ *           objects; a reply only when asked for (peer_died: a peer died
+ *           here), after which nothing more comes
+ *   RETAIN  req: id                            rep: (status)
+ *   RELEASE req: id, last (client holds no more references to the id)
+ *           rep: (status)
+ *   TRACE   rep: the session's timeline (thread 0 requests, 1 stream), when
+ *           HELLO asked for one (VOCL_HELLO_TRACE)
+ *   MIGRATE_OUT  req: mem, peer rank, tag, chunk, twin: a new twin (0: none)
+ *           and twin_event its copy, queues (those that wrote mem here; a
+ *           queue already released is skipped), events: no reply.  Reads
  *           all of mem after the queues' commands, once the events complete, and
  *           sends it to the peer proxy in chunks on the tag (one empty
  *           message if the read failed).  With a twin (buffers only), it
  *           first copies mem into the new buffer twin, sends the twin's
- *           bytes, and the new event is the copy
- *   DIFF_OUT  req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 twin,
- *           then the queues and events as MIGRATE_OUT: no reply.  Sends the
- *           bytes of mem that differ from its twin (ops_migrate.c: u64 size,
- *           then runs of u64 offset, u64 length, bytes, in chunks)
- *   DIFF_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
- *           event, then the queues and events as MIGRATE_OUT: no reply.
- *           Reads mem after them, patches in the runs the peer sends and
- *           writes it back; the new event is that write (fails if the runs
- *           did not come or are malformed)
- *   EVENT_OUT  req: u64 event, u32 peer rank, u32 tag: no reply.  Sends the
- *           event's final status (i32) to the peer proxy on the tag once it
- *           is reached
- *   EVENT_IN   req: u64 context, u32 peer rank, u32 tag, u64 new event: no
- *           reply.  The new event is a user event set to the status the peer
- *           sends (an error status if none comes)
+ *           bytes, and twin_event is the copy
+ *   DIFF_OUT  req: mem, peer rank, tag, chunk, twin, then the queues and
+ *           events as MIGRATE_OUT: no reply.  Sends the bytes of mem that
+ *           differ from its twin (ops_migrate.c: u64 size, then runs of u64
+ *           offset, u64 length, bytes, in chunks)
+ *   DIFF_IN   req: mem, peer rank, tag, chunk, new event, then the queues
+ *           and events as MIGRATE_OUT: no reply.  Reads mem after them,
+ *           patches in the runs the peer sends and writes it back; the new
+ *           event is that write (fails if the runs did not come or are
+ *           malformed)
+ *   EVENT_OUT  req: event, peer rank, tag: no reply.  Sends the event's
+ *           final status (i32) to the peer proxy on the tag once it is reached
+ *   EVENT_IN   req: context, peer rank, tag, new event: no reply.  The new
+ *           event is a user event set to the status the peer sends (an error
+ *           status if none comes)
  *   OUTPUT  proxy -> client on the reply tag, before a reply: the bytes kernels
  *           wrote to the proxy's stdout (printf) since the last one
- *   NOTIFY  proxy -> client on the reply tag, before a reply: u32 n, n x (u64
- *           context, string errinfo, bytes private_info): the context
+ *   NOTIFY  proxy -> client on the reply tag, before a reply: the context
  *           notifications (pfn_notify) for the client's contexts since the
  *           last one, from the native driver or the proxy (executor/notify.c)
- *   MIGRATE_IN   req: u64 mem, u32 peer rank, u32 tag, u64 chunk, u64 new
- *           event, u64 new twin (0: none): no reply.  Writes what the peer
- *           sends into all of mem; the new event completes when it is there
- *           (fails if the data did not come).  With a twin (buffers only),
- *           mem is then copied into the new buffer twin, and the event is
- *           that copy
- *
- * The fields of RETAIN, RELEASE, SHM_MAP and PROGRAM_BINARIES come from
- * their msg lines in cl_api.def (vocl_msg.h); those of the others are still
- * written where they are sent and read where they are handled.
+ *   MIGRATE_IN   req: mem, peer rank, tag, chunk, new event, new twin (0:
+ *           none): no reply.  Writes what the peer sends into all of mem; the
+ *           new event completes when it is there (fails if the data did not
+ *           come).  With a twin (buffers only), mem is then copied into the
+ *           new buffer twin, and the event is that copy
+ *   PROGRAM_BINARIES  req: program  rep: its binaries
  *
  * API entries: see the annotations in cl_api.def; every reply starts with an
  * i32 OpenCL error code.  A request without VOCL_F_REPLY gets no reply: the
@@ -119,12 +115,8 @@ enum vocl_arg_kind {
     VOCL_ARG_VALUE = 5,   /* anything else, by value */
 };
 
-/* Features negotiated in HELLO. */
-#define VOCL_FEAT_NONE 0u
-#define VOCL_FEAT_SHM 0x1u /* shared buffers (shm.h) */
-/* HELLO flags. */
-#define VOCL_HELLO_TRACE 0x1u /* record a timeline of the session (VOCL_TRACE) */
-#define VOCL_HELLO_TOKEN 0x2u /* the shared secret follows (connect mode) */
+/* Features negotiated in HELLO and its flags (VOCL_FEAT_, VOCL_HELLO_):
+ * enum lines of cl_api.def (vocl_api.h), as HELLO's msg line uses them. */
 
 /* Object-type helpers shared by both sides. */
 const char *vocl_type_name(enum vocl_type t);

@@ -374,6 +374,27 @@ static void wr_raw(struct vocl_wr *w, const uint8_t *raw, size_t n)
         memcpy(p, raw, n);
 }
 
+void vocl_wr_sbytes(struct vocl_wr *w, const struct vocl_bytes *b)
+{
+    vocl_wr_bytes(w, b->p, b->len);
+}
+
+void vocl_rd_sbytes(struct vocl_rd *r, struct vocl_bytes *b)
+{
+    b->p = vocl_rd_bytes(r, &b->len);
+}
+
+void vocl_wr_rest(struct vocl_wr *w, const struct vocl_bytes *b)
+{
+    wr_raw(w, b->p, b->len);
+}
+
+void vocl_rd_rest(struct vocl_rd *r, struct vocl_bytes *b)
+{
+    b->len = r->fail ? 0 : (size_t)(r->end - r->p);
+    b->p = b->len ? rd_take(r, b->len) : r->p;
+}
+
 void vocl_wr_blist(struct vocl_wr *w, const struct vocl_blist *b)
 {
     vocl_wr_u32(w, b->n);

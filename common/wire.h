@@ -190,6 +190,19 @@ static inline struct vocl_str vocl_str_of(const char *s)
 void vocl_wr_sstr(struct vocl_wr *w, const struct vocl_str *s);
 void vocl_rd_sstr(struct vocl_rd *r, struct vocl_str *s);
 
+/* Bytes (a token, a notification's private info).  Decoded: p points into
+ * the message.  As a field, length-prefixed (u64 length, vocl_wr_bytes);
+ * as the last field of a message, "rest", without a length: the rest of
+ * the message (kernel output). */
+struct vocl_bytes {
+    const void *p;
+    size_t len;
+};
+void vocl_wr_sbytes(struct vocl_wr *w, const struct vocl_bytes *b);
+void vocl_rd_sbytes(struct vocl_rd *r, struct vocl_bytes *b);
+void vocl_wr_rest(struct vocl_wr *w, const struct vocl_bytes *b);
+void vocl_rd_rest(struct vocl_rd *r, struct vocl_bytes *b);
+
 /*
  * A list of byte strings (sources, binaries): u32 count, then count x
  * length-prefixed bytes.  An encoder reads p and len; a decoder checks every

@@ -338,15 +338,13 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 
 static void op_hello(struct proxyd_req *q)
 {
-    uint32_t version = vocl_rd_u32(q->r);
-    uint32_t features = vocl_rd_u32(q->r);
-    uint32_t flags = vocl_rd_u32(q->r);
-    size_t token_len = 0;
-    const uint8_t *token = flags & VOCL_HELLO_TOKEN ? vocl_rd_bytes(q->r, &token_len) : NULL;
-    uint64_t node_key = features & VOCL_FEAT_SHM ? vocl_rd_u64(q->r) : 0;
+    struct vocl_msg_HELLO_req m;
+    vocl_dec_HELLO_req(q->r, &m); /* (no counts: truncation is all that fails) */
+    size_t token_len = m.token.len;
+    const uint8_t *token = m.flags & VOCL_HELLO_TOKEN ? m.token.p : NULL;
     if (!proxyd_req_begin(q))
         return;
-    if (version != VOCL_WIRE_VERSION || q->s->hello) {
+    if (m.version != VOCL_WIRE_VERSION || q->s->hello) {
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
     }
@@ -358,25 +356,25 @@ static void op_hello(struct proxyd_req *q)
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
     }
+    struct vocl_rec_hello_device *devs = proxyd_tmp(q, node->ndev * sizeof(*devs));
+    for (cl_uint i = 0; devs && i < node->ndev; i++)
+        devs[i] = (struct vocl_rec_hello_device){node->types[i], node->max_alloc[i]};
     for (cl_uint i = 0; i < node->ndev; i++)
-        if (proxyd_add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
+        if (!devs || proxyd_add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
             vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
             return;
         }
     q->s->hello = true;
-    if ((flags & VOCL_HELLO_TRACE) && !q->s->trace)
+    if ((m.flags & VOCL_HELLO_TRACE) && !q->s->trace)
         q->s->trace = proxyd_trace_new();
-    q->s->shm = node_key && !q->s->in_process && node_key == vocl_node_key(true) &&
+    q->s->shm = m.node_key && !q->s->in_process && m.node_key == vocl_node_key(true) &&
                 vocl_shm_allowed();
     vocl_wr_i32(q->w, CL_SUCCESS);
-    vocl_wr_u32(q->w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(q->w, q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE);
-    vocl_wr_u64(q->w, node->xfer.pool_size);
-    vocl_wr_u32(q->w, node->ndev);
-    for (cl_uint i = 0; i < node->ndev; i++) {
-        vocl_wr_u64(q->w, node->types[i]);
-        vocl_wr_u64(q->w, node->max_alloc[i]);
-    }
+    vocl_enc_HELLO_rep(q->w, &(struct vocl_msg_HELLO_rep){
+                                 .version = VOCL_WIRE_VERSION,
+                                 .features = q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE,
+                                 .chunk = node->xfer.pool_size,
+                                 .devices = {.n = node->ndev, .v = devs}});
 }
 
 static void op_refcount(struct proxyd_req *q, bool retain)
@@ -539,9 +537,11 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
             vocl_warn("client %d: %s failed with %s, and no later call reported it", s->peer,
                       vocl_op_name(s->deferred_op), vocl_err_name(s->deferred));
         s->hello = false;
-        /* A peer of the job died: an optional byte says so (any other
-         * content is ignored: the session ends anyway). */
-        if (r.end - r.p == 1 && vocl_rd_u8(&r) == 1)
+        /* A peer of the job died: its byte says so (an empty BYE, or any
+         * other content, is ignored: the session ends anyway). */
+        struct vocl_msg_BYE_req bye;
+        vocl_dec_BYE_req(&r, &bye);
+        if (vocl_rd_done(&r) && bye.peer_died == 1)
             s->peer_died = true;
         if (!wants_reply)
             return 0;
@@ -550,7 +550,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         if (s->data && s->data->peer_died && s->data->peer_died())
             s->peer_died = true;
         vocl_wr_i32(reply, CL_SUCCESS);
-        vocl_wr_u8(reply, s->peer_died);
+        vocl_enc_BYE_rep(reply, &(struct vocl_msg_BYE_rep){.peer_died = s->peer_died});
         vocl_wr_finish(reply);
         return 1;
     }

@@ -149,20 +149,28 @@ bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg)
     struct note *list = take(s->serial);
     if (!list)
         return false;
-    vocl_wr_begin(msg, VOCL_OP_NOTIFY, 0, 0);
     uint32_t count = 0;
     for (struct note *n = list; n; n = n->next)
         count++;
-    vocl_wr_u32(msg, count);
+    struct vocl_rec_notification *recs = malloc(count * sizeof(*recs));
+    count = 0;
+    for (struct note *n = list; recs && n; n = n->next)
+        recs[count++] = (struct vocl_rec_notification){
+            .context = n->ctx,
+            .errinfo = vocl_str_of(n->errinfo),
+            .private_info = {n->priv, n->cb},
+        };
+    if (recs) {
+        vocl_wr_begin(msg, VOCL_OP_NOTIFY, 0, 0);
+        vocl_enc_NOTIFY_req(msg, &(struct vocl_msg_NOTIFY_req){.notes = {.n = count, .v = recs}});
+        vocl_wr_finish(msg);
+    }
     for (struct note *n = list, *next; n; n = next) {
         next = n->next;
-        vocl_wr_u64(msg, n->ctx);
-        vocl_wr_str(msg, n->errinfo);
-        vocl_wr_bytes(msg, n->priv, n->cb);
         note_free(n);
     }
-    vocl_wr_finish(msg);
-    return !msg->fail;
+    free(recs);
+    return recs && !msg->fail;
 }
 
 void proxyd_notify_drop(const struct proxyd_session *s)

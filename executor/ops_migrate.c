@@ -36,13 +36,14 @@ struct peer_link {
     int peer, tag;
 };
 
-/* Reads and checks the peer's rank and the tag (what: "migration", "event"). */
-static void rd_peer(struct proxyd_req *q, struct peer_link *l, const char *what)
+/* Checks the peer's rank and the tag of a request (what: "migration", "event"). */
+static void set_peer(struct proxyd_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
+                     const char *what)
 {
     l->cl = q->cl;
     l->data = q->s->data;
-    l->peer = (int)vocl_rd_u32(q->r);
-    l->tag = (int)vocl_rd_u32(q->r);
+    l->peer = (int)peer;
+    l->tag = (int)tag;
     char why[96];
     if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer)) {
         snprintf(why, sizeof(why), "%s peer is not another proxy of this job", what);
@@ -414,17 +415,24 @@ static void *drain_thread(void *arg)
     return NULL;
 }
 
-/* A migration with the fields every request starts with; NULL when out of memory. */
-static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
+/* The fields every migration request starts with (cl_api.def). */
+struct head {
+    uint64_t mem;
+    uint32_t peer, tag;
+    uint64_t chunk;
+};
+
+/* A migration with the fields of h; NULL when out of memory. */
+static struct migration *new_migration(struct proxyd_req *q, const struct head *h, cl_mem *mem)
 {
     struct migration *m = calloc(1, sizeof(*m));
     if (!m) {
         proxyd_fail(q, "out of memory");
         return NULL;
     }
-    *mem = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    rd_peer(q, &m->l, "migration");
-    m->chunk = (size_t)vocl_rd_u64(q->r);
+    *mem = q->r->fail ? NULL : proxyd_h(q, h->mem, VOCL_T_MEM, 0);
+    set_peer(q, &m->l, h->peer, h->tag, "migration");
+    m->chunk = (size_t)h->chunk;
     if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
         proxyd_fail(q, "migration chunk size out of range");
     return m;
@@ -432,9 +440,8 @@ static struct migration *rd_head(struct proxyd_req *q, cl_mem *mem)
 
 /*
  * What a read of mem here comes after: the events the client named, and
- * what the queues that wrote mem here enqueued before ("u32 nq, nq x u64
- * queue, u32 n, n x u64 event"; a queue already released is skipped, and
- * so are its commands).
+ * what the queues that wrote mem here enqueued before (a queue already
+ * released is skipped, and so are its commands).
  */
 struct after {
     cl_command_queue *writers;
@@ -443,20 +450,19 @@ struct after {
     cl_event *list; /* room for the events and a marker per writer */
 };
 
-static void rd_after(struct proxyd_req *q, struct after *a)
+static void set_after(struct proxyd_req *q, struct after *a, const struct vocl_ids *queues,
+                      const struct vocl_ids *events)
 {
-    uint32_t nq = vocl_rd_u32(q->r);
-    if (nq > (size_t)(q->r->end - q->r->p) / 8)
-        proxyd_fail(q, "migration writer count beyond the request");
+    uint32_t nq = queues->n;
     a->writers = proxyd_tmp(q, (nq ? nq : 1) * sizeof(*a->writers));
     a->nw = 0;
     for (uint32_t i = 0; i < nq && !q->fail && !q->r->fail; i++) {
-        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_rd_u64(q->r), VOCL_T_QUEUE);
+        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_ids_at(queues, i), VOCL_T_QUEUE);
         if (o && a->writers)
             a->writers[a->nw++] = o->native;
     }
     a->nwl = 0;
-    a->wl = proxyd_rd_ha(q, VOCL_T_EVENT, &a->nwl);
+    a->wl = proxyd_ha(q, VOCL_T_EVENT, events, &a->nwl);
     a->list = proxyd_tmp(q, (a->nwl + a->nw + 1) * sizeof(*a->list));
 }
 
@@ -487,18 +493,32 @@ static void after_done(struct proxyd_req *q, struct after *a, cl_uint n)
  */
 static void op_out(struct proxyd_req *q, bool diff)
 {
+    struct vocl_msg_MIGRATE_OUT_req w;
+    struct vocl_msg_DIFF_OUT_req d;
+    const char *why;
+    struct head h;
+    if (diff) {
+        why = vocl_dec_DIFF_OUT_req(q->r, &d);
+        h = (struct head){d.mem, d.peer, d.tag, d.chunk};
+    } else {
+        why = vocl_dec_MIGRATE_OUT_req(q->r, &w);
+        h = (struct head){w.mem, w.peer, w.tag, w.chunk};
+    }
+    if (why)
+        proxyd_fail(q, why);
     cl_mem mem, twin = NULL;
-    struct migration *m = rd_head(q, &mem);
+    struct migration *m = new_migration(q, &h, &mem);
     if (!m)
         return;
     uint64_t twin_id = 0, ev_id = 0;
     if (diff) {
-        twin = proxyd_rd_h(q, VOCL_T_MEM, 0);
-    } else if ((twin_id = proxyd_rd_newid(q)) != 0 && !(ev_id = proxyd_rd_newid(q))) {
+        twin = q->r->fail ? NULL : proxyd_h(q, d.twin, VOCL_T_MEM, 0);
+    } else if ((twin_id = proxyd_newid(q, w.twin)) != 0 &&
+               !(ev_id = proxyd_newid(q, w.twin_event))) {
         proxyd_fail(q, "a twin without an event");
     }
     struct after a;
-    rd_after(q, &a);
+    set_after(q, &a, diff ? &d.queues : &w.queues, diff ? &d.events : &w.events);
     size_t region[3], size = 0;
     bool image = false;
     if (!q->fail && !q->r->fail)
@@ -572,16 +592,32 @@ void proxyd_op_diff_out(struct proxyd_req *q)
  */
 static void op_in(struct proxyd_req *q, bool diff)
 {
+    struct vocl_msg_MIGRATE_IN_req w;
+    struct vocl_msg_DIFF_IN_req d;
+    const char *why;
+    struct head h;
+    uint64_t event;
+    if (diff) {
+        why = vocl_dec_DIFF_IN_req(q->r, &d);
+        h = (struct head){d.mem, d.peer, d.tag, d.chunk};
+        event = d.event;
+    } else {
+        why = vocl_dec_MIGRATE_IN_req(q->r, &w);
+        h = (struct head){w.mem, w.peer, w.tag, w.chunk};
+        event = w.event;
+    }
+    if (why)
+        proxyd_fail(q, why);
     cl_mem mem;
-    struct migration *m = rd_head(q, &mem);
+    struct migration *m = new_migration(q, &h, &mem);
     if (!m)
         return;
-    uint64_t ev_id = proxyd_rd_newid(q), twin_id = 0;
+    uint64_t ev_id = proxyd_newid(q, event), twin_id = 0;
     struct after a = {0};
     if (diff)
-        rd_after(q, &a);
+        set_after(q, &a, &d.queues, &d.events);
     else
-        twin_id = proxyd_rd_newid(q);
+        twin_id = proxyd_newid(q, w.twin);
     size_t region[3], size = 0;
     bool image = false;
     cl_int rc = CL_OUT_OF_RESOURCES;
@@ -692,21 +728,23 @@ static void *event_in_thread(void *arg)
     return NULL;
 }
 
-static struct event_link *rd_link(struct proxyd_req *q)
+static struct event_link *new_link(struct proxyd_req *q, uint32_t peer, uint32_t tag)
 {
     struct event_link *l = calloc(1, sizeof(*l));
     if (!l) {
         proxyd_fail(q, "out of memory");
         return NULL;
     }
-    rd_peer(q, &l->l, "event");
+    set_peer(q, &l->l, peer, tag, "event");
     return l;
 }
 
 void proxyd_op_event_out(struct proxyd_req *q)
 {
-    cl_event ev = proxyd_rd_h(q, VOCL_T_EVENT, 0);
-    struct event_link *l = rd_link(q);
+    struct vocl_msg_EVENT_OUT_req m;
+    vocl_dec_EVENT_OUT_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_event ev = q->r->fail ? NULL : proxyd_h(q, m.event, VOCL_T_EVENT, 0);
+    struct event_link *l = new_link(q, m.peer, m.tag);
     if (!l)
         return;
     bool sane = !q->fail;
@@ -726,9 +764,11 @@ void proxyd_op_event_out(struct proxyd_req *q)
 
 void proxyd_op_event_in(struct proxyd_req *q)
 {
-    cl_context ctx = proxyd_rd_h(q, VOCL_T_CONTEXT, 0);
-    struct event_link *l = rd_link(q);
-    uint64_t ev_id = proxyd_rd_newid(q);
+    struct vocl_msg_EVENT_IN_req m;
+    vocl_dec_EVENT_IN_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
+    cl_context ctx = q->r->fail ? NULL : proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    struct event_link *l = new_link(q, m.peer, m.tag);
+    uint64_t ev_id = q->r->fail ? 0 : proxyd_newid(q, m.event);
     cl_int rc = CL_OUT_OF_RESOURCES;
     if (!l)
         return;
@@ -749,4 +789,3 @@ void proxyd_op_event_in(struct proxyd_req *q)
     }
     vocl_wr_i32(q->w, rc);
 }
-

@@ -105,19 +105,22 @@ void proxyd_op_clGetSupportedImageFormats(struct proxyd_req *q)
 
     if (num_entries > 4096)
         num_entries = 4096;
-    if (num_entries)
+    struct vocl_rec_image_format *recs = NULL;
+    if (num_entries) {
         fmts = proxyd_tmp(q, num_entries * sizeof(*fmts));
+        recs = proxyd_tmp(q, num_entries * sizeof(*recs));
+    }
     if (!proxyd_req_begin(q))
         return;
     cl_int rc = q->cl->clGetSupportedImageFormats(ctx, flags, type, num_entries, fmts, &num);
     vocl_wr_i32(q->w, rc);
     if (rc != CL_SUCCESS)
         return;
-    vocl_wr_u32(q->w, num);
-    cl_uint n = fmts ? (num < num_entries ? num : num_entries) : 0;
-    vocl_wr_u32(q->w, n);
-    for (cl_uint i = 0; i < n; i++) {
-        vocl_wr_u32(q->w, fmts[i].image_channel_order);
-        vocl_wr_u32(q->w, fmts[i].image_channel_data_type);
-    }
+    cl_uint n = fmts && recs ? (num < num_entries ? num : num_entries) : 0;
+    for (cl_uint i = 0; i < n; i++)
+        recs[i] = (struct vocl_rec_image_format){fmts[i].image_channel_order,
+                                                 fmts[i].image_channel_data_type};
+    vocl_enc_clGetSupportedImageFormats_rep(q->w, &(struct vocl_msg_clGetSupportedImageFormats_rep){
+                                                      .num_image_formats = num,
+                                                      .formats = {.n = n, .v = recs}});
 }

@@ -11,14 +11,10 @@
 
 #define TRACE_MAX (1u << 18) /* events a session keeps: 10 MB of reply at most */
 
-struct tev {
-    uint32_t op, thread;
-    uint64_t start, dur, bytes;
-};
-
+/* The events are kept as TRACE's reply sends them (cl_api.def: trace_event). */
 struct proxyd_trace {
     pthread_mutex_t lock; /* the stream thread records too */
-    struct tev *ev;
+    struct vocl_rec_trace_event *ev;
     size_t n, cap, dropped;
 };
 
@@ -46,14 +42,14 @@ void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint
     pthread_mutex_lock(&t->lock);
     if (t->n == t->cap && t->cap < TRACE_MAX) {
         size_t cap = t->cap ? 2 * t->cap : 1024;
-        struct tev *ev = realloc(t->ev, cap * sizeof(*ev));
+        struct vocl_rec_trace_event *ev = realloc(t->ev, cap * sizeof(*ev));
         if (ev) {
             t->ev = ev;
             t->cap = cap;
         }
     }
     if (t->n < t->cap)
-        t->ev[t->n++] = (struct tev){op, thread, start, dur, bytes};
+        t->ev[t->n++] = (struct vocl_rec_trace_event){op, thread, start, dur, bytes};
     else
         t->dropped++;
     pthread_mutex_unlock(&t->lock);
@@ -63,22 +59,18 @@ void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint
 void proxyd_op_trace(struct proxyd_req *q)
 {
     struct proxyd_trace *t = q->s->trace;
+    struct vocl_msg_TRACE_req m;
+    vocl_dec_TRACE_req(q->r, &m); /* (no fields: a trailing byte is all that fails) */
     if (!proxyd_req_begin(q))
         return;
     vocl_wr_i32(q->w, CL_SUCCESS);
     if (!t) {
-        vocl_wr_u32(q->w, 0);
+        vocl_enc_TRACE_rep(q->w, &(struct vocl_msg_TRACE_rep){0});
         return;
     }
     pthread_mutex_lock(&t->lock);
-    vocl_wr_u32(q->w, (uint32_t)t->n);
-    for (size_t i = 0; i < t->n; i++) {
-        vocl_wr_u32(q->w, t->ev[i].op);
-        vocl_wr_u32(q->w, t->ev[i].thread);
-        vocl_wr_u64(q->w, t->ev[i].start);
-        vocl_wr_u64(q->w, t->ev[i].dur);
-        vocl_wr_u64(q->w, t->ev[i].bytes);
-    }
+    vocl_enc_TRACE_rep(q->w, &(struct vocl_msg_TRACE_rep){
+                                 .events = {.n = (uint32_t)t->n, .v = t->ev}});
     if (t->dropped)
         vocl_warn("client %d: trace full: %zu events not recorded", q->s->peer, t->dropped);
     t->n = 0;

@@ -305,19 +305,16 @@ static void note_deliver(struct vocl_proxy *px, uint64_t id, const char *errinfo
 
 void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size)
 {
-    struct vocl_rd r;
+    struct vocl_rd r, it;
+    struct vocl_msg_NOTIFY_req m;
+    struct vocl_rec_notification n;
     vocl_rd_init(&r, payload, size);
-    uint32_t count = vocl_rd_u32(&r);
-    for (uint32_t i = 0; i < count && !r.fail; i++) {
-        uint64_t id = vocl_rd_u64(&r);
-        size_t len = 0, cb = 0;
-        bool is_null = false;
-        const char *errinfo = vocl_rd_str(&r, &len, &is_null);
-        const void *priv = vocl_rd_bytes(&r, &cb);
-        if (r.fail || is_null)
-            break;
-        note_deliver(px, id, errinfo, len, priv, cb);
-    }
-    if (r.fail)
+    const char *why = vocl_dec_NOTIFY_req(&r, &m);
+    vocl_rd_init(&it, m.notes.raw, m.notes.raw_len);
+    /* (A NULL errinfo cannot come from a proxy: the rest is not read.) */
+    while (!why && !r.fail && vocl_next_notification(&it, &n) && !n.errinfo.null)
+        note_deliver(px, n.context, n.errinfo.p, (size_t)n.errinfo.len, n.private_info.p,
+                     n.private_info.len);
+    if (why || r.fail)
         vocl_warn("proxy %d: malformed context notification: ignored", px->index);
 }

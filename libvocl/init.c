@@ -84,25 +84,27 @@ static int greet(struct vocl_proxy *px)
     /* A proxy of this node may share large buffers (shm.h). */
     uint64_t node = !px->local && vocl_shm_allowed() ? vocl_node_key(true) : 0;
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
-        vocl_wr_u32(c.w, VOCL_WIRE_VERSION);
-        vocl_wr_u32(c.w, node ? VOCL_FEAT_SHM : VOCL_FEAT_NONE);
-        vocl_wr_u32(c.w, (vocl_trace_on ? VOCL_HELLO_TRACE : 0) |
-                             (vocl.token ? VOCL_HELLO_TOKEN : 0));
+        struct vocl_msg_HELLO_req hello = {
+            .version = VOCL_WIRE_VERSION,
+            .features = node ? VOCL_FEAT_SHM : VOCL_FEAT_NONE,
+            .flags = (vocl_trace_on ? VOCL_HELLO_TRACE : 0) | (vocl.token ? VOCL_HELLO_TOKEN : 0),
+            .node_key = node,
+        };
         if (vocl.token)
-            vocl_wr_bytes(c.w, vocl.token->bytes, vocl.token->len);
-        if (node)
-            vocl_wr_u64(c.w, node);
+            hello.token = (struct vocl_bytes){vocl.token->bytes, vocl.token->len};
+        vocl_enc_HELLO_req(c.w, &hello);
         vocl_call_send(&c);
     }
-    uint32_t ndev = 0;
+    struct vocl_msg_HELLO_rep rep = {0};
     if (c.err == CL_SUCCESS) {
-        vocl_rd_u32(&c.r); /* version */
-        px->shm = vocl_rd_u32(&c.r) & VOCL_FEAT_SHM;
-        px->chunk = (size_t)vocl_rd_u64(&c.r);
-        ndev = vocl_rd_u32(&c.r);
-        if (ndev > 4096 || c.r.fail || px->chunk < (4u << 10) || px->chunk > (64u << 20))
+        const char *why = vocl_dec_HELLO_rep(&c.r, &rep);
+        px->shm = rep.features & VOCL_FEAT_SHM;
+        px->chunk = (size_t)rep.chunk;
+        if (why || rep.devices.n > 4096 || c.r.fail || px->chunk < (4u << 10) ||
+            px->chunk > (64u << 20))
             c.err = CL_OUT_OF_RESOURCES;
     }
+    uint32_t ndev = c.err == CL_SUCCESS ? rep.devices.n : 0;
     struct vocl_obj **devs = NULL;
     if (c.err == CL_SUCCESS && ndev) {
         devs = realloc(vocl.devices, (vocl.ndevices + ndev) * sizeof(*devs));
@@ -111,14 +113,18 @@ static int greet(struct vocl_proxy *px)
         else
             vocl.devices = devs;
     }
-    for (uint32_t i = 0; c.err == CL_SUCCESS && i < ndev; i++) {
+    struct vocl_rd it;
+    struct vocl_rec_hello_device rec;
+    vocl_rd_init(&it, rep.devices.raw, rep.devices.raw_len);
+    for (uint32_t i = 0; c.err == CL_SUCCESS && i < ndev && vocl_next_hello_device(&it, &rec);
+         i++) {
         struct vocl_obj *d = vocl_obj_new(VOCL_T_DEVICE, px, i + 1, NULL, NULL);
         if (!d) {
             c.err = CL_OUT_OF_HOST_MEMORY;
             break;
         }
-        vocl_as_device(d)->dev_type = vocl_rd_u64(&c.r);
-        vocl_as_device(d)->max_alloc = vocl_rd_u64(&c.r);
+        vocl_as_device(d)->dev_type = rec.type;
+        vocl_as_device(d)->max_alloc = rec.max_alloc;
         vocl.devices[vocl.ndevices++] = d;
         px->ndev++;
     }
@@ -450,11 +456,13 @@ static void leave(void)
         memset(&c, 0, sizeof(c));
         c.px = px;
         if (vocl_call_start(&c, VOCL_OP_BYE) == 0) {
-            if (atomic_load(&vocl.proxies_lost))
-                vocl_wr_u8(c.w, 1);
+            vocl_enc_BYE_req(c.w, &(struct vocl_msg_BYE_req){
+                                      .peer_died = atomic_load(&vocl.proxies_lost) ? 1 : 0});
             /* The reply's byte: a peer died (a client, or a proxy this
              * process did not use), and MPI_Finalize would wait for it. */
-            if (vocl_call_send(&c) == 0 && c.r.end > c.r.p && vocl_rd_u8(&c.r))
+            struct vocl_msg_BYE_rep rep;
+            if (vocl_call_send(&c) == 0 && !vocl_dec_BYE_rep(&c.r, &rep) && !c.r.fail &&
+                rep.peer_died)
                 vocl.peer_died = true;
         }
         vocl_call_end(&c);

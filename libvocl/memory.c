@@ -718,15 +718,21 @@ cl_int CL_API_CALL vocl_hand_clGetSupportedImageFormats(cl_context context, cl_m
             c.w, &(struct vocl_msg_clGetSupportedImageFormats_req){
                      .context = vocl_id_on(ctx, c.px), .flags = flags, .image_type = image_type,
                      .num_entries = image_formats ? num_entries : 0});
-        if (vocl_call_send(&c) == 0) {
-            cl_uint num = vocl_rd_u32(&c.r);
-            cl_uint n = vocl_rd_u32(&c.r);
-            for (cl_uint i = 0; i < n && i < num_entries && image_formats; i++) {
-                image_formats[i].image_channel_order = vocl_rd_u32(&c.r);
-                image_formats[i].image_channel_data_type = vocl_rd_u32(&c.r);
+        struct vocl_msg_clGetSupportedImageFormats_rep rep;
+        if (vocl_call_send(&c) == 0 &&
+            (vocl_dec_clGetSupportedImageFormats_rep(&c.r, &rep) || c.r.fail))
+            vocl_call_error(&c, CL_OUT_OF_RESOURCES); /* a malformed reply */
+        if (c.err == CL_SUCCESS) {
+            struct vocl_rd it;
+            struct vocl_rec_image_format f;
+            vocl_rd_init(&it, rep.formats.raw, rep.formats.raw_len);
+            for (cl_uint i = 0; i < num_entries && image_formats && vocl_next_image_format(&it, &f);
+                 i++) {
+                image_formats[i].image_channel_order = f.channel_order;
+                image_formats[i].image_channel_data_type = f.channel_data_type;
             }
             if (num_image_formats)
-                *num_image_formats = num;
+                *num_image_formats = rep.num_image_formats;
         }
     }
     vocl_call_end(&c);

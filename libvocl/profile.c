@@ -140,24 +140,26 @@ static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
     struct vocl_call c;
     vocl_call_init(&c);
     c.px = px;
-    if (vocl_call_start(&c, VOCL_OP_TRACE) == 0 && vocl_call_send(&c) == 0) {
-        uint32_t n = vocl_rd_u32(&c.r);
+    bool answered = false;
+    if (vocl_call_start(&c, VOCL_OP_TRACE) == 0) {
+        vocl_enc_TRACE_req(c.w, &(struct vocl_msg_TRACE_req){0});
+        answered = vocl_call_send(&c) == 0;
+    }
+    if (answered) {
+        struct vocl_msg_TRACE_rep rep;
+        const char *why = vocl_dec_TRACE_rep(&c.r, &rep);
         fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
                    "\"args\":{\"name\":\"voclproxyd rank %d\"}}",
                 *first ? "" : ",\n", px->rank, px->rank);
         *first = false;
-        for (uint32_t i = 0; i < n && !c.r.fail; i++) {
-            unsigned op = vocl_rd_u32(&c.r);
-            unsigned thread = vocl_rd_u32(&c.r);
-            uint64_t start = vocl_rd_u64(&c.r), dur = vocl_rd_u64(&c.r);
-            uint64_t bytes = vocl_rd_u64(&c.r);
-            if (c.r.fail)
-                break;
+        struct vocl_rd it;
+        struct vocl_rec_trace_event e;
+        vocl_rd_init(&it, rep.events.raw, rep.events.raw_len);
+        while (!why && vocl_next_trace_event(&it, &e))
             fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,"
                        "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
-                    thread ? "send chunk" : vocl_op_name(op), px->rank, thread, start * 1e-3,
-                    dur * 1e-3, (unsigned long long)bytes);
-        }
+                    e.thread ? "send chunk" : vocl_op_name(e.op), px->rank, (unsigned)e.thread,
+                    e.start * 1e-3, e.dur * 1e-3, (unsigned long long)e.bytes);
     }
     vocl_call_end(&c);
 }

@@ -337,14 +337,18 @@ struct migration {
     const struct vocl_call *cmd; /* whose wait list the read waits for (NULL: none) */
 };
 
-/* What a read of r waits for: "u32 nq, nq x queue, u32 n, n x event". */
-static void put_after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
-                      const struct vocl_call *cmd)
+/* What a read of r waits for: the queues that wrote r (their ids in
+ * *queues, to be freed), and the events. */
+static void after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
+                  const struct vocl_call *cmd, struct vocl_ids *queues, struct vocl_ids *events)
 {
     cl_uint nw = writers ? r->nwriters : 0;
-    vocl_wr_u32(c->w, nw);
-    for (cl_uint i = 0; i < nw; i++)
-        vocl_wr_u64(c->w, r->writers[i].queue->id);
+    uint64_t *ids = nw ? malloc(nw * sizeof(*ids)) : NULL;
+    if (nw && !ids)
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+    for (cl_uint i = 0; ids && i < nw; i++)
+        ids[i] = r->writers[i].queue->id;
+    *queues = (struct vocl_ids){.n = ids ? nw : 0, .v = ids};
     /* The command's events that live here, and r's own arrival. */
     if (cmd) {
         c->wl_n = cmd->wl_n;
@@ -352,38 +356,45 @@ static void put_after(struct vocl_call *c, const struct vocl_rep *r, bool writer
     }
     if (r->arrive)
         add_wait(c, r->arrive->id);
-    vocl_call_put_wl(c, c->wl_n, c->wl);
+    *events = vocl_call_wl_ids(c, c->wl_n, c->wl);
 }
 
 static void fill_in(struct vocl_call *c, const void *arg)
 {
     const struct migration *m = arg;
-    vocl_wr_u64(c->w, m->to->id);
-    vocl_wr_u32(c->w, (uint32_t)m->from->px->rank);
-    vocl_wr_u32(c->w, (uint32_t)m->tag);
-    vocl_wr_u64(c->w, m->chunk);
-    vocl_wr_u64(c->w, m->ev_id);
-    if (m->diff)
-        put_after(c, m->to, true, NULL);
-    else
-        vocl_wr_u64(c->w, m->twin_to);
+    uint64_t mem = m->to->id, chunk = m->chunk;
+    uint32_t peer = (uint32_t)m->from->px->rank, tag = (uint32_t)m->tag;
+    if (!m->diff) {
+        vocl_enc_MIGRATE_IN_req(c->w, &(struct vocl_msg_MIGRATE_IN_req){
+                                          .mem = mem, .peer = peer, .tag = tag, .chunk = chunk,
+                                          .event = m->ev_id, .twin = m->twin_to});
+        return;
+    }
+    struct vocl_msg_DIFF_IN_req d = {
+        .mem = mem, .peer = peer, .tag = tag, .chunk = chunk, .event = m->ev_id};
+    after(c, m->to, true, NULL, &d.queues, &d.events);
+    vocl_enc_DIFF_IN_req(c->w, &d);
+    free((void *)d.queues.v);
 }
 
 static void fill_out(struct vocl_call *c, const void *arg)
 {
     const struct migration *m = arg;
-    vocl_wr_u64(c->w, m->from->id);
-    vocl_wr_u32(c->w, (uint32_t)m->to->px->rank);
-    vocl_wr_u32(c->w, (uint32_t)m->tag);
-    vocl_wr_u64(c->w, m->chunk);
-    if (m->diff) {
-        vocl_wr_u64(c->w, m->from->twin);
-    } else {
-        vocl_wr_u64(c->w, m->twin_from);
-        if (m->twin_from)
-            vocl_wr_u64(c->w, m->ev_from);
-    }
-    put_after(c, m->from, m->after_writers, m->cmd);
+    struct vocl_ids queues, events;
+    after(c, m->from, m->after_writers, m->cmd, &queues, &events);
+    uint64_t mem = m->from->id, chunk = m->chunk;
+    uint32_t peer = (uint32_t)m->to->px->rank, tag = (uint32_t)m->tag;
+    if (m->diff)
+        vocl_enc_DIFF_OUT_req(c->w, &(struct vocl_msg_DIFF_OUT_req){
+                                        .mem = mem, .peer = peer, .tag = tag, .chunk = chunk,
+                                        .twin = m->from->twin, .queues = queues,
+                                        .events = events});
+    else
+        vocl_enc_MIGRATE_OUT_req(c->w, &(struct vocl_msg_MIGRATE_OUT_req){
+                                           .mem = mem, .peer = peer, .tag = tag, .chunk = chunk,
+                                           .twin = m->twin_from, .twin_event = m->ev_from,
+                                           .queues = queues, .events = events});
+    free((void *)queues.v);
 }
 
 /* --- events of another proxy in a wait list -------------------------------------------------------- */
@@ -417,18 +428,17 @@ static int next_peer_tag(void)
 static void fill_event_in(struct vocl_call *c, const void *arg)
 {
     const struct link *l = arg;
-    vocl_wr_u64(c->w, l->ctx);
-    vocl_wr_u32(c->w, (uint32_t)l->from);
-    vocl_wr_u32(c->w, (uint32_t)l->tag);
-    vocl_wr_u64(c->w, l->mirror);
+    vocl_enc_EVENT_IN_req(c->w, &(struct vocl_msg_EVENT_IN_req){.context = l->ctx,
+                                                              .peer = (uint32_t)l->from,
+                                                              .tag = (uint32_t)l->tag,
+                                                              .event = l->mirror});
 }
 
 static void fill_event_out(struct vocl_call *c, const void *arg)
 {
     const struct link *l = arg;
-    vocl_wr_u64(c->w, l->ev);
-    vocl_wr_u32(c->w, (uint32_t)l->to);
-    vocl_wr_u32(c->w, (uint32_t)l->tag);
+    vocl_enc_EVENT_OUT_req(c->w, &(struct vocl_msg_EVENT_OUT_req){
+                                     .event = l->ev, .peer = (uint32_t)l->to, .tag = (uint32_t)l->tag});
 }
 
 int vocl_event_mirror(struct vocl_call *c, cl_event event)

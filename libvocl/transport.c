@@ -70,10 +70,15 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
  * to the application's stdout, before the call that saw them complete returns. */
 static void put_output(const struct vocl_msg_hdr *h, const uint8_t *buf)
 {
+    struct vocl_rd r;
+    struct vocl_msg_OUTPUT_req m;
+    vocl_rd_init(&r, buf + VOCL_HDR_SIZE, h->length);
+    vocl_dec_OUTPUT_req(&r, &m);
+    const uint8_t *text = m.text.p;
     fflush(stdout);
     size_t done = 0;
-    while (done < h->length) {
-        ssize_t n = write(STDOUT_FILENO, buf + VOCL_HDR_SIZE + done, h->length - done);
+    while (done < m.text.len) {
+        ssize_t n = write(STDOUT_FILENO, text + done, m.text.len - done);
         if (n <= 0)
             break;
         done += (size_t)n;

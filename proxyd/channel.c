@@ -22,6 +22,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "thread.h"
+#include "vocl_msg.h"
 #include "wire.h"
 
 /* A session's channel: job mode shares one communicator (peer = the client's
@@ -209,7 +210,8 @@ int proxyd_mpi_reply(struct proxyd_session *s, struct vocl_wr *w)
         output_take();
         if (out.buf.len) {
             vocl_wr_begin(&output, VOCL_OP_OUTPUT, 0, 0);
-            wr_raw(&output, out.buf.buf, out.buf.len);
+            vocl_enc_OUTPUT_req(&output, &(struct vocl_msg_OUTPUT_req){
+                                             .text = {out.buf.buf, out.buf.len}});
             vocl_wr_finish(&output);
             if (!output.fail)
                 post(s, VOCL_TAG_REP, output.buf, output.len, &req[0]);

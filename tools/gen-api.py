@@ -9,8 +9,10 @@ One table yields every piece that must agree with every other piece:
                     unsup entries, and the ICD dispatch table
   proxyd_gen.c      the proxy's decoders for gen entries and the opcode switch
   native_gen.c      loading the native OpenCL functions by name
-  vocl_msg.h/.c     the messages of codec entries: a struct, an encoder and a
-                    decoder each (the hand-written code calls them)
+  vocl_msg.h/.c     the messages of codec entries and of the protocol (msg
+                    lines): a struct, an encoder and a decoder each (the
+                    hand-written code calls them), and the records of their
+                    arrays (rec lines)
   test_msg_gen.c    a round-trip unit test of every such message
 
 Usage: gen-api.py cl_api.def OUTDIR [FILE...]
@@ -65,7 +67,8 @@ class ProtoEntry:
         self.name = rest.split()[0]
         self.sync = 'sync' in flags
         self.v1 = 'v1' in flags
-        if set(flags) - {'sync', 'v1'} or len(rest.split()) != 1:
+        self.push = 'push' in flags
+        if set(flags) - {'sync', 'v1', 'push'} or len(rest.split()) != 1:
             raise SystemExit('line %d: bad protocol line' % lineno)
         if not self.v1 and not PROTO_MIN <= self.op <= PROTO_MAX:
             raise SystemExit('line %d: %s: protocol messages are numbered %d-%d'
@@ -155,31 +158,66 @@ MSG_TYPES = {'u8': 'uint8_t', 'u32': 'uint32_t', 'i32': 'int32_t', 'u64': 'uint6
              'out': 'struct vocl_data', 'in': 'struct vocl_data', 'str': 'struct vocl_str',
              'blist': 'struct vocl_blist', 'strs': 'struct vocl_strs', 'van': 'struct vocl_va3',
              'kargs': 'struct vocl_launch_args', 'u8s': 'struct vocl_u8s',
-             'i32s': 'struct vocl_i32s'}
+             'i32s': 'struct vocl_i32s', 'bytes': 'struct vocl_bytes', 'rest': 'struct vocl_bytes'}
 # Types whose count is another field's: TYPE:NAME=FIELD.
 COUNTED = {'strs': ('ids',), 'van': ('u32',)}
+SCALARS = ('u8', 'u32', 'u64', 'i32')
+# The fields a record (rec line) may have, and the least bytes each takes.
+REC_TYPES = {'u8': 1, 'u32': 4, 'i32': 4, 'u64': 8, 'str': 8, 'bytes': 8}
+
+
+class Rec:
+    """rec NAME TYPE:FIELD...: a record of an array field (NAME[]:FIELD)."""
+    def __init__(self, rest, lineno):
+        words = rest.split()
+        if not words or not re.match(r'^[a-z_][a-z0-9_]*$', words[0]):
+            raise SystemExit('line %d: rec NAME TYPE:FIELD...' % lineno)
+        self.name = words[0]
+        self.fields = []
+        for w in words[1:]:
+            ty, _, fname = w.partition(':')
+            if ty not in REC_TYPES or not re.match(r'^[a-z_][a-z0-9_]*$', fname):
+                raise SystemExit('line %d: bad record field %r (%s)' % (lineno, w, ' '.join(REC_TYPES)))
+            self.fields.append((ty, fname))
+        if not self.fields:
+            raise SystemExit('line %d: a record of no fields' % lineno)
+        self.min_size = sum(REC_TYPES[ty] for ty, _ in self.fields)
 
 
 class Msg:
     """msg NAME req|rep TYPE:FIELD...: the fields of one direction of a message."""
-    def __init__(self, rest, lineno):
+    def __init__(self, rest, lineno, recs):
         words = rest.split()
         if len(words) < 2 or words[1] not in ('req', 'rep'):
             raise SystemExit('line %d: msg NAME req|rep TYPE:FIELD...' % lineno)
         self.name, self.dir = words[0], words[1]
         self.fields = []
         self.count_of = {}
+        self.cond = {}   # field: (earlier scalar field, enum constant or None)
+        self.rec = {}    # field: its Rec (NAME[] fields)
         for w in words[2:]:
             ty, _, fname = w.partition(':')
+            fname, _, cond = fname.partition('?')
             fname, _, count = fname.partition('=')
-            if ty not in MSG_TYPES or not re.match(r'^[a-z_][a-z0-9_]*$', fname):
+            known = ty in MSG_TYPES or (ty.endswith('[]') and ty[:-2] in recs)
+            if not known or not re.match(r'^[a-z_][a-z0-9_]*$', fname):
                 raise SystemExit('line %d: bad field %r' % (lineno, w))
-            if (ty in COUNTED) != bool(count) or (count and (dict((f, t) for t, f in self.fields)
-                                                             .get(count) not in COUNTED[ty])):
+            if ty.endswith('[]'):
+                self.rec[fname] = recs[ty[:-2]]
+            earlier = dict((f, t) for t, f in self.fields)
+            if (ty in COUNTED) != bool(count) or (count and earlier.get(count) not in COUNTED[ty]):
                 raise SystemExit('line %d: %s: a %s field is counted by an earlier %s field'
                                  % (lineno, w, ty, '/'.join(COUNTED.get(ty, ('(none)',)))))
             if count:
                 self.count_of[fname] = count
+            if cond:
+                on, _, mask = cond.partition('&')
+                if earlier.get(on) not in SCALARS or on in self.cond or ty == 'rest':
+                    raise SystemExit('line %d: %s: a field is present under an earlier '
+                                     'scalar field (FIELD?ON or FIELD?ON&CONSTANT)' % (lineno, w))
+                self.cond[fname] = (on, mask or None)
+            if self.fields and self.fields[-1][0] == 'rest':
+                raise SystemExit('line %d: %s: rest is the last field' % (lineno, w))
             self.fields.append((ty, fname))
         self.lineno = lineno
 
@@ -187,10 +225,18 @@ class Msg:
     def cname(self):
         return '%s_%s' % (self.name, self.dir)
 
+    def present(self, f, m='m->'):
+        """The C condition under which field f is on the wire (None: always)."""
+        if f not in self.cond:
+            return None
+        on, mask = self.cond[f]
+        return '%s%s & %s' % (m, on, mask) if mask else '%s%s != 0' % (m, on)
+
 
 class Table:
     def __init__(self):
         self.entries, self.protos, self.enums, self.msgs = [], [], [], []
+        self.recs = {}
 
 
 def parse(path):
@@ -208,8 +254,14 @@ def parse_table(path):
             if line.startswith('enum '):
                 t.enums.append(EnumDef(line[5:], lineno))
                 continue
+            if line.startswith('rec '):
+                r = Rec(line[4:], lineno)
+                if r.name in t.recs:
+                    raise SystemExit('line %d: record %s described twice' % (lineno, r.name))
+                t.recs[r.name] = r
+                continue
             if line.startswith('msg '):
-                t.msgs.append(Msg(line[4:], lineno))
+                t.msgs.append(Msg(line[4:], lineno, t.recs))
                 continue
             op, mode, proto = line.split(None, 2)
             if mode.split('+')[0] == 'proto':
@@ -235,6 +287,16 @@ def parse_table(path):
         if e is None or e.op is None or e.mode not in ('codec', 'proto'):
             raise SystemExit('line %d: msg %s: not a codec entry or protocol message'
                              % (m.lineno, m.name))
+    # A condition's constant is one of the table's enums (vocl_api.h).
+    consts = {en.prefix + k for en in t.enums for k, _ in en.values}
+    for m in t.msgs:
+        for f, (on, mask) in m.cond.items():
+            if mask and mask not in consts:
+                raise SystemExit('line %d: %s?%s&%s: not a constant of an enum line'
+                                 % (m.lineno, f, on, mask))
+    for p in t.protos:
+        if p.push and any(m.name == p.name and m.dir == 'rep' for m in t.msgs):
+            raise SystemExit('%s: a message the proxy pushes has no reply' % p.name)
     for e in t.entries:
         if e.mode == 'codec' and ((e.name, 'req') not in have or e.op is None):
             raise SystemExit('%s: a codec entry needs an opcode and a msg ... req line' % e.name)
@@ -264,7 +326,7 @@ def gen_header(t):
     for e in entries:
         if e.op is not None:
             o.append('    VOCL_OP_%s = %d,' % (e.name, e.op))
-    o += ['};', '', '/* Wire opcodes of the protocol\'s own messages (payloads: protocol.h). */',
+    o += ['};', '', '/* Wire opcodes of the protocol\'s own messages (fields: vocl_msg.h; meaning: protocol.h). */',
           'enum vocl_proto_op {']
     for p in t.protos:
         o.append('    VOCL_OP_%s = %d,' % (p.name, p.op))
@@ -619,23 +681,49 @@ def proxy_gen(e):
 # --------------------------------------------------------------------------
 # Messages of codec entries: a struct, an encoder and a decoder each.
 
+REC_CODECS = {
+    'u8': ('vocl_wr_u8(w, e->{f})', 'e->{f} = vocl_rd_u8(r)'),
+    'u32': ('vocl_wr_u32(w, e->{f})', 'e->{f} = vocl_rd_u32(r)'),
+    'u64': ('vocl_wr_u64(w, e->{f})', 'e->{f} = vocl_rd_u64(r)'),
+    'i32': ('vocl_wr_i32(w, e->{f})', 'e->{f} = vocl_rd_i32(r)'),
+    'str': ('vocl_wr_sstr(w, &e->{f})', 'vocl_rd_sstr(r, &e->{f})'),
+    'bytes': ('vocl_wr_sbytes(w, &e->{f})', 'vocl_rd_sbytes(r, &e->{f})'),
+}
+
+
 def gen_msg_h(t):
     o = ['/* Generated by tools/gen-api.py from common/cl_api.def: do not edit. */',
          '#ifndef VOCL_MSG_H', '#define VOCL_MSG_H', '',
          '#include "wire.h"', '',
          '/*',
-         ' * One struct per message of a codec entry (its request, and the fields of',
-         ' * its reply after the status), with an encoder that writes the fields in',
-         ' * order and a decoder that reads them.  A decoder treats the message as',
-         ' * hostile: counts are checked against the bytes left, and on a count that',
-         ' * cannot be right it stops and returns why; a message cut short sets the',
-         ' * reader\'s sticky flag (r->fail).  Arrays and inline data decoded point',
-         ' * into the message.',
+         ' * One struct per message of a codec entry or of the protocol (its request,',
+         ' * and the fields of its reply after the status), with an encoder that',
+         ' * writes the fields in order and a decoder that reads them.  A decoder',
+         ' * treats the message as hostile: counts are checked against the bytes',
+         ' * left, and on a count that cannot be right it stops and returns why; a',
+         ' * message cut short sets the reader\'s sticky flag (r->fail).  Arrays and',
+         ' * inline data decoded point into the message.  A field present only',
+         ' * under an earlier one (cl_api.def: FIELD?ON) is left 0 when absent.',
          ' */', '']
+    for r in t.recs.values():
+        o.append('/* rec %s (an array of them: u32 count, the records). */' % r.name)
+        o.append('struct vocl_rec_%s {' % r.name)
+        for ty, f in r.fields:
+            o.append('    %s %s;' % (MSG_TYPES[ty], f))
+        o += ['};',
+              '/* An encoder reads v; a decoder checks that every record lies in the',
+              ' * message and leaves v NULL and raw/raw_len on them: vocl_next_%s. */' % r.name,
+              'struct vocl_recs_%s {' % r.name, '    uint32_t n;',
+              '    const struct vocl_rec_%s *v;' % r.name, '    const uint8_t *raw;',
+              '    size_t raw_len;', '};',
+              'void vocl_wr_recs_%s(struct vocl_wr *w, const struct vocl_recs_%s *a);' % (r.name, r.name),
+              'const char *vocl_rd_recs_%s(struct vocl_rd *r, struct vocl_recs_%s *a);' % (r.name, r.name),
+              '/* The next record of a decoded array (it over raw/raw_len); false at the end. */',
+              'bool vocl_next_%s(struct vocl_rd *it, struct vocl_rec_%s *e);' % (r.name, r.name), '']
     for m in t.msgs:
         o.append('struct vocl_msg_%s {' % m.cname)
         for ty, f in m.fields:
-            o.append('    %s %s;' % (MSG_TYPES[ty], f))
+            o.append('    %s %s;' % (msg_ctype(m, ty, f), f))
         if not m.fields:
             o.append('    char none;')
         o += ['};',
@@ -644,6 +732,10 @@ def gen_msg_h(t):
               '']
     o += ['#endif', '']
     return '\n'.join(o)
+
+
+def msg_ctype(m, ty, f):
+    return 'struct vocl_recs_%s' % m.rec[f].name if f in m.rec else MSG_TYPES[ty]
 
 
 # How a message field of each type is written and read: the writer's call,
@@ -668,29 +760,75 @@ FIELD_CODECS = {
     'kargs': ('vocl_wr_kargs(w, &m->{f})', 'vocl_rd_kargs(r, &m->{f})', True),
     'u8s': ('vocl_wr_u8s(w, &m->{f})', 'vocl_rd_u8s(r, &m->{f})', True),
     'i32s': ('vocl_wr_i32s(w, &m->{f})', 'vocl_rd_i32s(r, &m->{f})', True),
+    'bytes': ('vocl_wr_sbytes(w, &m->{f})', 'vocl_rd_sbytes(r, &m->{f})', False),
+    'rest': ('vocl_wr_rest(w, &m->{f})', 'vocl_rd_rest(r, &m->{f})', False),
+    '[]': ('vocl_wr_recs_{rec}(w, &m->{f})', 'vocl_rd_recs_{rec}(r, &m->{f})', True),
 }
+
+
+def field_codec(m, ty, f):
+    """The writer's and the reader's statement of field f, under its
+    condition; the reader's returns why it refuses the message."""
+    wr, rd, refuses = FIELD_CODECS['[]' if f in m.rec else ty]
+    fmt = dict(f=f, n=m.count_of.get(f), rec=m.rec[f].name if f in m.rec else None)
+    wr, rd = wr.format(**fmt), rd.format(**fmt)
+    cond = m.present(f)
+    if refuses:
+        rd = ['    if (%s(why = %s))' % ('%s && ' % cond if cond else '', rd), '        return why;']
+    else:
+        rd = ['    if (%s)' % cond, '        %s;' % rd] if cond else ['    %s;' % rd]
+    wr = ['    if (%s)' % cond, '        %s;' % wr] if cond else ['    %s;' % wr]
+    return wr, rd
 
 
 def gen_msg_c(t):
     o = ['/* Generated by tools/gen-api.py from common/cl_api.def: do not edit. */',
-         '#include "vocl_msg.h"', '', '#include <string.h>', '']
+         '#include "vocl_msg.h"', '', '#include <string.h>', '',
+         '#include "vocl_api.h"', '']
+    for r in t.recs.values():
+        o += ['static void wr_rec_%s(struct vocl_wr *w, const struct vocl_rec_%s *e)' % (r.name, r.name), '{']
+        o += ['    %s;' % REC_CODECS[ty][0].format(f=f) for ty, f in r.fields]
+        o += ['}', '',
+              'void vocl_wr_recs_%s(struct vocl_wr *w, const struct vocl_recs_%s *a)' % (r.name, r.name), '{',
+              '    vocl_wr_u32(w, a->n);',
+              '    if (!a->v) {',
+              '        void *p = a->raw_len ? vocl_wr_reserve(w, a->raw_len) : NULL;',
+              '        if (p)', '            memcpy(p, a->raw, a->raw_len);', '        return;', '    }',
+              '    for (uint32_t i = 0; i < a->n; i++)',
+              '        wr_rec_%s(w, &a->v[i]);' % r.name, '}', '',
+              'bool vocl_next_%s(struct vocl_rd *r, struct vocl_rec_%s *e)' % (r.name, r.name), '{',
+              '    memset(e, 0, sizeof(*e));',
+              '    if (r->p == r->end || r->fail)', '        return false;']
+        o += ['    %s;' % REC_CODECS[ty][1].format(f=f) for ty, f in r.fields]
+        o += ['    return !r->fail;', '}', '',
+              'const char *vocl_rd_recs_%s(struct vocl_rd *r, struct vocl_recs_%s *a)' % (r.name, r.name), '{',
+              '    struct vocl_rec_%s e;' % r.name,
+              '    memset(a, 0, sizeof(*a));',
+              '    uint32_t n = vocl_rd_u32(r);',
+              '    if (r->fail)', '        return NULL;',
+              '    /* Each record at least %d bytes: a count the message cannot hold is refused. */' % r.min_size,
+              '    if (n > (size_t)(r->end - r->p) / %d)' % r.min_size,
+              '        return "record array longer than the message";',
+              '    a->raw = r->p;',
+              '    for (uint32_t i = 0; i < n; i++)',
+              '        if (!vocl_next_%s(r, &e)) {' % r.name,
+              '            a->raw = NULL;', '            r->fail = true;', '            return NULL;', '        }',
+              '    a->n = n;',
+              '    a->raw_len = (size_t)(r->p - a->raw);', '    return NULL;', '}', '']
     for m in t.msgs:
         o += ['void vocl_enc_%s(struct vocl_wr *w, const struct vocl_msg_%s *m)' % (m.cname, m.cname),
               '{']
         if not m.fields:
             o += ['    (void)w;', '    (void)m;']
         for ty, f in m.fields:
-            o.append('    %s;' % FIELD_CODECS[ty][0].format(f=f, n=m.count_of.get(f)))
+            o += field_codec(m, ty, f)[0]
         o += ['}', '',
               'const char *vocl_dec_%s(struct vocl_rd *r, struct vocl_msg_%s *m)' % (m.cname, m.cname),
               '{', '    const char *why = NULL;', '    memset(m, 0, sizeof(*m));']
+        if not m.fields:
+            o.append('    (void)r;')
         for ty, f in m.fields:
-            _, read, refuses = FIELD_CODECS[ty]
-            read = read.format(f=f, n=m.count_of.get(f))
-            if refuses:
-                o += ['    if ((why = %s))' % read, '        return why;']
-            else:
-                o.append('    %s;' % read)
+            o += field_codec(m, ty, f)[1]
         o += ['    return why;', '}', '']
     return '\n'.join(o)
 
@@ -713,8 +851,24 @@ def gen_msg_test(t):
          '    {.index = 0, .kind = VOCL_LARG_BYTES, .p = some_bytes, .len = 5},',
          '    {.index = 1, .kind = VOCL_LARG_MEM, .v = 0x10005},',
          '    {.index = 2, .kind = VOCL_LARG_SAMPLER, .v = 0},',
-         '    {.index = 7, .kind = VOCL_LARG_LOCAL, .v = 4096}};', '',
-         '/* The message in a buffer of exactly its size (ASan sees an over-read). */',
+         '    {.index = 7, .kind = VOCL_LARG_LOCAL, .v = 4096}};', '']
+    for r in t.recs.values():
+        o.append('static const struct vocl_rec_%s some_%s[2] = {' % (r.name, r.name))
+        for i in range(2):
+            vals = []
+            for k, (ty, f) in enumerate(r.fields, 2 + 10 * i):
+                if ty == 'i32':
+                    vals.append('.%s = -%d' % (f, k))
+                elif ty == 'str':
+                    vals.append('.%s = {.p = "rec_%d", .len = %d}' % (f, k, len('rec_%d' % k)))
+                elif ty == 'bytes':
+                    vals.append('.%s = {.p = some_bytes, .len = %d}' % (f, i * 5))
+                else:
+                    mask = {'u8': '0xffu', 'u32': '0xffffffffu', 'u64': '0xffffffffffffffffull'}[ty]
+                    vals.append('.%s = (%s)(0x0123456789abcdefull * %d & %s)' % (f, MSG_TYPES[ty], k, mask))
+            o.append('    {%s},' % ', '.join(vals))
+        o += ['};', '']
+    o += ['/* The message in a buffer of exactly its size (ASan sees an over-read). */',
          'static uint8_t *exact_copy(const struct vocl_wr *w, size_t n)', '{',
          '    uint8_t *p = malloc(n ? n : 1);', '    assert_non_null(p);',
          '    memcpy(p, w->buf + VOCL_HDR_SIZE, n);', '    return p;', '}', '']
@@ -763,6 +917,14 @@ def gen_msg_test(t):
                 o += ['    a.%s.n = sizeof(some_bytes);' % f, '    a.%s.v = some_bytes;' % f]
             elif ty == 'i32s':
                 o += ['    a.%s.n = 2;' % f, '    a.%s.v = some_i32s;' % f]
+            elif ty in ('bytes', 'rest'):
+                o += ['    a.%s.p = some_bytes;' % f, '    a.%s.len = sizeof(some_bytes);' % f]
+            elif f in m.rec:
+                o += ['    a.%s.n = 2;' % f, '    a.%s.v = some_%s;' % (f, m.rec[f].name)]
+        # Every field present: the bits its condition wants are set.
+        for f, (on, mask) in m.cond.items():
+            if mask:
+                o.append('    a.%s |= %s;' % (on, mask))
         o += ['    *m = a;', '}', '',
               'static void %s(void **state)' % fn, '{',
               '    struct vocl_msg_%s a, b;' % m.cname,
@@ -793,8 +955,11 @@ def gen_msg_test(t):
                 o.append('    assert_int_equal(a.%s.n, b.%s.n);' % (f, f))
                 o.append('    for (uint32_t i = 0; i < a.%s.n; i++)' % f)
                 o.append('        assert_true(vocl_%s_at(&a.%s, i) == vocl_%s_at(&b.%s, i));' % (ty, f, ty, f))
-            elif ty in ('blist', 'kargs'):
+            elif ty in ('blist', 'kargs') or f in m.rec:
                 o.append('    assert_int_equal(a.%s.n, b.%s.n); /* (items: the bytes again, below) */' % (f, f))
+            elif ty in ('bytes', 'rest'):
+                o.append('    assert_true(a.%s.len == b.%s.len);' % (f, f))
+                o.append('    assert_memory_equal(a.%s.p, b.%s.p, a.%s.len);' % (f, f, f))
             elif ty == 'strs':
                 o.append('    assert_non_null(b.%s.raw); /* (items: the bytes again, below) */' % f)
             elif ty in ('out', 'in'):
@@ -808,8 +973,10 @@ def gen_msg_test(t):
               '    assert_int_equal(w2.len, w.len);',
               '    assert_memory_equal(w2.buf + VOCL_HDR_SIZE, msg, n);',
               '    vocl_wr_free(&w2);',
-              '    /* Every prefix is refused, and read no further than it goes. */',
-              '    for (size_t cut = 0; cut < n; cut++) {',
+              '    /* Every prefix is refused, and read no further than it goes (but',
+              '     * for those that end in a rest field: a shorter rest). */',
+              '    for (size_t cut = 0; cut < n%s; cut++) {' % (
+                  ' - a.%s.len' % m.fields[-1][1] if m.fields and m.fields[-1][0] == 'rest' else ''),
               '        uint8_t *part = exact_copy(&w, cut);',
               '        vocl_rd_init(&r, part, cut);',
               '        const char *why = vocl_dec_%s(&r, &b);' % m.cname,
@@ -829,15 +996,18 @@ def gen_msg_test(t):
           '    FILE *f = fopen(path, "wb");', '    assert_non_null(f);',
           '    vocl_wr_init(&w);',
           '    vocl_wr_begin(&w, VOCL_OP_HELLO, VOCL_F_REPLY, 1);',
-          '    vocl_wr_u32(&w, VOCL_WIRE_VERSION);', '    vocl_wr_u32(&w, 0);', '    vocl_wr_u32(&w, 0);',
+          '    vocl_enc_HELLO_req(&w, &(struct vocl_msg_HELLO_req){.version = VOCL_WIRE_VERSION});',
           '    put_msg(f, &w);',
           '    assert_int_equal(fwrite(req->buf, 1, req->len, f), req->len);',
-          '    vocl_wr_begin(&w, VOCL_OP_BYE, 0, 3);', '    put_msg(f, &w);',
+          '    vocl_wr_begin(&w, VOCL_OP_BYE, 0, 3);',
+          '    vocl_enc_BYE_req(&w, &(struct vocl_msg_BYE_req){.peer_died = 0});',
+          '    put_msg(f, &w);',
           '    vocl_wr_free(&w);', '    fclose(f);', '}', '']
     o += ['/* test_msg --seeds DIR: writes the seeds instead (tests/fuzz/README.md). */',
           'static int write_seeds(const char *dir)', '{', '    struct vocl_wr w;']
+    pushed = {p.name for p in t.protos if p.push}
     for m in t.msgs:
-        if m.dir != 'req':
+        if m.dir != 'req' or m.name in pushed:  # (the proxy receives no pushed message)
             continue
         o += ['    {', '        struct vocl_msg_%s a;' % m.cname, '        fill_%s(&a);' % m.cname,
               '        vocl_wr_init(&w);',

@@ -71,14 +71,13 @@ void session_open(struct proxyd_session *s, int peer)
     s->data = &no_data;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_HELLO);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 0);
+    vocl_enc_HELLO_req(&w, &(struct vocl_msg_HELLO_req){.version = VOCL_WIRE_VERSION});
     assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
-    vocl_rd_u32(&rep.r);
-    vocl_rd_u32(&rep.r);
-    assert_int_equal(vocl_rd_u64(&rep.r), node.xfer.pool_size);
-    assert_int_equal(vocl_rd_u32(&rep.r), node.ndev);
+    struct vocl_msg_HELLO_rep hello;
+    assert_null(vocl_dec_HELLO_rep(&rep.r, &hello));
+    assert_true(vocl_rd_done(&rep.r));
+    assert_int_equal(hello.chunk, node.xfer.pool_size);
+    assert_int_equal(hello.devices.n, node.ndev);
     vocl_wr_free(&w);
     vocl_wr_free(&rep.w);
 }

@@ -162,26 +162,19 @@ static void chunked_read_past_the_end(void **state)
     create_queue(&s, ctx, q);
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_clCreateBuffer);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, CL_MEM_READ_WRITE);
-    vocl_wr_u64(&w, 4096);
-    vocl_wr_u8(&w, VOCL_DATA_NONE);
-    vocl_wr_u64(&w, buf);
+    vocl_enc_clCreateBuffer_req(&w, &(struct vocl_msg_clCreateBuffer_req){
+                                        .context = ctx, .flags = CL_MEM_READ_WRITE, .size = 4096,
+                                        .data = {.mode = VOCL_DATA_NONE}, .new_id = buf});
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
     uint64_t ranges[][2] = {{0, 1ull << 36}, {4096, 4096}, {1ull << 63, 4096}};
     for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
         begin(&w, VOCL_OP_clEnqueueReadBuffer);
-        vocl_wr_u64(&w, q);
-        vocl_wr_u64(&w, buf);
-        vocl_wr_u8(&w, 1);
-        vocl_wr_u64(&w, ranges[i][0]);
-        vocl_wr_u64(&w, ranges[i][1]);
-        vocl_wr_u32(&w, 0);
-        vocl_wr_u64(&w, 0);
-        vocl_wr_u8(&w, VOCL_DATA_CHUNKED);
-        vocl_wr_u64(&w, node.xfer.pool_size);
+        vocl_enc_clEnqueueReadBuffer_req(
+            &w, &(struct vocl_msg_clEnqueueReadBuffer_req){
+                    .queue = q, .buffer = buf, .blocking = 1, .offset = ranges[i][0],
+                    .size = ranges[i][1],
+                    .data = {.mode = VOCL_DATA_CHUNKED, .arg = node.xfer.pool_size}});
         atomic_store(&s.broken, false);
         chunks_sent = 0;
         assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
@@ -224,25 +217,21 @@ static void foreign_and_released_ids(void **state)
     assert_int_equal(context_refcount(&b, ctx), CL_INVALID_CONTEXT);
     /* An id in use cannot be created again. */
     vocl_wr_init(&w);
+    const uint64_t dev1 = 1;
     begin(&w, VOCL_OP_clCreateContext);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, ctx);
+    vocl_enc_clCreateContext_req(&w, &(struct vocl_msg_clCreateContext_req){
+                                         .devices = {.n = 1, .v = &dev1}, .new_id = ctx});
     assert_int_equal(run(&a, &w, &rep), CL_INVALID_VALUE);
     vocl_wr_free(&rep.w);
     /* Ids below the client range are the proxy's own. */
     begin(&w, VOCL_OP_clCreateContext);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, 3);
+    vocl_enc_clCreateContext_req(&w, &(struct vocl_msg_clCreateContext_req){
+                                         .devices = {.n = 1, .v = &dev1}, .new_id = 3});
     assert_int_equal(run(&a, &w, &rep), CL_INVALID_VALUE);
     vocl_wr_free(&rep.w);
     /* Release (the client's last reference), then use: unknown. */
     begin(&w, VOCL_OP_RELEASE);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u8(&w, 1);
+    vocl_enc_RELEASE_req(&w, &(struct vocl_msg_RELEASE_req){.id = ctx, .last = 1});
     assert_int_equal(run(&a, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
     assert_int_equal(context_refcount(&a, ctx), CL_INVALID_CONTEXT);
@@ -276,13 +265,11 @@ static void hello_first_and_no_host_pointers(void **state)
     uint64_t ctx = create_context(&s, VOCL_ID_CLIENT_MIN);
     char data[64] = "x";
     begin(&w, VOCL_OP_clCreateBuffer);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, CL_MEM_USE_HOST_PTR);
-    vocl_wr_u64(&w, sizeof(data));
-    vocl_wr_u8(&w, VOCL_DATA_HOSTPTR);
-    vocl_wr_u64(&w, (uint64_t)(uintptr_t)data);
-    vocl_wr_u64(&w, VOCL_ID_CLIENT_MIN + 1);
+    vocl_enc_clCreateBuffer_req(
+        &w, &(struct vocl_msg_clCreateBuffer_req){
+                .context = ctx, .flags = CL_MEM_USE_HOST_PTR, .size = sizeof(data),
+                .data = {.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)data},
+                .new_id = VOCL_ID_CLIENT_MIN + 1});
     assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
@@ -300,11 +287,10 @@ static cl_int hello_with(const char *token, bool *ended)
     s.data = &no_data;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_HELLO);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, token ? VOCL_HELLO_TOKEN : 0);
-    if (token)
-        vocl_wr_bytes(&w, token, strlen(token));
+    vocl_enc_HELLO_req(&w, &(struct vocl_msg_HELLO_req){
+                               .version = VOCL_WIRE_VERSION,
+                               .flags = token ? VOCL_HELLO_TOKEN : 0,
+                               .token = {token, token ? strlen(token) : 0}});
     cl_int err = run(&s, &w, &rep);
     *ended = atomic_load(&s.broken);
     vocl_wr_free(&rep.w);
@@ -399,14 +385,9 @@ static void read_whole(struct proxyd_session *s, uint64_t q, uint64_t buf, void 
     struct reply rep;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_clEnqueueReadBuffer);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, buf);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u64(&w, size);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    vocl_enc_clEnqueueReadBuffer_req(&w, &(struct vocl_msg_clEnqueueReadBuffer_req){
+                                             .queue = q, .buffer = buf, .blocking = 1,
+                                             .size = size, .data = {.mode = VOCL_DATA_INLINE}});
     assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
     size_t got;
     const void *bytes = vocl_rd_bytes(&rep.r, &got);
@@ -440,58 +421,48 @@ static void compute_through_requests(void **state)
 
     for (int i = 0; i < 3; i++) {
         begin(&w, VOCL_OP_clCreateBuffer);
-        vocl_wr_u64(&w, ctx);
-        vocl_wr_u32(&w, 0);
-        vocl_wr_u64(&w, i < 2 ? CL_MEM_COPY_HOST_PTR : 0);
-        vocl_wr_u64(&w, sizeof(a));
-        vocl_wr_u8(&w, i < 2 ? VOCL_DATA_INLINE : VOCL_DATA_NONE);
-        if (i < 2)
-            vocl_wr_bytes(&w, i ? b : a, sizeof(a));
-        vocl_wr_u64(&w, bufs[i]);
+        vocl_enc_clCreateBuffer_req(
+            &w, &(struct vocl_msg_clCreateBuffer_req){
+                    .context = ctx, .flags = i < 2 ? CL_MEM_COPY_HOST_PTR : 0, .size = sizeof(a),
+                    .data = {.mode = i < 2 ? VOCL_DATA_INLINE : VOCL_DATA_NONE,
+                             .p = i ? b : a, .len = i < 2 ? sizeof(a) : 0},
+                    .new_id = bufs[i]});
         assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
         vocl_wr_free(&rep.w);
     }
 
+    const void *srcs[1] = {src};
+    const size_t src_len[1] = {strlen(src)};
     begin(&w, VOCL_OP_clCreateProgramWithSource);
-    vocl_wr_u64(&w, ctx);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_bytes(&w, src, strlen(src));
-    vocl_wr_u64(&w, prog);
+    vocl_enc_clCreateProgramWithSource_req(
+        &w, &(struct vocl_msg_clCreateProgramWithSource_req){
+                .context = ctx, .strings = {.n = 1, .p = srcs, .len = src_len}, .new_id = prog});
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
 
     begin(&w, VOCL_OP_clBuildProgram);
-    vocl_wr_u64(&w, prog);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_str(&w, NULL);
+    vocl_enc_clBuildProgram_req(&w, &(struct vocl_msg_clBuildProgram_req){
+                                        .program = prog, .options = vocl_str_of(NULL)});
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
 
     begin(&w, VOCL_OP_clCreateKernel);
-    vocl_wr_u64(&w, prog);
-    vocl_wr_str(&w, "add");
-    vocl_wr_u64(&w, kern);
+    vocl_enc_clCreateKernel_req(&w, &(struct vocl_msg_clCreateKernel_req){
+                                        .program = prog, .kernel_name = vocl_str_of("add"),
+                                        .new_id = kern});
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     assert_int_equal(vocl_rd_u32(&rep.r), 3); /* argument count comes back */
     vocl_wr_free(&rep.w);
 
     /* A launch carrying its arguments (kind 1: a memory object id). */
+    struct vocl_karg_wire args[3];
+    for (uint32_t i = 0; i < 3; i++)
+        args[i] = (struct vocl_karg_wire){.index = i, .kind = VOCL_LARG_MEM, .v = bufs[i]};
     begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, kern);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u8(&w, 0);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, N);
-    vocl_wr_u8(&w, 0);
-    vocl_wr_u32(&w, 3);
-    for (uint32_t i = 0; i < 3; i++) {
-        vocl_wr_u32(&w, i);
-        vocl_wr_u8(&w, 1);
-        vocl_wr_u64(&w, bufs[i]);
-    }
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
+    vocl_enc_clEnqueueNDRangeKernel_req(&w, &(struct vocl_msg_clEnqueueNDRangeKernel_req){
+                                                .queue = q, .kernel = kern, .work_dim = 1,
+                                                .global_work_size = {.present = 1, .v = {N}},
+                                                .args = {.n = 3, .a = args}});
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
 
@@ -503,22 +474,14 @@ static void compute_through_requests(void **state)
      * is rejected whole: the next launch, which sends no arguments, still
      * runs c = a + b, and a is untouched. */
     for (int bad = 1; bad >= 0; bad--) {
+        const struct vocl_karg_wire swap[2] = {
+            {.index = 0, .kind = VOCL_LARG_MEM, .v = bufs[2]},
+            {.index = 2, .kind = VOCL_LARG_MEM, .v = bufs[0]}};
         begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
-        vocl_wr_u64(&w, q);
-        vocl_wr_u64(&w, kern);
-        vocl_wr_u32(&w, 1);
-        vocl_wr_u8(&w, 0);
-        vocl_wr_u8(&w, 1);
-        vocl_wr_u64(&w, N);
-        vocl_wr_u8(&w, 0);
-        vocl_wr_u32(&w, bad ? 2 : 0);
-        for (uint32_t i = 0; bad && i < 3; i += 2) {
-            vocl_wr_u32(&w, i);
-            vocl_wr_u8(&w, 1);
-            vocl_wr_u64(&w, bufs[2 - i]);
-        }
-        vocl_wr_u32(&w, 0);
-        vocl_wr_u64(&w, 0);
+        vocl_enc_clEnqueueNDRangeKernel_req(&w, &(struct vocl_msg_clEnqueueNDRangeKernel_req){
+                                                    .queue = q, .kernel = kern, .work_dim = 1,
+                                                    .global_work_size = {.present = 1, .v = {N}},
+                                                    .args = {.n = bad ? 2 : 0, .a = swap}});
         if (bad)
             vocl_wr_u8(&w, 0);
         assert_int_equal(run(&s, &w, &rep), bad ? CL_INVALID_VALUE : CL_SUCCESS);
@@ -530,29 +493,18 @@ static void compute_through_requests(void **state)
 
     /* A read past the buffer's end: the native error, not a crash. */
     begin(&w, VOCL_OP_clEnqueueReadBuffer);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, bufs[2]);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, sizeof(c) - 4);
-    vocl_wr_u64(&w, 64);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
-    vocl_wr_u8(&w, VOCL_DATA_INLINE);
+    vocl_enc_clEnqueueReadBuffer_req(&w, &(struct vocl_msg_clEnqueueReadBuffer_req){
+                                             .queue = q, .buffer = bufs[2], .blocking = 1,
+                                             .offset = sizeof(c) - 4, .size = 64,
+                                             .data = {.mode = VOCL_DATA_INLINE}});
     assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
     vocl_wr_free(&rep.w);
 
     /* Every truncation of a valid request is refused, the session goes on. */
     begin(&w, VOCL_OP_clEnqueueNDRangeKernel);
-    vocl_wr_u64(&w, q);
-    vocl_wr_u64(&w, kern);
-    vocl_wr_u32(&w, 1);
-    vocl_wr_u8(&w, 0);
-    vocl_wr_u8(&w, 1);
-    vocl_wr_u64(&w, N);
-    vocl_wr_u8(&w, 0);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_u64(&w, 0);
+    vocl_enc_clEnqueueNDRangeKernel_req(&w, &(struct vocl_msg_clEnqueueNDRangeKernel_req){
+                                                .queue = q, .kernel = kern, .work_dim = 1,
+                                                .global_work_size = {.present = 1, .v = {N}}});
     vocl_wr_finish(&w);
     size_t full = w.len;
     for (size_t cut = VOCL_HDR_SIZE; cut < full; cut++) {
