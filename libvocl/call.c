@@ -279,6 +279,25 @@ struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event 
     return ids;
 }
 
+struct vocl_ids vocl_call_ha_ids(struct vocl_call *c, cl_uint n, const void *const *list)
+{
+    /* The same ids as vocl_call_put_ha (checked by vocl_call_ha). */
+    struct vocl_ids ids = {0};
+    if (!n)
+        return ids;
+    free(c->ha_ids);
+    c->ha_ids = malloc(n * sizeof(*c->ha_ids));
+    if (!c->ha_ids) {
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
+        return ids;
+    }
+    for (cl_uint i = 0; i < n; i++)
+        c->ha_ids[i] = vocl_id_on(list[i], c->px);
+    ids.n = n;
+    ids.v = c->ha_ids;
+    return ids;
+}
+
 void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n)
 {
     vocl_wr_u8(c->w, arr != NULL);
@@ -434,15 +453,21 @@ cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, siz
 
 void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret)
 {
-    size_t got;
+    struct vocl_bytes b;
     uint64_t n = vocl_rd_u64(&c->r);
-    const void *bytes = vocl_rd_bytes(&c->r, &got);
-    if (c->r.fail || got > size) {
+    vocl_rd_sbytes(&c->r, &b);
+    vocl_call_info(c, size, value, size_ret, n, &b);
+}
+
+void vocl_call_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret, uint64_t n,
+                    const struct vocl_bytes *b)
+{
+    if (c->r.fail || b->len > size) {
         vocl_call_error(c, CL_OUT_OF_RESOURCES);
         return;
     }
-    if (value && got)
-        memcpy(value, bytes, got);
+    if (value && b->len)
+        memcpy(value, b->p, b->len);
     if (size_ret)
         *size_ret = (size_t)n;
 }
@@ -483,6 +508,8 @@ void vocl_call_end(struct vocl_call *c)
     c->xw = NULL;
     free(c->wl_ids);
     c->wl_ids = NULL;
+    free(c->ha_ids);
+    c->ha_ids = NULL;
     c->nxw = c->capxw = 0;
     c->routed = false; /* a call made again, to another proxy, routes again */
 }

@@ -310,6 +310,7 @@ struct vocl_call {
     struct vocl_proxy *wl_px; /* its first event's proxy, read once by vocl_call_wl */
     uint64_t *xw;  /* more events of c->px to wait for (migrations): put_wl adds them */
     uint64_t *wl_ids; /* the wait list's ids, for a generated encoder (vocl_call_wl_ids) */
+    uint64_t *ha_ids; /* a handle array's ids, for a generated encoder (vocl_call_ha_ids) */
     cl_uint nxw, capxw;
     struct vocl_arrival **held; /* arrivals among them, held until the call ends */
     cl_uint nheld, capheld;
@@ -345,6 +346,8 @@ void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
 void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 /* The ids vocl_call_put_wl writes, for a generated encoder (owned by c). */
 struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* The ids vocl_call_put_ha writes, for a generated encoder (owned by c). */
+struct vocl_ids vocl_call_ha_ids(struct vocl_call *c, cl_uint n, const void *const *list);
 /* n (at most 3) sizes at v, as vocl_call_put_va writes them (NULL: none). */
 static inline struct vocl_va3 vocl_va_of(const size_t *v, unsigned n)
 {
@@ -379,6 +382,9 @@ int vocl_call_post_only(struct vocl_call *c);
  * returns at once.  Never waits; lw: c's proxy's liveness, begun at post. */
 bool vocl_call_ready(struct vocl_call *c, struct vocl_live *lw);
 void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret);
+/* The same, from a decoded reply: its size n and its value b. */
+void vocl_call_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret, uint64_t n,
+                    const struct vocl_bytes *b);
 struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
                                    struct vocl_obj *context, struct vocl_obj *parent);
 /* The event a command on queue returned. */

@@ -10,9 +10,10 @@ One table yields every piece that must agree with every other piece:
   proxyd_gen.c      the proxy's decoders for gen entries and the opcode switch
   native_gen.c      loading the native OpenCL functions by name
   vocl_msg.h/.c     the messages of codec entries and of the protocol (msg
-                    lines): a struct, an encoder and a decoder each (the
-                    hand-written code calls them), and the records of their
-                    arrays (rec lines)
+                    lines) and of gen entries (derived from the annotations:
+                    derive_gen_msgs): a struct, an encoder and a decoder each
+                    (the hand-written code and the generated entries call
+                    them), and the records of their arrays (rec lines)
   test_msg_gen.c    a round-trip unit test of every such message
 
 Usage: gen-api.py cl_api.def OUTDIR [FILE...]
@@ -97,6 +98,8 @@ PROTO_MIN, PROTO_MAX = 1000, 1099
 class Entry:
     def __init__(self, op, mode, proto, lineno):
         self.op = None if op == '-' else int(op)
+        self.lineno = lineno
+        self.req = self.rep = None  # a gen entry's messages (derive_gen_msgs)
         mode, _, self.unsup_err = mode.partition(':')
         self.mode, *flags = mode.split('+')
         self.hook = 'hook' in flags
@@ -185,7 +188,8 @@ class Rec:
 
 
 class Msg:
-    """msg NAME req|rep TYPE:FIELD...: the fields of one direction of a message."""
+    """msg NAME req|rep TYPE:FIELD...: the fields of one direction of a message
+    (a gen entry's: derived from its annotations, derive_gen_msgs)."""
     def __init__(self, rest, lineno, recs):
         words = rest.split()
         if len(words) < 2 or words[1] not in ('req', 'rep'):
@@ -285,8 +289,8 @@ def parse_table(path):
     for m in t.msgs:
         e = names.get(m.name)
         if e is None or e.op is None or e.mode not in ('codec', 'proto'):
-            raise SystemExit('line %d: msg %s: not a codec entry or protocol message'
-                             % (m.lineno, m.name))
+            raise SystemExit('line %d: msg %s: not a codec entry or protocol message '
+                             '(a gen entry\'s come from its annotations)' % (m.lineno, m.name))
     # A condition's constant is one of the table's enums (vocl_api.h).
     consts = {en.prefix + k for en in t.enums for k, _ in en.values}
     for m in t.msgs:
@@ -300,7 +304,60 @@ def parse_table(path):
     for e in t.entries:
         if e.mode == 'codec' and ((e.name, 'req') not in have or e.op is None):
             raise SystemExit('%s: a codec entry needs an opcode and a msg ... req line' % e.name)
+    derive_gen_msgs(t)
     return t
+
+
+# How each annotation of a gen entry's parameter travels in its request: the
+# msg field type (None: nothing on the wire).  The same bytes the inline
+# encoders of the table's first generator wrote, so the wire did not change
+# when gen entries got messages of their own.
+GEN_FIELD = {'h': 'u64', 'h?': 'u64', 'v': 'u64', 'va': 'va3', 'ha': 'ids', 'wl': 'ids',
+             'str': 'str', 'in': 'bytes', 'props': 'props', 'ev': 'u64', 'info': 'u8',
+             'infosz': None, 'err': None, 'outv': None}
+
+
+def gen_msg_fields(e):
+    """The request's and the reply's fields (TYPE:FIELD) of gen entry e:
+    the parameters in order, a count of an array left out (the array's
+    ids carry it); a create's new id last.  The reply (after the status):
+    the scalars out, or an info query's size and value."""
+    counts = {p.arg for p in e.params if p.kind in ('ha', 'wl')}
+    req, rep = [], []
+    if sum(p.kind == 'ha' for p in e.params) > 1 or sum(p.kind == 'info' for p in e.params) > 1:
+        raise SystemExit('line %d: %s: one @ha and one @info at most' % (e.lineno, e.name))
+    for p in e.params:
+        if p.kind not in GEN_FIELD:
+            raise SystemExit('line %d: %s: @%s has no message field' % (e.lineno, e.name, p.kind))
+        ty = GEN_FIELD[p.kind]
+        if p.kind == 'va' and (p.arg != '3' or p.base != 'size_t'):
+            raise SystemExit('line %d: %s: @va:3 of size_t only (a va3 field)' % (e.lineno, e.name))
+        if p.kind == 'v' and p.name in counts:
+            continue
+        if p.kind == 'info':
+            req.append('u8:want_value')
+            rep += ['u64:size_ret', 'bytes:value']
+        elif p.kind == 'outv':
+            rep.append('u64:%s' % p.name)
+        elif ty:
+            req.append('%s:%s' % (ty, p.name))
+    if e.creates:
+        req.append('u64:new_id')
+    return req, rep
+
+
+def derive_gen_msgs(t):
+    """A msg for the request of every gen entry (and its reply, if it has
+    fields): as if the table had its msg lines."""
+    for e in t.entries:
+        if e.mode != 'gen' or e.op is None:
+            continue
+        req, rep = gen_msg_fields(e)
+        e.req = Msg(' '.join([e.name, 'req'] + req), e.lineno, t.recs)
+        t.msgs.append(e.req)
+        if rep:
+            e.rep = Msg(' '.join([e.name, 'rep'] + rep), e.lineno, t.recs)
+            t.msgs.append(e.rep)
 
 
 def err_ret(e, code):
@@ -493,49 +550,51 @@ def client_gen(e):
     if e.bcast:
         o.append('    if (!vocl_id_on(o_%s, c.px)) continue;' % handles[0].name)
     o.append('    if (vocl_call_start(&c, VOCL_OP_%s)) goto out;' % e.name)
+    # The request (e.req): its fields from the parameters, in wire order.
+    # (Ids are taken before the message: the initialisers of a compound
+    # literal are not evaluated in order.)
+    init = []
     for p in e.params:
         k = p.kind
         if k in ('h', 'h?'):
-            o.append('    vocl_wr_u64(c.w, vocl_id_on(o_%s, c.px));' % p.name)
+            init.append('.%s = vocl_id_on(o_%s, c.px)' % (p.name, p.name))
         elif k == 'v':
-            if p.name in counts:
-                continue
-            o.append('    vocl_wr_u64(c.w, (uint64_t)%s);' % p.name)
+            if p.name not in counts:
+                init.append('.%s = (uint64_t)%s' % (p.name, p.name))
         elif k == 'va':
-            o.append('    vocl_call_put_va(&c, %s, sizeof(*%s), %s);' % (p.name, p.name, p.arg))
+            init.append('.%s = vocl_va3_of(%s)' % (p.name, p.name))
         elif k == 'ha':
-            o.append('    vocl_call_put_ha(&c, %s, (const void *const *)%s);' % (p.arg, p.name))
+            init.append('.%s = vocl_call_ha_ids(&c, %s, (const void *const *)%s)' % (p.name, p.arg, p.name))
         elif k == 'wl':
-            o.append('    vocl_call_put_wl(&c, %s, %s);' % (p.arg, p.name))
+            init.append('.%s = vocl_call_wl_ids(&c, %s, %s)' % (p.name, p.arg, p.name))
         elif k == 'str':
-            o.append('    vocl_wr_str(c.w, %s);' % p.name)
+            init.append('.%s = vocl_str_of(%s)' % (p.name, p.name))
         elif k == 'in':
-            o.append('    vocl_wr_bytes(c.w, %s, %s ? (size_t)(%s) : 0);' % (p.name, p.name, p.arg))
+            init.append('.%s = {.p = %s, .len = %s ? (size_t)(%s) : 0}' % (p.name, p.name, p.name, p.arg))
         elif k == 'props':
-            o.append('    vocl_call_put_props(&c, (const void *)%s);' % p.name)
+            o.append('    uint64_t props_%s[VOCL_PROPS_MAX];' % p.name)
+            init.append('.%s = vocl_props_ids((const void *)%s, props_%s)' % (p.name, p.name, p.name))
         elif k == 'ev':
             o.append('    uint64_t ev_id = %s ? vocl_call_new_id(&c) : 0;' % p.name)
-            o.append('    vocl_wr_u64(c.w, ev_id);')
+            init.append('.%s = ev_id' % p.name)
         elif k == 'info':
-            o.append('    vocl_wr_u8(c.w, %s != NULL);' % p.name)
-        elif k == 'infosz':
-            pass
-        elif k in ('err', 'outv'):
-            pass
-        else:
-            raise SystemExit('%s: kind %s not supported in gen' % (e.name, k))
+            init.append('.want_value = %s != NULL' % p.name)
     if e.creates:
         o.append('    uint64_t new_id = vocl_call_new_id(&c);')
-        o.append('    vocl_wr_u64(c.w, new_id);')
+        init.append('.new_id = new_id')
+    o.append('    vocl_enc_%s(c.w, &(struct vocl_msg_%s){' % (e.req.cname, e.req.cname))
+    o += ['        %s,' % i for i in init[:-1]] + ['        %s});' % init[-1]]
     o.append('    if (vocl_call_send(&c)) goto out;')
-    # Reply: the error, then out parameters in order.
+    # The reply (e.rep, after the status): out parameters in order.
+    if e.rep:
+        o += ['    struct vocl_msg_%s rp;' % e.rep.cname,
+              '    vocl_dec_%s(&c.r, &rp); /* (a reply cut short: c.r.fail) */' % e.rep.cname]
     for p in e.params:
         if p.kind == 'info':
             sz = next(q for q in e.params if q.kind == 'infosz')
-            o.append('    vocl_call_get_info(&c, %s, %s, %s);' % (p.arg, p.name, sz.name))
+            o.append('    vocl_call_info(&c, %s, %s, %s, rp.size_ret, &rp.value);' % (p.arg, p.name, sz.name))
         elif p.kind == 'outv':
-            o.append('    { uint64_t v = vocl_rd_u64(&c.r); if (%s) *%s = (%s)v; }' % (
-                p.name, p.name, p.base))
+            o.append('    if (%s) *%s = (%s)rp.%s;' % (p.name, p.name, p.base, p.name))
         elif p.kind == 'ev':
             o.append('    if (%s) *%s = (cl_event)vocl_call_new_event(&c, ev_id, o_%s);' % (
                 p.name, p.name, handles[0].name))
@@ -591,51 +650,54 @@ def gen_proxy(t):
 
 
 def proxy_gen(e):
-    o = ['static void gen_%s(struct proxyd_req *q)' % e.name, '{']
+    """The decoder (the request decoded whole by vocl_dec_, then its ids
+    looked up in the session, in parameter order) and handler of gen entry e."""
+    o = ['static void gen_%s(struct proxyd_req *q)' % e.name, '{',
+         '    struct vocl_msg_%s m;' % e.req.cname,
+         '    const char *why = vocl_dec_%s(q->r, &m);' % e.req.cname,
+         '    if (why)', '        proxyd_fail(q, why);']
     counts = {p.arg: p for p in e.params if p.kind in ('ha', 'wl')}
     call = []
-    post = []
+    rep = []
     for p in e.params:
         k = p.kind
         if k in ('h', 'h?'):
-            o.append('    %s %s = (%s)proxyd_rd_h(q, VOCL_T_%s, %d);' % (
-                p.ctype, p.name, p.ctype, p.htype, k == 'h?'))
+            o.append('    %s %s = (%s)proxyd_h(q, m.%s, VOCL_T_%s, %d);' % (
+                p.ctype, p.name, p.ctype, p.name, p.htype, k == 'h?'))
             call.append(p.name)
         elif k == 'v':
             if p.name in counts:
                 o.append('    cl_uint %s = 0;' % p.name)
             else:
-                o.append('    %s %s = (%s)vocl_rd_u64(q->r);' % (p.ctype, p.name, p.ctype))
+                o.append('    %s %s = (%s)m.%s;' % (p.ctype, p.name, p.ctype, p.name))
             call.append(p.name)
         elif k == 'va':
-            o.append('    const %s *%s = proxyd_rd_va(q, sizeof(%s), %s);' % (
-                p.base, p.name, p.base, p.arg))
+            o.append('    const size_t *%s = proxyd_va3(q, &m.%s);' % (p.name, p.name))
             call.append(p.name)
         elif k in ('ha', 'wl'):
-            o.append('    %s = proxyd_rd_ha(q, VOCL_T_%s, &%s);' % (
-                'const %s *%s' % (p.base, p.name), p.htype, p.arg) if False else
-                '    const %s *%s = (const %s *)proxyd_rd_ha(q, VOCL_T_%s, &%s);' % (
-                    p.base, p.name, p.base, p.htype, p.arg))
+            o.append('    const %s *%s = (const %s *)proxyd_ha(q, VOCL_T_%s, &m.%s, &%s);' % (
+                p.base, p.name, p.base, p.htype, p.name, p.arg))
             call.append(p.name)
         elif k == 'str':
-            o.append('    const char *%s = proxyd_rd_str(q);' % p.name)
+            o.append('    const char *%s = proxyd_str(q, &m.%s);' % (p.name, p.name))
             call.append(p.name)
         elif k == 'in':
-            o.append('    size_t %s_len;' % p.name)
-            o.append('    const void *%s = proxyd_rd_bytes(q, &%s_len);' % (p.name, p.name))
+            o.append('    size_t %s_len = m.%s.len;' % (p.name, p.name))
+            o.append('    const void *%s = %s_len ? m.%s.p : NULL;' % (p.name, p.name, p.name))
             if p.arg.isdigit():
                 o.append('    if (%s && %s_len != %s) proxyd_fail(q, "%s: %s size");' % (
                     p.name, p.name, p.arg, e.name, p.name))
             call.append(p.name)
         elif k == 'props':
-            o.append('    const %s *%s = (const %s *)proxyd_rd_props(q);' % (p.base, p.name, p.base))
+            o.append('    const %s *%s = (const %s *)proxyd_props(q, &m.%s);' % (
+                p.base, p.name, p.base, p.name))
             call.append(p.name)
         elif k == 'ev':
-            o.append('    uint64_t ev_id = proxyd_rd_newid(q);')
+            o.append('    uint64_t ev_id = proxyd_newid(q, m.%s);' % p.name)
             o.append('    cl_event ev = NULL;')
             call.append('ev_id ? &ev : NULL')
         elif k == 'info':
-            o.append('    int want_value = vocl_rd_u8(q->r);')
+            o.append('    int want_value = m.want_value;')
             o.append('    void *%s = NULL;' % p.name)
             o.append('    size_t size_ret = 0;')
             call.append(p.name)
@@ -644,14 +706,14 @@ def proxy_gen(e):
         elif k == 'outv':
             o.append('    %s %s = 0;' % (p.base, p.name))
             call.append('&%s' % p.name)
-            post.append('    vocl_wr_u64(q->w, (uint64_t)%s);' % p.name)
+            rep.append('.%s = (uint64_t)%s' % (p.name, p.name))
         elif k == 'err':
             o.append('    cl_int err = CL_SUCCESS;')
             call.append('&err')
         else:
             raise SystemExit('%s: kind %s' % (e.name, k))
     if e.creates:
-        o.append('    uint64_t new_id = proxyd_rd_newobj(q);')
+        o.append('    uint64_t new_id = proxyd_newobj(q, m.new_id);')
     # Cross-checks of sizes against the parameters that state them.
     for p in e.params:
         if p.kind == 'in' and not p.arg.isdigit():
@@ -672,14 +734,23 @@ def proxy_gen(e):
         if p.kind == 'ev':
             o.append('    proxyd_put_event(q, rc, ev_id, ev);')
         if p.kind == 'info':
-            o.append('    proxyd_put_info(q, rc, %s, %s, size_ret);' % (p.name, p.arg))
-    o += post
+            # The size, and as much of the value as there is room for.
+            o += ['    if (rc == CL_SUCCESS)',
+                  '        vocl_enc_%s(q->w, &(struct vocl_msg_%s){' % (e.rep.cname, e.rep.cname),
+                  '            .size_ret = size_ret,',
+                  '            .value = {.p = %s, .len = %s ? (size_ret < %s ? size_ret : %s) : 0}});'
+                  % (p.name, p.name, p.arg, p.arg)]
+    if rep:
+        # (the scalars out: whatever the status)
+        o.append('    vocl_enc_%s(q->w, &(struct vocl_msg_%s){%s});' % (
+            e.rep.cname, e.rep.cname, ', '.join(rep)))
     o += ['}', '']
     return o
 
 
 # --------------------------------------------------------------------------
-# Messages of codec entries: a struct, an encoder and a decoder each.
+# Messages (codec entries, protocol, gen entries): a struct, an encoder and
+# a decoder each.
 
 REC_CODECS = {
     'u8': ('vocl_wr_u8(w, e->{f})', 'e->{f} = vocl_rd_u8(r)'),
@@ -696,7 +767,7 @@ def gen_msg_h(t):
          '#ifndef VOCL_MSG_H', '#define VOCL_MSG_H', '',
          '#include "wire.h"', '',
          '/*',
-         ' * One struct per message of a codec entry or of the protocol (its request,',
+         ' * One struct per message of an API entry (gen or codec) or of the protocol (its request,',
          ' * and the fields of its reply after the status), with an encoder that',
          ' * writes the fields in order and a decoder that reads them.  A decoder',
          ' * treats the message as hostile: counts are checked against the bytes',
