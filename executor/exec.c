@@ -107,19 +107,6 @@ const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_
     return arr;
 }
 
-/* A handle array: u32 count, then count ids.  NULL and 0 are the same. */
-const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count)
-{
-    struct vocl_ids ids;
-    const char *why = vocl_rd_ids(q->r, &ids, "handle array longer than the message");
-    *count = 0;
-    if (why) {
-        proxyd_fail(q, why);
-        return NULL;
-    }
-    return proxyd_ha(q, t, &ids, count);
-}
-
 const size_t *proxyd_va3(struct proxyd_req *q, const struct vocl_va3 *a)
 {
     if (!a->present)
@@ -127,33 +114,6 @@ const size_t *proxyd_va3(struct proxyd_req *q, const struct vocl_va3 *a)
     size_t *arr = proxyd_tmp(q, 3 * sizeof(size_t));
     for (int i = 0; arr && i < 3; i++)
         arr[i] = (size_t)a->v[i];
-    return arr;
-}
-
-/* A scalar array: u8 present, then count u64 values. */
-const void *proxyd_rd_va(struct proxyd_req *q, size_t elem, size_t count)
-{
-    if (!vocl_rd_u8(q->r) || q->r->fail)
-        return NULL;
-    if (count > 64) {
-        proxyd_fail(q, "scalar array too long");
-        return NULL;
-    }
-    uint8_t *arr = proxyd_tmp(q, elem * count);
-    if (!arr)
-        return NULL;
-    for (size_t i = 0; i < count; i++) {
-        uint64_t v = vocl_rd_u64(q->r);
-        if (elem == 8)
-            memcpy(arr + i * 8, &v, 8);
-        else if (elem == 4) {
-            uint32_t v32 = (uint32_t)v;
-            memcpy(arr + i * 4, &v32, 4);
-        } else {
-            proxyd_fail(q, "scalar array element size");
-            return NULL;
-        }
-    }
     return arr;
 }
 
@@ -168,27 +128,6 @@ const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s)
     memcpy(copy, s->p, s->len);
     copy[s->len] = '\0';
     return copy;
-}
-
-const char *proxyd_rd_str(struct proxyd_req *q)
-{
-    size_t n;
-    bool is_null;
-    const char *s = vocl_rd_str(q->r, &n, &is_null);
-    if (q->r->fail || is_null)
-        return NULL;
-    char *copy = proxyd_tmp(q, n + 1);
-    if (!copy)
-        return NULL;
-    memcpy(copy, s, n);
-    copy[n] = '\0';
-    return copy;
-}
-
-const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len)
-{
-    const void *p = vocl_rd_bytes(q->r, len);
-    return *len ? p : NULL;
 }
 
 /*
@@ -216,17 +155,6 @@ const void *proxyd_props(struct proxyd_req *q, const struct vocl_ids *list)
     return p;
 }
 
-const void *proxyd_rd_props(struct proxyd_req *q)
-{
-    struct vocl_ids list;
-    const char *why = vocl_rd_ids(q->r, &list, "property list longer than the message");
-    if (why) {
-        proxyd_fail(q, why);
-        return NULL;
-    }
-    return proxyd_props(q, &list);
-}
-
 /* An id for an object the request creates: 0 (none) or unused and in range. */
 uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id)
 {
@@ -239,23 +167,9 @@ uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id)
     return id;
 }
 
-uint64_t proxyd_rd_newid(struct proxyd_req *q)
-{
-    uint64_t id = vocl_rd_u64(q->r);
-    return q->r->fail ? 0 : proxyd_newid(q, id);
-}
-
 uint64_t proxyd_newobj(struct proxyd_req *q, uint64_t id)
 {
     id = proxyd_newid(q, id);
-    if (!id)
-        proxyd_fail(q, "a create without an id for the new object");
-    return id;
-}
-
-uint64_t proxyd_rd_newobj(struct proxyd_req *q)
-{
-    uint64_t id = proxyd_rd_newid(q);
     if (!id)
         proxyd_fail(q, "a create without an id for the new object");
     return id;

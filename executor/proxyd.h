@@ -66,22 +66,15 @@ struct proxyd_req {
 /* VOCL_RECORD_REQUESTS=DIR: writes msg to DIR/<pid>-<n>.bin (record.c). */
 void proxyd_record(const void *msg, size_t len);
 
-/* Decoding helpers for handlers: each records failures in q and returns a
- * harmless value, so a handler decodes everything, then checks once. */
+/* Helpers for handlers, on the fields a generated decoder has read
+ * (vocl_msg.h): ids to native handles, new ids checked, a property list
+ * copied and checked.  Each records failures in q and returns a harmless
+ * value, so a handler decodes everything, then checks once.  proxyd_rd_h
+ * reads the handle itself, for the few hand-read fields left. */
 void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable);
-const void *proxyd_rd_ha(struct proxyd_req *q, enum vocl_type t, cl_uint *count);
-const void *proxyd_rd_va(struct proxyd_req *q, size_t elem, size_t count);
-const char *proxyd_rd_str(struct proxyd_req *q);
-const void *proxyd_rd_bytes(struct proxyd_req *q, size_t *len);
-const void *proxyd_rd_props(struct proxyd_req *q);
-uint64_t proxyd_rd_newid(struct proxyd_req *q);
-/* The same, for a create that must name its new object. */
-uint64_t proxyd_rd_newobj(struct proxyd_req *q);
 const uint64_t *proxyd_newids(struct proxyd_req *q, const struct vocl_ids *list, uint32_t *count,
                               uint32_t max);
 const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s);
-/* The same for fields a generated decoder has read (vocl_msg.h): ids to
- * native handles, new ids checked, a property list copied and checked. */
 void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable);
 const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_ids *ids,
                       cl_uint *count);

@@ -237,27 +237,10 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
     return 0;
 }
 
-void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list)
-{
-    vocl_wr_u32(c->w, n);
-    for (cl_uint i = 0; i < n; i++)
-        vocl_wr_u64(c->w, vocl_id_on(list[i], c->px)); /* checked by call_ha */
-}
-
-void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
-{
-    /* Events of other proxies were waited for by vocl_call_start. */
-    vocl_wr_u32(c->w, vocl_count_on(c->px, n, (const void *const *)list) + c->nxw);
-    for (cl_uint i = 0; i < n; i++)
-        if (vocl_on((const void *)list[i], c->px))
-            vocl_wr_u64(c->w, vocl_id_on((const void *)list[i], c->px));
-    for (cl_uint i = 0; i < c->nxw; i++)
-        vocl_wr_u64(c->w, c->xw[i]);
-}
-
 struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list)
 {
-    /* The same ids as vocl_call_put_wl, for a generated encoder. */
+    /* Events of other proxies were waited for by vocl_call_start (c->xw:
+     * those it waits for here instead). */
     struct vocl_ids ids = {0};
     uint32_t k = vocl_count_on(c->px, n, (const void *const *)list) + c->nxw;
     if (!k)
@@ -281,7 +264,7 @@ struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event 
 
 struct vocl_ids vocl_call_ha_ids(struct vocl_call *c, cl_uint n, const void *const *list)
 {
-    /* The same ids as vocl_call_put_ha (checked by vocl_call_ha). */
+    /* (Each checked by vocl_call_ha.) */
     struct vocl_ids ids = {0};
     if (!n)
         return ids;
@@ -298,24 +281,6 @@ struct vocl_ids vocl_call_ha_ids(struct vocl_call *c, cl_uint n, const void *con
     return ids;
 }
 
-void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n)
-{
-    vocl_wr_u8(c->w, arr != NULL);
-    if (!arr)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = 0;
-        if (elem == 4) {
-            uint32_t v32;
-            memcpy(&v32, (const char *)arr + 4 * i, 4);
-            v = v32;
-        } else {
-            memcpy(&v, (const char *)arr + 8 * i, 8);
-        }
-        vocl_wr_u64(c->w, v);
-    }
-}
-
 struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
 {
     /* Property lists are (name, value) pairs ended by a 0 name; every
@@ -330,15 +295,6 @@ struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX])
     for (uint32_t i = 0; i < n; i++)
         buf[i] = i + 1 == n ? 0 : p[i];
     return (struct vocl_ids){.n = n, .v = buf};
-}
-
-void vocl_call_put_props(struct vocl_call *c, const void *props)
-{
-    uint64_t buf[VOCL_PROPS_MAX];
-    struct vocl_ids ids = vocl_props_ids(props, buf);
-    vocl_wr_u32(c->w, ids.n);
-    for (uint32_t i = 0; i < ids.n; i++)
-        vocl_wr_u64(c->w, ids.v[i]);
 }
 
 uint64_t vocl_call_new_id(struct vocl_call *c)

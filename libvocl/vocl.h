@@ -341,14 +341,11 @@ cl_uint vocl_count_on(const struct vocl_proxy *px, cl_uint n, const void *const 
 int vocl_call_route(struct vocl_call *c);
 /* Routes, takes the proxy and starts the message. */
 int vocl_call_start(struct vocl_call *c, unsigned op);
-/* Encoders for the payload. */
-void vocl_call_put_ha(struct vocl_call *c, cl_uint n, const void *const *list);
-void vocl_call_put_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
-/* The ids vocl_call_put_wl writes, for a generated encoder (owned by c). */
+/* The ids of a wait list on c's proxy, for a generated encoder (owned by c). */
 struct vocl_ids vocl_call_wl_ids(struct vocl_call *c, cl_uint n, const cl_event *list);
-/* The ids vocl_call_put_ha writes, for a generated encoder (owned by c). */
+/* The ids of a handle array on c's proxy, likewise. */
 struct vocl_ids vocl_call_ha_ids(struct vocl_call *c, cl_uint n, const void *const *list);
-/* n (at most 3) sizes at v, as vocl_call_put_va writes them (NULL: none). */
+/* n (at most 3) sizes at v, for a va3 field (NULL: none). */
 static inline struct vocl_va3 vocl_va_of(const size_t *v, unsigned n)
 {
     struct vocl_va3 a = {.present = v != NULL};
@@ -361,11 +358,9 @@ static inline struct vocl_va3 vocl_va3_of(const size_t *v)
 {
     return vocl_va_of(v, 3);
 }
-/* A property list as vocl_call_put_props writes it, in buf (VOCL_PROPS_MAX). */
+/* A property list as a props field carries it, in buf (VOCL_PROPS_MAX). */
 #define VOCL_PROPS_MAX 257
 struct vocl_ids vocl_props_ids(const void *props, uint64_t buf[VOCL_PROPS_MAX]);
-void vocl_call_put_va(struct vocl_call *c, const void *arr, size_t elem, size_t n);
-void vocl_call_put_props(struct vocl_call *c, const void *props);
 uint64_t vocl_call_new_id(struct vocl_call *c);
 /* Sends the request and waits for the reply; nonzero when c->err is set. */
 int vocl_call_send(struct vocl_call *c);
