@@ -222,10 +222,11 @@ static cl_int device_status(struct vocl_obj *e, cl_int *st)
     vocl_call_init(&c);
     vocl_call_h(&c, e, VOCL_T_EVENT, 0);
     if (vocl_call_start(&c, VOCL_OP_clGetEventInfo) == 0) {
-        vocl_wr_u64(c.w, vocl_id_on(e, c.px));
-        vocl_wr_u64(c.w, CL_EVENT_COMMAND_EXECUTION_STATUS);
-        vocl_wr_u64(c.w, sizeof(*st));
-        vocl_wr_u8(c.w, 1);
+        vocl_enc_clGetEventInfo_req(c.w, &(struct vocl_msg_clGetEventInfo_req){
+                                             .event = vocl_id_on(e, c.px),
+                                             .param_name = CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                             .param_value_size = sizeof(*st),
+                                             .want_value = 1});
         if (vocl_call_send(&c) == 0)
             vocl_call_get_info(&c, sizeof(*st), st, NULL);
     }

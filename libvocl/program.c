@@ -515,10 +515,11 @@ static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
     for (cl_uint rep = 0; vocl_call_each(&c, p, rep); rep++) {
         if (!vocl_id_on(p, c.px) || vocl_call_start(&c, VOCL_OP_clGetProgramInfo))
             continue;
-        vocl_wr_u64(c.w, vocl_id_on(p, c.px));
-        vocl_wr_u64(c.w, CL_PROGRAM_BINARY_SIZES);
-        vocl_wr_u64(c.w, sizeof(got));
-        vocl_wr_u8(c.w, 1);
+        vocl_enc_clGetProgramInfo_req(c.w, &(struct vocl_msg_clGetProgramInfo_req){
+                                               .program = vocl_id_on(p, c.px),
+                                               .param_name = CL_PROGRAM_BINARY_SIZES,
+                                               .param_value_size = sizeof(got),
+                                               .want_value = 1});
         size_t n = 0;
         if (vocl_call_send(&c) == 0)
             vocl_call_get_info(&c, sizeof(got), got, &n);
