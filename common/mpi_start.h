@@ -6,9 +6,11 @@
  * inside MPI_Init (under LD_PRELOAD, libvocl itself, half set up).  Under
  * MPICH its I/O discovery is left out too (components pci and linuxio,
  * which read the sysfs files and configuration space of every PCI device):
- * in an MPI job of two ranks on this 2-core machine, MPI_Init took a median
- * 75 ms with it and 32 ms without, and a job's MPI_Init waits for its
- * slowest rank.  MPICH's UCX network module picks its devices without
+ * in an MPI job of two ranks on this 2-core machine, idle, MPI_Init took a
+ * median 29 ms with it and 19 ms without (6 runs each), and a job's
+ * MPI_Init waits for its slowest rank; libvocl's start under vocl-run (the
+ * first OpenCL call of a PyOpenCL script) went from 43 to 37 ms (8 runs
+ * each).  MPICH's UCX network module picks its devices without
  * hwloc; Open MPI places traffic by hwloc's PCI distances, so there only
  * the OpenCL plugin is left out.  A HWLOC_COMPONENTS of the user's own
  * (anything but "-opencl", which vocl-run sets) is kept as it is, and the
