@@ -26,6 +26,19 @@ static void program_devices(struct vocl_obj *p, cl_uint n, const cl_device_id *l
     }
 }
 
+/* A program that a generated create made learns its devices (the
+ * context's) when first asked; two threads may ask at once. */
+static struct vocl_program *with_devices(struct vocl_obj *p)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct vocl_program *prog = vocl_as_program(p);
+    pthread_mutex_lock(&lock);
+    if (!prog->devs)
+        program_devices(p, 0, NULL);
+    pthread_mutex_unlock(&lock);
+    return prog;
+}
+
 struct src_name {
     const char *p;
     size_t n;
@@ -455,9 +468,7 @@ cl_program CL_API_CALL vocl_hand_clLinkProgram(
  * brings every binary, copied into place here. */
 static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, size_t *size_ret)
 {
-    struct vocl_program *prog = vocl_as_program(p);
-    if (!prog->devs) /* made by a generated create: the context's devices */
-        program_devices(p, 0, NULL);
+    struct vocl_program *prog = with_devices(p);
     size_t need = prog->ndevs * sizeof(unsigned char *);
     if (size_ret)
         *size_ret = need;
@@ -499,9 +510,7 @@ static cl_int program_binaries(struct vocl_obj *p, size_t size, void *value, siz
 static cl_int program_binary_sizes(struct vocl_obj *p, size_t size, void *value,
                                    size_t *size_ret)
 {
-    struct vocl_program *prog = vocl_as_program(p);
-    if (!prog->devs)
-        program_devices(p, 0, NULL);
+    struct vocl_program *prog = with_devices(p);
     size_t need = prog->ndevs * sizeof(size_t);
     if (size_ret)
         *size_ret = need;
@@ -565,9 +574,7 @@ int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,
                                 param_value_size_ret);
         return 1;
     case CL_PROGRAM_DEVICES: {
-        struct vocl_program *prog = vocl_as_program(p);
-        if (!prog->devs) /* made by a generated create: the context's devices */
-            program_devices(p, 0, NULL);
+        struct vocl_program *prog = with_devices(p);
         *ret = vocl_info_answer(prog->devs, prog->ndevs * sizeof(void *), param_value_size,
                                 param_value, param_value_size_ret);
         return 1;
