@@ -159,6 +159,16 @@ static uint8_t kp_kind(enum kp_arg_kind k)
  * proxy are already in ka: the source's kinds take their place where the
  * proxy knows none, when the source has the kernel with as many arguments.
  */
+/* What a new kernel's creation told: its name and how many arguments it
+ * has, kept as clGetKernelInfo's answers (info.c). */
+static void kernel_known(struct vocl_obj *k, const char *name)
+{
+    vocl_info_know(k, VOCL_OP_clGetKernelInfo, CL_KERNEL_FUNCTION_NAME, name, strlen(name) + 1);
+    const struct vocl_kargs *ka = vocl_as_kernel(k)->kargs;
+    if (ka)
+        vocl_info_know(k, VOCL_OP_clGetKernelInfo, CL_KERNEL_NUM_ARGS, &ka->n, sizeof(ka->n));
+}
+
 static void kargs_declare(struct vocl_kargs *ka, const struct vocl_obj *p, const char *name)
 {
     bool cond = false;
@@ -241,6 +251,7 @@ cl_kernel CL_API_CALL vocl_hand_clCreateKernel(cl_program program, const char *k
                 kargs_declare(ka, p, kernel_name);
             vocl_as_kernel(k)->kargs = ka;
             ka = NULL;
+            kernel_known(k, kernel_name);
         }
         vocl_kargs_free(ka);
     }
@@ -286,13 +297,15 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
     cl_uint nids = kernels ? num_kernels : 0;
     cl_uint got = 0, made = 0, objs = 0;
     struct vocl_kargs **kas = NULL;
+    char **names = NULL;
     if (vocl_call_start(&c, VOCL_OP_clCreateKernelsInProgram) == 0) {
         uint64_t first = kernels_request(&c, p->id, nids);
         if (vocl_call_send(&c) == 0) {
             got = vocl_rd_u32(&c.r);
             made = got < nids ? got : nids;
             kas = calloc(made ? made : 1, sizeof(*kas));
-            if (!kas)
+            names = calloc(made ? made : 1, sizeof(*names));
+            if (!kas || !names)
                 vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
         }
         /* Per kernel: its name, then its arguments as clCreateKernel has them. */
@@ -306,7 +319,7 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
             kas[i] = c.err ? NULL : kargs_read(&c);
             if (kas[i])
                 kargs_declare(kas[i], p, cname);
-            free(cname);
+            names[i] = cname;
         }
         if (c.r.fail)
             vocl_call_error(&c, CL_OUT_OF_RESOURCES);
@@ -317,6 +330,7 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
                 break;
             vocl_as_kernel(k)->kargs = kas[objs];
             kas[objs] = NULL;
+            kernel_known(k, names[objs]);
             kernels[objs] = (cl_kernel)k;
         }
     }
@@ -342,7 +356,10 @@ cl_int CL_API_CALL vocl_hand_clCreateKernelsInProgram(cl_program program, cl_uin
     }
     for (cl_uint i = 0; kas && i < made; i++)
         vocl_kargs_free(kas[i]);
+    for (cl_uint i = 0; names && i < made; i++)
+        free(names[i]);
     free(kas);
+    free(names);
     /* All or nothing: the kernels made before a failure go again. */
     for (cl_uint i = 0; c.err && i < objs; i++)
         clReleaseKernel(kernels[i]);

@@ -678,6 +678,21 @@ int vocl_hook_clGetMemObjectInfo(cl_mem memobj, cl_mem_info param_name, size_t p
     case CL_MEM_CONTEXT: v = m->obj.context; break;
     case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->obj.parent; break;
     case CL_MEM_HOST_PTR: v = m->host_ptr; break;
+    case CL_MEM_TYPE: {
+        /* (a pipe's type and size are the proxy's: it has neither here) */
+        cl_mem_object_type t = m->mem_type ? m->mem_type : CL_MEM_OBJECT_BUFFER;
+        if (!m->mem_type && !m->mem_size)
+            return 0;
+        *ret = vocl_info_answer(&t, sizeof(t), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
+    case CL_MEM_SIZE:
+        if (m->mem_type || !m->mem_size) /* a buffer's only */
+            return 0;
+        *ret = vocl_info_answer(&m->mem_size, sizeof(m->mem_size), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
     case CL_MEM_FLAGS:
         /* As the application gave them (a proxy got a copy of USE_HOST_PTR data). */
         if (!m->mem_flags && m->obj.parent)

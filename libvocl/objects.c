@@ -133,6 +133,7 @@ static void obj_free(struct vocl_obj *o)
     if (m)
         vocl_mappings_free(m);
     vocl_reps_free(o);
+    vocl_info_forget(o);
     if (m && m->shm)
         munmap(m->shm, m->mem_size);
     o->magic = 0;

@@ -272,6 +272,7 @@ static bool build_start(struct vocl_call *c, unsigned op, struct vocl_obj *p, cl
     if (!builds_here(c, p, n, list))
         return false;
     vocl_as_program(p)->build_tried |= UINT64_C(1) << rep;
+    vocl_info_forget(p); /* its build information changes (and again at the end) */
     return vocl_call_start(c, op) == 0;
 }
 
@@ -366,8 +367,10 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
             vocl_call_send(&c);
         }
     vocl_call_end(&c);
-    if (p)
+    if (p) {
         vocl_as_program(p)->built = c.err == CL_SUCCESS;
+        vocl_info_forget(p);
+    }
     notify_built(p ? program : NULL, pfn_notify, user_data);
     return c.err;
 }
@@ -399,6 +402,8 @@ cl_int CL_API_CALL vocl_hand_clCompileProgram(
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
+    if (p)
+        vocl_info_forget(p);
     notify_built(p ? program : NULL, pfn_notify, user_data);
     return c.err;
 }

@@ -128,6 +128,8 @@ struct vocl_obj {
     struct vocl_dtor *dtors;  /* destructor callbacks (contexts, memory), run when it goes */
     cl_uint nreps;            /* objects of a context spanning proxies: one replica */
     struct vocl_rep *reps;    /* per proxy of it (reps[0] is px, id); else NULL */
+    struct vocl_info *info;   /* info.c: answers kept (under its lock) */
+    uint32_t info_gen;        /* info.c: how often they were forgotten */
 };
 
 struct vocl_device {
@@ -387,6 +389,19 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
 void vocl_call_end(struct vocl_call *c);
 /* Copies an info value the client knows into the caller's buffers. */
 cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, size_t *size_ret);
+
+/* info.c: answers to questions about o that cannot change, kept with o.
+ * vocl_info_cached answers one from there (true, *err set) or gives the
+ * generation that the reply's vocl_info_keep must come with; key tells
+ * apart the answers for another device or argument.  vocl_info_forget
+ * drops o's answers (o changed: a build), and those on their way. */
+bool vocl_info_cached(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t key, size_t size,
+                      void *value, size_t *size_ret, cl_int *err, uint32_t *gen);
+void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t key, uint32_t gen,
+                    uint64_t n, const struct vocl_bytes *v);
+/* An answer known without asking (at o's creation): kept as if asked. */
+void vocl_info_know(struct vocl_obj *o, unsigned op, uint64_t param, const void *v, size_t n);
+void vocl_info_forget(struct vocl_obj *o);
 
 /* --- replicas and coherence (replica.c) ----------------------------------------------------- */
 /* Whether o exists on px (an object of one proxy: px is its proxy). */

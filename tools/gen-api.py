@@ -549,6 +549,21 @@ def client_gen(e):
     body_start = len(o)
     if e.bcast:
         o.append('    if (!vocl_id_on(o_%s, c.px)) continue;' % handles[0].name)
+    # An info query whose answer cannot change is answered from the
+    # object's kept answers (libvocl/info.c decides which).
+    kept = None
+    if not e.bcast and any(p.kind == 'info' for p in e.params) and \
+            not any(p.kind == 'in' for p in e.params):
+        extra = [p for p in e.params if p.kind in ('h', 'h?')][1:] + \
+            [p for p in e.params if p.kind == 'v' and p.name == 'arg_index']
+        key = ('(uint64_t)(uintptr_t)o_%s' % extra[0].name if extra[0].kind != 'v'
+               else '(uint64_t)%s' % extra[0].name) if extra else '0'
+        info = next(p for p in e.params if p.kind == 'info')
+        sz = next(p for p in e.params if p.kind == 'infosz')
+        kept = (handles[0].name, 'VOCL_OP_%s, (uint64_t)param_name, %s' % (e.name, key))
+        o += ['    uint32_t info_gen = 0;',
+              '    if (!c.err && vocl_info_cached(o_%s, %s, %s, %s, %s, &c.err, &info_gen)) goto out;'
+              % (kept[0], kept[1], info.arg, info.name, sz.name)]
     o.append('    if (vocl_call_start(&c, VOCL_OP_%s)) goto out;' % e.name)
     # The request (e.req): its fields from the parameters, in wire order.
     # (Ids are taken before the message: the initialisers of a compound
@@ -593,6 +608,9 @@ def client_gen(e):
         if p.kind == 'info':
             sz = next(q for q in e.params if q.kind == 'infosz')
             o.append('    vocl_call_info(&c, %s, %s, %s, rp.size_ret, &rp.value);' % (p.arg, p.name, sz.name))
+            if kept:
+                o.append('    if (!c.err) vocl_info_keep(o_%s, %s, info_gen, rp.size_ret, &rp.value);'
+                         % kept)
         elif p.kind == 'outv':
             o.append('    if (%s) *%s = (%s)rp.%s;' % (p.name, p.name, p.base, p.name))
         elif p.kind == 'ev':
