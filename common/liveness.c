@@ -42,9 +42,11 @@ static struct {
     uint64_t node;           /* this process's node key */
     char silence[64];        /* why a peer elsewhere is taken for dead */
     pthread_t thread;
+    pthread_mutex_t nap_lock; /* the thread's naps end at once when it must stop */
+    pthread_cond_t nap;
     atomic_bool stop;
     atomic_bool running; /* read by any waiting thread, even at exit */
-} live;
+} live = {.nap_lock = PTHREAD_MUTEX_INITIALIZER, .nap = PTHREAD_COND_INITIALIZER};
 
 /* Pings and pongs carry no data; the byte must outlive the send. */
 static const uint8_t nothing;
@@ -69,6 +71,17 @@ static int take(int tag)
     return st.MPI_SOURCE >= 0 && st.MPI_SOURCE < live.size ? st.MPI_SOURCE : -1;
 }
 
+/* Takes the pongs that came; whether there was any. */
+static bool take_pongs(void)
+{
+    bool any = false;
+    for (int r; (r = take(VOCL_TAG_PONG)) >= 0; any = true) {
+        atomic_store(&live.heard[r], vocl_now_ns());
+        atomic_store(&live.asked[r], 0);
+    }
+    return any;
+}
+
 static void *live_thread(void *arg)
 {
     (void)arg;
@@ -77,13 +90,21 @@ static void *live_thread(void *arg)
         bool any = false;
         for (int r; (r = take(VOCL_TAG_PING)) >= 0; any = true)
             send_nothing(r, VOCL_TAG_PONG);
-        for (int r; (r = take(VOCL_TAG_PONG)) >= 0; any = true) {
-            atomic_store(&live.heard[r], vocl_now_ns());
-            atomic_store(&live.asked[r], 0);
-        }
+        any |= take_pongs();
         atomic_store(&live.looked, t); /* every pong that came by t is taken */
-        if (!any)
-            nanosleep(&(struct timespec){0, POLL_NS}, NULL);
+        if (any)
+            continue;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += POLL_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&live.nap_lock);
+        if (!atomic_load(&live.stop))
+            pthread_cond_timedwait(&live.nap, &live.nap_lock, &until);
+        pthread_mutex_unlock(&live.nap_lock);
     }
     return NULL;
 }
@@ -154,7 +175,10 @@ void vocl_live_stop(void)
     if (!live.running)
         return;
     atomic_store(&live.running, false);
+    pthread_mutex_lock(&live.nap_lock);
     atomic_store(&live.stop, true);
+    pthread_cond_signal(&live.nap);
+    pthread_mutex_unlock(&live.nap_lock);
     pthread_join(live.thread, NULL);
     /* heard and asked stay: a callback thread may still be in vocl_live_ok. */
 }
@@ -224,6 +248,15 @@ int vocl_live_roll_call(const int *ranks, int n, bool *dead)
             if (!live.running || ranks[i] < 0 || ranks[i] >= live.size ||
                 atomic_load(&live.heard[ranks[i]]) >= start)
                 continue; /* answered (or nothing to ask) */
+            /* Of this node: alive while its process is (as vocl_live_ok
+             * has it), which needs no ping. */
+            if (on_this_node(ranks[i])) {
+                if (process_gone(live.where[ranks[i]].pid)) {
+                    dead[i] = true;
+                    ndead++;
+                }
+                continue;
+            }
             w.rank = ranks[i];
             w.since = start - VOCL_LIVE_PING_NS;
             if (!vocl_live_ok(&w)) {
@@ -233,7 +266,8 @@ int vocl_live_roll_call(const int *ranks, int n, bool *dead)
             }
             left++;
         }
-        if (left)
+        /* The pongs are taken here too: the liveness thread naps. */
+        if (left && !take_pongs())
             vocl_backoff(start, 1000000);
     }
     return ndead;
