@@ -260,6 +260,12 @@ int main(int argc, char **argv)
     /* If libvocl is registered as an ICD, the native loader loads it here too:
      * tell it that it is inside a proxy, where it must stay out of the way. */
     setenv("VOCL_IN_PROXY", "1", 1);
+    /* The devices first: MPI_Init waits for the application's rank, which
+     * may take its time to get there (a Python interpreter loading its
+     * modules), and the application's first call waits for the devices. */
+    const struct vocl_native_api *cl = vocl_native_get();
+    struct proxyd_node node;
+    bool opened = cl && proxyd_node_open(&node, cl, o.type, NULL) == 0;
     if (vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;
@@ -279,9 +285,7 @@ int main(int argc, char **argv)
     if (!getenv("VOCL_PROXY_STDOUT"))
         proxyd_output_capture();
 
-    const struct vocl_native_api *cl = vocl_native_get();
-    struct proxyd_node node;
-    if (!cl || proxyd_node_open(&node, cl, o.type, NULL)) {
+    if (!opened) {
         vocl_error("no native OpenCL library");
         MPI_Finalize();
         return 1;
