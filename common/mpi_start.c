@@ -8,23 +8,43 @@
 #include <mpi.h>
 
 #ifdef MPICH_VERSION
-#define FOR_MPI_INIT "-opencl,-pci,-linuxio"
+#define COMPONENTS "-opencl,-pci,-linuxio"
+#define PLUGINS "hwloc_opencl,hwloc_pci,hwloc_gl,hwloc_xml_libxml"
 #else
-#define FOR_MPI_INIT "-opencl"
+#define COMPONENTS "-opencl"
+#define PLUGINS "hwloc_opencl"
 #endif
+
+/* Sets name to value for MPI_Init unless the user set it (vocl-run's
+ * "-opencl" is ours to change): what to put back after, in *was. */
+static bool for_init(const char *name, const char *value, const char *ours, char **was)
+{
+    const char *now = getenv(name);
+    *was = NULL;
+    if (now && !(ours && strcmp(now, ours) == 0))
+        return false;
+    if (now && !(*was = strdup(now)))
+        return false;
+    setenv(name, value, 1);
+    return true;
+}
+
+static void after_init(const char *name, bool set, char *was)
+{
+    if (set && was)
+        setenv(name, was, 1);
+    else if (set)
+        unsetenv(name);
+    free(was);
+}
 
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided)
 {
-    const char *now = getenv("HWLOC_COMPONENTS");
-    char *was = NULL;
-    bool ours = !now || (strcmp(now, "-opencl") == 0 && (was = strdup(now)));
-    if (ours)
-        setenv("HWLOC_COMPONENTS", FOR_MPI_INIT, 1);
+    char *components_was, *plugins_was;
+    bool components = for_init("HWLOC_COMPONENTS", COMPONENTS, "-opencl", &components_was);
+    bool plugins = for_init("HWLOC_PLUGINS_BLACKLIST", PLUGINS, NULL, &plugins_was);
     int rc = MPI_Init_thread(argc, argv, required, provided);
-    if (ours && was)
-        setenv("HWLOC_COMPONENTS", was, 1);
-    else if (ours)
-        unsetenv("HWLOC_COMPONENTS");
-    free(was);
+    after_init("HWLOC_COMPONENTS", components, components_was);
+    after_init("HWLOC_PLUGINS_BLACKLIST", plugins, plugins_was);
     return rc;
 }

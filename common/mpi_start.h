@@ -12,9 +12,12 @@
  * first OpenCL call of a PyOpenCL script) went from 43 to 37 ms (8 runs
  * each).  MPICH's UCX network module picks its devices without
  * hwloc; Open MPI places traffic by hwloc's PCI distances, so there only
- * the OpenCL plugin is left out.  A HWLOC_COMPONENTS of the user's own
- * (anything but "-opencl", which vocl-run sets) is kept as it is, and the
- * one before is put back after MPI_Init, for the process's own hwloc.
+ * the OpenCL plugin is left out.  The plugins left out are not even loaded
+ * (HWLOC_PLUGINS_BLACKLIST): the GL plugin would try ten X displays, over
+ * sockets, and the XML one loads libxml2 and ICU, 2-4 ms of MPI_Init.  A
+ * HWLOC_COMPONENTS (anything but "-opencl", which vocl-run sets) or
+ * HWLOC_PLUGINS_BLACKLIST of the user's own is kept as it is, and the
+ * values before are put back after MPI_Init, for the process's own hwloc.
  */
 #ifndef VOCL_MPI_START_H
 #define VOCL_MPI_START_H
