@@ -64,6 +64,8 @@ static bool immutable(unsigned op, uint64_t param)
         return param != CL_SAMPLER_REFERENCE_COUNT;
     case VOCL_OP_clGetProgramBuildInfo:
         return true; /* until the next build (vocl_info_forget) */
+    case VOCL_OP_clGetEventInfo:
+        return param == CL_EVENT_COMMAND_TYPE;
     default:
         return false;
     }
@@ -112,6 +114,8 @@ void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t ke
 
 void vocl_info_know(struct vocl_obj *o, unsigned op, uint64_t param, const void *v, size_t n)
 {
+    if (!o)
+        return;
     pthread_mutex_lock(&info_lock);
     uint32_t gen = o->info_gen;
     pthread_mutex_unlock(&info_lock);

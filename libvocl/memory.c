@@ -373,27 +373,44 @@ static void *shared_memory(struct vocl_mem *m)
     return p;
 }
 
+/* The event of a buffer transfer says so, whatever command ran for it: a
+ * marker after a transfer in shared memory, or on the proxy a large read,
+ * which is a map and an unmap there. */
+static void transfer_event(cl_event event, bool write)
+{
+    cl_command_type t = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
+    vocl_info_know(vocl_lookup(event, VOCL_T_EVENT), VOCL_OP_clGetEventInfo,
+                   CL_EVENT_COMMAND_TYPE, &t, sizeof(t));
+}
+
 /*
- * A transfer of a buffer that a proxy of this node shares, without events:
- * one memcpy, once the commands before it on the queue have ended.  That is
- * so when nothing was enqueued since the queue's last clFinish; otherwise a
- * blocking one finishes the queue first, and a non-blocking one is left to
- * the general path (which keeps it asynchronous).  Doing a non-blocking
- * transfer at once, in its place in the queue's order, is one of the ways
- * it may run.  Returns false when this does not apply: the general path
- * runs, and reports any error.
+ * A transfer of a buffer that a proxy of this node shares: one memcpy, once
+ * the commands before it on the queue have ended.  That is so when nothing
+ * was enqueued since the queue's last clFinish; otherwise a blocking one
+ * finishes the queue first (and waits for its wait list: a blocking call
+ * may), and a non-blocking one is left to the general path (which keeps it
+ * asynchronous).  Doing a non-blocking transfer at once, in its place in
+ * the queue's order, is one of the ways it may run.  Its event, if asked
+ * for, is a marker enqueued after it, which says it is the transfer's
+ * command (PyOpenCL asks for an event on every transfer).  Returns false
+ * when this does not apply: the general path runs, and reports any error.
  */
 static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffer,
                         cl_bool blocking, size_t offset, size_t size, void *ptr, cl_uint nwl,
-                        const cl_event *event, cl_int *err)
+                        const cl_event *wl, cl_event *event, cl_int *err)
 {
     struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
     struct vocl_mem *m = vocl_as_mem(vocl_lookup(buffer, VOCL_T_MEM));
-    if (nwl || event || !q || !m || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
-        m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr || size == 0 ||
-        offset > m->mem_size || size > m->mem_size - offset ||
+    if ((nwl && (!blocking || !wl)) || !q || !m || !m->obj.px->shm || m->obj.parent ||
+        m->obj.reps || m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr ||
+        size == 0 || offset > m->mem_size || size > m->mem_size - offset ||
         vocl_host_forbids(&m->obj, !write, write))
         return false;
+    for (cl_uint i = 0; i < nwl; i++) {
+        struct vocl_obj *e = vocl_lookup(wl[i], VOCL_T_EVENT);
+        if (!e || e->context != q->obj.context)
+            return false;
+    }
     bool drained = atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at) ||
                    !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
@@ -406,17 +423,18 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
         vocl_xport_fail(m->obj.px, "its process is gone: it died");
         return false;
     }
-    if (!drained) {
-        *err = clFinish(command_queue);
-        if (*err != CL_SUCCESS)
-            return true;
-    }
+    if (nwl && (*err = clWaitForEvents(nwl, wl)) != CL_SUCCESS)
+        return true;
+    if (!drained && (*err = clFinish(command_queue)) != CL_SUCCESS)
+        return true;
     if (write)
         memcpy((char *)shared + offset, ptr, size);
     else
         memcpy(ptr, (char *)shared + offset, size);
     vocl_prof_shared(size);
-    *err = CL_SUCCESS;
+    *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
+    if (event && *err == CL_SUCCESS)
+        transfer_event(*event, write);
     return true;
 }
 
@@ -429,7 +447,7 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
     struct vocl_msg_clEnqueueWriteBuffer_req m;
     cl_int shared_err;
     if (host && shared_xfer(true, command_queue, buffer, blocking_write, offset, size, (void *)ptr,
-                            num_events_in_wait_list, event, &shared_err))
+                            num_events_in_wait_list, event_wait_list, event, &shared_err))
         return shared_err;
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, host, command_queue,
@@ -438,8 +456,11 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
     if (q) {
         m.data = vocl_xfer_out(&c, ptr, size);
         vocl_enc_clEnqueueWriteBuffer_req(c.w, &m);
-        if (vocl_xfer_send(&c, ptr, size) == 0 && event)
+        if (vocl_xfer_send(&c, ptr, size) == 0 && event) {
             *event = (cl_event)vocl_call_new_event(&c, m.event, q);
+            if (host)
+                transfer_event(*event, true);
+        }
     }
     vocl_call_end(&c);
     return c.err;
@@ -454,7 +475,7 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
     struct vocl_msg_clEnqueueWriteBuffer_req m;
     cl_int shared_err;
     if (host && shared_xfer(false, command_queue, buffer, blocking_read, offset, size, ptr,
-                            num_events_in_wait_list, event, &shared_err))
+                            num_events_in_wait_list, event_wait_list, event, &shared_err))
         return shared_err;
     vocl_call_init(&c);
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueReadBuffer, host, command_queue,
@@ -474,6 +495,8 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
                 vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
             if (event)
                 *event = (cl_event)vocl_call_new_event(&c, m.event, q);
+            if (event && host)
+                transfer_event(*event, false);
         }
     }
     vocl_call_end(&c);

@@ -11,6 +11,9 @@
  *  4. a non-blocking write with an event, then a blocking read;
  *  5. after a clFinish, two non-blocking writes, a kernel, a non-blocking
  *     read, a clFinish, and one more non-blocking read;
+ *  6. as PyOpenCL transfers: a kernel on another queue (held back), then a
+ *     blocking read that waits for its event and asks for one of its own,
+ *     which must say it is a read; a blocking write likewise;
  *  and all of it again on a buffer too small to be shared.
  *
  * Prints one line per check; the output is the same natively and through
@@ -34,7 +37,7 @@
 static const char *src = "kernel void add(global int *x, int v) { x[get_global_id(0)] += v; }";
 
 static cl_context ctx;
-static cl_command_queue q;
+static cl_command_queue q, q2;
 static cl_kernel add;
 
 /* Sets a user event to CL_COMPLETE 100 ms after it starts. */
@@ -48,19 +51,31 @@ static void *open_gate(void *gate)
 
 /* The kernel adds v, held back 100 ms by a user event that the returned
  * thread sets: a transfer that does not wait for it acts before it. */
-static pthread_t launch(cl_mem buf, size_t n, int v)
+static pthread_t launch_on(cl_command_queue queue, cl_mem buf, size_t n, int v, cl_event *ran)
 {
     cl_int err;
     cl_event gate = clCreateUserEvent(ctx, &err);
     CHECK(err);
     CHECK(clSetKernelArg(add, 0, sizeof(buf), &buf));
     CHECK(clSetKernelArg(add, 1, sizeof(v), &v));
-    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &n, NULL, 1, &gate, NULL));
-    CHECK(clFlush(q));
+    CHECK(clEnqueueNDRangeKernel(queue, add, 1, NULL, &n, NULL, 1, &gate, ran));
+    CHECK(clFlush(queue));
     pthread_t opener;
     if (pthread_create(&opener, NULL, open_gate, gate) != 0)
         exit(1);
     return opener;
+}
+
+static pthread_t launch(cl_mem buf, size_t n, int v)
+{
+    return launch_on(q, buf, n, v, NULL);
+}
+
+static cl_command_type command_type(cl_event e)
+{
+    cl_command_type t;
+    CHECK(clGetEventInfo(e, CL_EVENT_COMMAND_TYPE, sizeof(t), &t, NULL));
+    return t;
 }
 
 /* Whether got[i] == i * mul + plus for every i of [from, to). */
@@ -142,6 +157,30 @@ static int run(size_t bytes, const char *what)
            ok ? "yes" : "NO");
     failed += !ok;
 
+    /* As PyOpenCL transfers: events in and out, the kernel on another queue. */
+    cl_event ran, done;
+    CHECK(clFinish(q));
+    opener = launch_on(q2, buf, n, 4, &ran);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 1, &ran, &done));
+    pthread_join(opener, NULL);
+    ok = holds(got, 0, n, 9, 5) && command_type(done) == CL_COMMAND_READ_BUFFER;
+    CHECK(clReleaseEvent(ran));
+    CHECK(clReleaseEvent(done));
+    for (size_t i = 0; i < n; i++)
+        host[i] = (int)i * 11;
+    opener = launch_on(q2, buf, n, 1, &ran);
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, bytes, host, 1, &ran, &done));
+    pthread_join(opener, NULL);
+    ok = ok && command_type(done) == CL_COMMAND_WRITE_BUFFER;
+    CHECK(clWaitForEvents(1, &done));
+    CHECK(clReleaseEvent(ran));
+    CHECK(clReleaseEvent(done));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    ok = ok && holds(got, 0, n, 11, 0);
+    printf("%s: transfers with events in and out, a kernel on another queue: %s\n", what,
+           ok ? "yes" : "NO");
+    failed += !ok;
+
     CHECK(clReleaseMemObject(buf));
     free(host);
     free(got);
@@ -160,6 +199,8 @@ int main(void)
     CHECK(err);
     q = clCreateCommandQueue(ctx, dev, 0, &err);
     CHECK(err);
+    q2 = clCreateCommandQueue(ctx, dev, 0, &err);
+    CHECK(err);
     cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
     CHECK(err);
     CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
@@ -169,6 +210,7 @@ int main(void)
     clReleaseKernel(add);
     clReleaseProgram(prog);
     clReleaseCommandQueue(q);
+    clReleaseCommandQueue(q2);
     clReleaseContext(ctx);
     return failed ? 1 : 0;
 }
