@@ -392,7 +392,10 @@ static struct cmd *new_cmd(enum kind kind, dag_device *dev)
     return c;
 }
 
-/* Puts c last in its device's order. */
+/* Puts c last in its device's order.  Done before c's other dependencies
+ * are added, so that add_dep() leaves out the previous command of the
+ * device, which the order already gives (dag-floyd's kernel waits on the
+ * copy just before it): one array and one successor entry less a command. */
 static void append_to_order(struct cmd *c)
 {
     dag_device *dev = c->dev;
@@ -1563,8 +1566,8 @@ void dag_release_buffer(dag_buffer *b, dag_event *wait)
         return;
     struct cmd *c = new_cmd(K_RELEASE_BUFFER, b->dev);
     c->buf = b;
-    add_event_deps(c, wait);
     append_to_order(c);
+    add_event_deps(c, wait);
     flush_if_full();
 }
 
@@ -1582,10 +1585,10 @@ static int transfer(enum kind kind, dag_buffer *b, size_t offset, size_t size, v
     c->offset = offset;
     c->size = size;
     c->host = host;
+    append_to_order(c);
     add_event_deps(c, wait);
     if (kind == K_WRITE)
         take_guards(c, b);
-    append_to_order(c);
     return finish_call(c, out);
 }
 
@@ -1616,10 +1619,10 @@ int dag_copy(dag_buffer *dst, size_t dst_offset, dag_buffer *src, size_t src_off
     struct cmd *c = new_cmd(K_COPY, dst->dev);
     make_copy(c, src, src_offset, dst, dst_offset, size, NULL);
     c->label = NULL;
-    add_event_deps(c, wait);
-    add_dep(c, src->dev->last); /* what src's device did before */
-    take_guards(c, dst);
     append_to_order(c);
+    add_event_deps(c, wait);
+    add_dep(c, src->dev->last); /* what src's device did before (c itself on one device) */
+    take_guards(c, dst);
     if (src->dev != dst->dev)
         add_guard(src, c);
     return finish_call(c, out);
@@ -1650,8 +1653,8 @@ void dag_release_kernel(dag_kernel *k, dag_event *wait)
         return;
     struct cmd *c = new_cmd(K_RELEASE_KERNEL, k->dev);
     c->kernel = k;
-    add_event_deps(c, wait);
     append_to_order(c);
+    add_event_deps(c, wait);
     flush_if_full();
 }
 
@@ -1692,12 +1695,12 @@ int dag_run(dag_kernel *k, cl_uint dims, const size_t *offset, const size_t *glo
         }
     }
     va_end(args);
+    append_to_order(c);
     add_event_deps(c, wait);
     for (unsigned i = 0; i < nargs; i++) {
         if (c->args[i].buffer)
             take_guards(c, c->args[i].buffer);
     }
-    append_to_order(c);
     int result = finish_call(c, out);
     return err != CL_SUCCESS ? err : result;
 }
