@@ -202,6 +202,7 @@ static struct {
     /* Host thread. */
     struct cmd **win;
     size_t num_win, cap_win;
+    size_t win_reads; /* reads among the window's commands */
     uint64_t next_id;
     unsigned epoch;
 
@@ -384,6 +385,7 @@ static struct cmd *new_cmd(enum kind kind, dag_device *dev)
     c->kind = kind;
     c->dev = dev;
     c->state = S_WINDOW;
+    rt.win_reads += kind == K_READ;
     if (rt.num_win == rt.cap_win) {
         rt.cap_win = rt.cap_win ? 2 * rt.cap_win : 256;
         rt.win = xrealloc(rt.win, rt.cap_win * sizeof(*rt.win));
@@ -1062,6 +1064,8 @@ static void make_copy(struct cmd *c, dag_buffer *src, size_t src_offset, dag_buf
  * still updated, asynchronously. */
 static void dhdcr(void)
 {
+    if (rt.win_reads == 0)
+        return; /* no write can come from reads: spare the arrays, every flush */
     size_t n = rt.num_win;
     struct dhdcr_read *ranges = xcalloc(n, sizeof(*ranges));
     struct cmd **reads = xcalloc(n, sizeof(*reads));
@@ -1458,6 +1462,7 @@ void dag_flush(void)
             push_ready_locked(rt.win[i]);
     }
     rt.num_win = 0;
+    rt.win_reads = 0;
     pthread_cond_signal(&rt.wake);
     pthread_mutex_unlock(&rt.lock);
 }
