@@ -173,6 +173,11 @@ struct cmd {
     struct cmd *q_next;
     unsigned waiting; /* dependencies not yet met */
     enum state state;
+    /* state == S_WINDOW, as the host thread reads it without the lock: the
+     * scheduler changes the state of a command once it has left the
+     * window, and the host still looks at it as a device's `last` or a
+     * dependency (host thread). */
+    bool in_window;
     struct cmd *ready_next;
     cl_event event;
     atomic_uint refs;
@@ -385,6 +390,7 @@ static struct cmd *new_cmd(enum kind kind, dag_device *dev)
     c->kind = kind;
     c->dev = dev;
     c->state = S_WINDOW;
+    c->in_window = true;
     rt.win_reads += kind == K_READ;
     if (rt.num_win == rt.cap_win) {
         rt.cap_win = rt.cap_win ? 2 * rt.cap_win : 256;
@@ -402,7 +408,7 @@ static void append_to_order(struct cmd *c)
 {
     dag_device *dev = c->dev;
     c->prev = dev->last; /* the device's reference moves to c->prev */
-    if (dev->last && dev->last->state == S_WINDOW)
+    if (dev->last && dev->last->in_window)
         dev->last->next = c;
     dev->last = cmd_ref(c);
 }
@@ -1005,7 +1011,7 @@ static void mark_ancestors(struct cmd *b)
         struct cmd *c = stack[--top];
         for (unsigned i = 0; i <= c->num_deps; i++) {
             struct cmd *d = i < c->num_deps ? c->deps[i] : c->prev;
-            if (d && d->state == S_WINDOW && d->mark != rt.epoch) {
+            if (d && d->in_window && d->mark != rt.epoch) {
                 d->mark = rt.epoch;
                 stack[top++] = d;
             }
@@ -1447,6 +1453,7 @@ void dag_flush(void)
     for (size_t i = 0; i < n; i++) {
         struct cmd *c = rt.win[i];
         c->state = S_WAITING;
+        c->in_window = false;
         c->next = NULL;
         rt.live++;
     }
