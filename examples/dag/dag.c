@@ -173,6 +173,11 @@ struct cmd {
     struct cmd *q_next;
     unsigned waiting; /* dependencies not yet met */
     enum state state;
+    /* state == S_WINDOW, as the host thread reads it without the lock: the
+     * scheduler changes the state of a command once it has left the
+     * window, and the host still looks at it as a device's `last` or a
+     * dependency (host thread). */
+    bool in_window;
     struct cmd *ready_next;
     cl_event event;
     atomic_uint refs;
@@ -202,6 +207,7 @@ static struct {
     /* Host thread. */
     struct cmd **win;
     size_t num_win, cap_win;
+    size_t win_reads; /* reads among the window's commands */
     uint64_t next_id;
     unsigned epoch;
 
@@ -384,6 +390,8 @@ static struct cmd *new_cmd(enum kind kind, dag_device *dev)
     c->kind = kind;
     c->dev = dev;
     c->state = S_WINDOW;
+    c->in_window = true;
+    rt.win_reads += kind == K_READ;
     if (rt.num_win == rt.cap_win) {
         rt.cap_win = rt.cap_win ? 2 * rt.cap_win : 256;
         rt.win = xrealloc(rt.win, rt.cap_win * sizeof(*rt.win));
@@ -392,12 +400,15 @@ static struct cmd *new_cmd(enum kind kind, dag_device *dev)
     return c;
 }
 
-/* Puts c last in its device's order. */
+/* Puts c last in its device's order.  Done before c's other dependencies
+ * are added, so that add_dep() leaves out the previous command of the
+ * device, which the order already gives (dag-floyd's kernel waits on the
+ * copy just before it): one array and one successor entry less a command. */
 static void append_to_order(struct cmd *c)
 {
     dag_device *dev = c->dev;
     c->prev = dev->last; /* the device's reference moves to c->prev */
-    if (dev->last && dev->last->state == S_WINDOW)
+    if (dev->last && dev->last->in_window)
         dev->last->next = c;
     dev->last = cmd_ref(c);
 }
@@ -1000,7 +1011,7 @@ static void mark_ancestors(struct cmd *b)
         struct cmd *c = stack[--top];
         for (unsigned i = 0; i <= c->num_deps; i++) {
             struct cmd *d = i < c->num_deps ? c->deps[i] : c->prev;
-            if (d && d->state == S_WINDOW && d->mark != rt.epoch) {
+            if (d && d->in_window && d->mark != rt.epoch) {
                 d->mark = rt.epoch;
                 stack[top++] = d;
             }
@@ -1059,6 +1070,8 @@ static void make_copy(struct cmd *c, dag_buffer *src, size_t src_offset, dag_buf
  * still updated, asynchronously. */
 static void dhdcr(void)
 {
+    if (rt.win_reads == 0)
+        return; /* no write can come from reads: spare the arrays, every flush */
     size_t n = rt.num_win;
     struct dhdcr_read *ranges = xcalloc(n, sizeof(*ranges));
     struct cmd **reads = xcalloc(n, sizeof(*reads));
@@ -1440,6 +1453,7 @@ void dag_flush(void)
     for (size_t i = 0; i < n; i++) {
         struct cmd *c = rt.win[i];
         c->state = S_WAITING;
+        c->in_window = false;
         c->next = NULL;
         rt.live++;
     }
@@ -1455,6 +1469,7 @@ void dag_flush(void)
             push_ready_locked(rt.win[i]);
     }
     rt.num_win = 0;
+    rt.win_reads = 0;
     pthread_cond_signal(&rt.wake);
     pthread_mutex_unlock(&rt.lock);
 }
@@ -1563,8 +1578,8 @@ void dag_release_buffer(dag_buffer *b, dag_event *wait)
         return;
     struct cmd *c = new_cmd(K_RELEASE_BUFFER, b->dev);
     c->buf = b;
-    add_event_deps(c, wait);
     append_to_order(c);
+    add_event_deps(c, wait);
     flush_if_full();
 }
 
@@ -1582,10 +1597,10 @@ static int transfer(enum kind kind, dag_buffer *b, size_t offset, size_t size, v
     c->offset = offset;
     c->size = size;
     c->host = host;
+    append_to_order(c);
     add_event_deps(c, wait);
     if (kind == K_WRITE)
         take_guards(c, b);
-    append_to_order(c);
     return finish_call(c, out);
 }
 
@@ -1616,10 +1631,10 @@ int dag_copy(dag_buffer *dst, size_t dst_offset, dag_buffer *src, size_t src_off
     struct cmd *c = new_cmd(K_COPY, dst->dev);
     make_copy(c, src, src_offset, dst, dst_offset, size, NULL);
     c->label = NULL;
-    add_event_deps(c, wait);
-    add_dep(c, src->dev->last); /* what src's device did before */
-    take_guards(c, dst);
     append_to_order(c);
+    add_event_deps(c, wait);
+    add_dep(c, src->dev->last); /* what src's device did before (c itself on one device) */
+    take_guards(c, dst);
     if (src->dev != dst->dev)
         add_guard(src, c);
     return finish_call(c, out);
@@ -1650,8 +1665,8 @@ void dag_release_kernel(dag_kernel *k, dag_event *wait)
         return;
     struct cmd *c = new_cmd(K_RELEASE_KERNEL, k->dev);
     c->kernel = k;
-    add_event_deps(c, wait);
     append_to_order(c);
+    add_event_deps(c, wait);
     flush_if_full();
 }
 
@@ -1692,12 +1707,12 @@ int dag_run(dag_kernel *k, cl_uint dims, const size_t *offset, const size_t *glo
         }
     }
     va_end(args);
+    append_to_order(c);
     add_event_deps(c, wait);
     for (unsigned i = 0; i < nargs; i++) {
         if (c->args[i].buffer)
             take_guards(c, c->args[i].buffer);
     }
-    append_to_order(c);
     int result = finish_call(c, out);
     return err != CL_SUCCESS ? err : result;
 }
