@@ -154,11 +154,6 @@ static uint8_t kp_kind(enum kp_arg_kind k)
     return VOCL_ARG_UNKNOWN;
 }
 
-/*
- * Declares the arguments of kernel name of program p, whose kinds from the
- * proxy are already in ka: the source's kinds take their place where the
- * proxy knows none, when the source has the kernel with as many arguments.
- */
 /* What a new kernel's creation told: its name and how many arguments it
  * has, kept as clGetKernelInfo's answers (info.c). */
 static void kernel_known(struct vocl_obj *k, const char *name)
@@ -169,6 +164,11 @@ static void kernel_known(struct vocl_obj *k, const char *name)
         vocl_info_know(k, VOCL_OP_clGetKernelInfo, CL_KERNEL_NUM_ARGS, &ka->n, sizeof(ka->n));
 }
 
+/*
+ * Declares the arguments of kernel name of program p, whose kinds from the
+ * proxy are already in ka: the source's kinds take their place where the
+ * proxy knows none, when the source has the kernel with as many arguments.
+ */
 static void kargs_declare(struct vocl_kargs *ka, const struct vocl_obj *p, const char *name)
 {
     bool cond = false;
