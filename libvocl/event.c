@@ -30,11 +30,19 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
             return CL_INVALID_CONTEXT;
     }
     /* The data of non-blocking reads lands first. */
+    bool known = true;
     for (cl_uint i = 0; i < num_events; i++) {
-        err = vocl_event_data_wait(vocl_lookup(event_list[i], VOCL_T_EVENT));
+        struct vocl_obj *e = vocl_lookup(event_list[i], VOCL_T_EVENT);
+        err = vocl_event_data_wait(e);
         if (err != CL_SUCCESS)
             return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+        known = known && atomic_load(&vocl_as_event(e)->complete);
     }
+    /* Complete ones stay so: waiting for them again asks no proxy (nor
+     * returns an error deferred meanwhile: the next synchronisation that
+     * does ask returns it). */
+    if (known)
+        return CL_SUCCESS;
     /* One request per proxy the events live in (a user event of a context
      * spanning proxies: its first replica, which is set with the others). */
     err = CL_SUCCESS;
@@ -67,6 +75,8 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         vocl_call_end(&c);
         err = c.err;
     }
+    for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++)
+        atomic_store(&vocl_as_event(vocl_lookup(event_list[i], VOCL_T_EVENT))->complete, true);
     return err;
 }
 
@@ -244,6 +254,13 @@ int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t pa
         return answer_handle(e->parent, param_value_size, param_value, param_value_size_ret, ret);
     if (param_name == CL_EVENT_CONTEXT)
         return answer_handle(e->context, param_value_size, param_value, param_value_size_ret, ret);
+    if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS &&
+        atomic_load(&vocl_as_event(e)->complete)) {
+        cl_int st = CL_COMPLETE;
+        *ret = vocl_info_answer(&st, sizeof(st), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
     if (param_name == CL_EVENT_COMMAND_EXECUTION_STATUS && vocl_event_data_pending(e)) {
         /* A read is not complete until its data is in the application's
          * memory: the device's word, but running where it says complete. */

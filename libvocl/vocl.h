@@ -195,6 +195,8 @@ struct vocl_event {
     /* The queue's data_ticket when the event was made: waiting for it
      * covers the data of the queue's earlier reads. */
     atomic_uint_fast64_t data_ticket;
+    /* Known CL_COMPLETE: a wait on it succeeded (event.c). */
+    atomic_bool complete;
 };
 
 /*
