@@ -153,6 +153,9 @@ cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, c
     for (cl_uint i = 0; !c.err && i < count; i++)
         if (!strings[i])
             vocl_call_error(&c, CL_INVALID_VALUE);
+    /* What the driver could still refuse (its memory) is a deferred error:
+     * PyOpenCL makes a program for nearly every operation. */
+    c.async = true;
     for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
         if (vocl_call_start(&c, VOCL_OP_clCreateProgramWithSource))
             break;
