@@ -45,6 +45,17 @@ count() {
         END { print lines + 0 }' "$file"
 }
 
+# span FILE: the lines of FILE (as count has them) from its dagapp_init( to
+# its dag_shutdown(: the part of a DAG program that drives the devices.
+span() {
+    awk '/dagapp_init\(/ { on = 1 }
+        on { s = $0; gsub(/^[ \t]+|[ \t]+$/, "", s)
+             if (s != "" && substr(s, 1, 2) != "/*" && substr(s, 1, 1) != "*" &&
+                 substr(s, 1, 2) != "//") n++ }
+        /dag_shutdown\(/ { on = 0 }
+        END { print n + 0 }' "$1"
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 dag_help=$(count "$src/dagrun.c" dagapp_init dagapp_kernels dagapp_check)
@@ -59,6 +70,15 @@ for app in linreg matmul abcd nbody perlin knn floyd; do
         "$(ratio $((d + dag_help)) $((m + multi_help))) |" \
         "$(ratio $((d + dag_help)) $((p + plain_help))) |"
 done
+echo
+spans=""
+for app in linreg matmul abcd nbody perlin knn floyd; do
+    spans+="${spans:+, }$app $(span "$src/dag-$app.c")"
+done
+fmt -w 76 <<EOF
+From dagapp_init to dag_shutdown (the part of a DAG program that drives the
+devices, its CPU check included): $spans lines.
+EOF
 echo
 fmt -w 76 <<EOF
 Helpers, not in the counts above: the DAG versions' dagapp_init, dagapp_kernels
