@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "thread.h"
 
@@ -41,8 +42,11 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct later *head, **tail;
-    bool running; /* the thread is there (started on first use) */
-} done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &done.head, false};
+    bool running;           /* the thread is there (started on first use) */
+    unsigned alive;         /* replies made and not yet freed: each names its session */
+    pthread_cond_t settled; /* alive fell to 0 */
+} done = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &done.head, false, 0,
+          PTHREAD_COND_INITIALIZER};
 
 /* The reply a finished wait gives, built into w. */
 static void build(const struct later *l, struct vocl_wr *w)
@@ -63,6 +67,24 @@ static void later_free(struct later *l)
         l->cl->clReleaseEvent(l->ev[i]);
     free(l->payload);
     free(l);
+    pthread_mutex_lock(&done.lock);
+    if (--done.alive == 0)
+        pthread_cond_broadcast(&done.settled);
+    pthread_mutex_unlock(&done.lock);
+}
+
+bool proxyd_replies_settle(unsigned seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += seconds;
+    pthread_mutex_lock(&done.lock);
+    int rc = 0;
+    while (done.alive && rc == 0)
+        rc = pthread_cond_timedwait(&done.settled, &done.lock, &until);
+    bool settled = done.alive == 0;
+    pthread_mutex_unlock(&done.lock);
+    return settled;
 }
 
 static void *deliver_thread(void *arg)
@@ -131,6 +153,9 @@ bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, vo
         return false;
     }
     *l = (struct later){.s = q->s, .cl = q->cl, .op = q->op, .seq = q->seq, .nev = n};
+    pthread_mutex_lock(&done.lock);
+    done.alive++;
+    pthread_mutex_unlock(&done.lock);
     atomic_init(&l->left, n + 1);
     atomic_init(&l->failed, CL_SUCCESS);
     for (cl_uint i = 0; i < n; i++) {

@@ -322,7 +322,12 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
     if (atomic_load(&proxyd_peer_died) && proxyd_left_told && !proxyd_left_untold)
         await_exits(&sv);
     vocl_live_stop();
-    server_free(&sv);
+    /* A reply still waiting for its events names its session (the
+     * sessions are closed: it is dropped when they complete). */
+    if (proxyd_replies_settle(10))
+        server_free(&sv);
+    else
+        vocl_warn("replies still wait for device commands after 10 s: the sessions stay");
     proxyd_peer_comm = MPI_COMM_NULL;
     MPI_Comm_free(&comm);
     return 0;

@@ -158,5 +158,9 @@ void proxyd_reap(struct proxyd_node *node, bool wait);
 unsigned proxyd_builds_answer(struct vocl_wr *w);
 /* Builds still running: the proxy does not stop under them. */
 unsigned proxyd_builds_running(void);
+/* Waits up to seconds for every reply that waits for device commands
+ * (complete.c) to be sent, or dropped where its session closed, and freed:
+ * until then its session must not be freed.  Whether they all were. */
+bool proxyd_replies_settle(unsigned seconds);
 
 #endif
