@@ -124,28 +124,32 @@ void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum 
         vocl_call_h(c, list[i], t, 0);
 }
 
+cl_int vocl_wl_check(const struct vocl_obj *queue, cl_uint n, const cl_event *list)
+{
+    if ((n == 0) != (list == NULL))
+        return CL_INVALID_EVENT_WAIT_LIST;
+    for (cl_uint i = 0; i < n; i++) {
+        struct vocl_obj *e = vocl_lookup(list[i], VOCL_T_EVENT);
+        if (!e)
+            return CL_INVALID_EVENT_WAIT_LIST;
+        /* A command's events must be of its queue's context. */
+        if (queue && e->context != queue->context)
+            return CL_INVALID_CONTEXT;
+    }
+    return CL_SUCCESS;
+}
+
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
 {
     if (c->err)
         return;
-    if ((n == 0) != (list == NULL)) {
-        vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
+    cl_int err = vocl_wl_check(c->queue, n, list);
+    if (err != CL_SUCCESS) {
+        vocl_call_error(c, err);
         return;
     }
-    for (cl_uint i = 0; i < n; i++) {
-        struct vocl_obj *e = vocl_lookup(list[i], VOCL_T_EVENT);
-        if (!e) {
-            vocl_call_error(c, CL_INVALID_EVENT_WAIT_LIST);
-            return;
-        }
-        /* A command's events must be of its queue's context. */
-        if (c->queue && e->context != c->queue->context) {
-            vocl_call_error(c, CL_INVALID_CONTEXT);
-            return;
-        }
-        if (i == 0)
-            c->wl_px = e->px;
-    }
+    if (n)
+        c->wl_px = ((const struct vocl_obj *)list[0])->px;
     c->wl_n = n;
     c->wl = list;
 }

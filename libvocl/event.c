@@ -32,7 +32,7 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
     /* The data of non-blocking reads lands first. */
     bool known = true;
     for (cl_uint i = 0; i < num_events; i++) {
-        struct vocl_obj *e = vocl_lookup(event_list[i], VOCL_T_EVENT);
+        struct vocl_obj *e = (struct vocl_obj *)event_list[i]; /* (checked above) */
         err = vocl_event_data_wait(e);
         if (err != CL_SUCCESS)
             return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
@@ -76,7 +76,7 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         err = c.err;
     }
     for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++)
-        atomic_store(&vocl_as_event(vocl_lookup(event_list[i], VOCL_T_EVENT))->complete, true);
+        atomic_store(&vocl_as_event((struct vocl_obj *)event_list[i])->complete, true);
     return err;
 }
 

@@ -88,8 +88,9 @@ bool vocl_info_cached(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t 
     return found;
 }
 
-void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t key, uint32_t gen,
-                    uint64_t n, const struct vocl_bytes *v)
+/* gen: the generation the answer was asked in (NULL: it is known, now). */
+static void keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t key,
+                 const uint32_t *gen, uint64_t n, const struct vocl_bytes *v)
 {
     if (!o || !immutable(op, param) || v->len != n) /* only a whole answer */
         return;
@@ -103,7 +104,7 @@ void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t ke
     for (struct vocl_info *j = o->info; j; j = j->next, count++)
         if (j->op == op && j->param == param && j->key == key)
             count = KEPT_MAX; /* another thread kept it first */
-    if (gen == o->info_gen && count < KEPT_MAX) {
+    if ((!gen || *gen == o->info_gen) && count < KEPT_MAX) {
         i->next = o->info;
         o->info = i;
         i = NULL;
@@ -112,14 +113,15 @@ void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t ke
     free(i);
 }
 
+void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t key, uint32_t gen,
+                    uint64_t n, const struct vocl_bytes *v)
+{
+    keep(o, op, param, key, &gen, n, v);
+}
+
 void vocl_info_know(struct vocl_obj *o, unsigned op, uint64_t param, const void *v, size_t n)
 {
-    if (!o)
-        return;
-    pthread_mutex_lock(&info_lock);
-    uint32_t gen = o->info_gen;
-    pthread_mutex_unlock(&info_lock);
-    vocl_info_keep(o, op, param, 0, gen, n, &(struct vocl_bytes){v, n});
+    keep(o, op, param, 0, NULL, n, &(struct vocl_bytes){v, n});
 }
 
 void vocl_info_forget(struct vocl_obj *o)

@@ -376,11 +376,10 @@ static void *shared_memory(struct vocl_mem *m)
 /* The event of a buffer transfer says so, whatever command ran for it: a
  * marker after a transfer in shared memory, or on the proxy a large read,
  * which is a map and an unmap there. */
-static void transfer_event(cl_event event, bool write)
+static void transfer_event(struct vocl_obj *event, bool write)
 {
     cl_command_type t = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
-    vocl_info_know(vocl_lookup(event, VOCL_T_EVENT), VOCL_OP_clGetEventInfo,
-                   CL_EVENT_COMMAND_TYPE, &t, sizeof(t));
+    vocl_info_know(event, VOCL_OP_clGetEventInfo, CL_EVENT_COMMAND_TYPE, &t, sizeof(t));
 }
 
 /*
@@ -401,16 +400,11 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
 {
     struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
     struct vocl_mem *m = vocl_as_mem(vocl_lookup(buffer, VOCL_T_MEM));
-    if ((nwl && (!blocking || !wl)) || !q || !m || !m->obj.px->shm || m->obj.parent ||
-        m->obj.reps || m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr ||
-        size == 0 || offset > m->mem_size || size > m->mem_size - offset ||
-        vocl_host_forbids(&m->obj, !write, write))
+    if ((nwl && !blocking) || !q || !m || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
+        m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr || size == 0 ||
+        offset > m->mem_size || size > m->mem_size - offset ||
+        vocl_host_forbids(&m->obj, !write, write) || (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
-    for (cl_uint i = 0; i < nwl; i++) {
-        struct vocl_obj *e = vocl_lookup(wl[i], VOCL_T_EVENT);
-        if (!e || e->context != q->obj.context)
-            return false;
-    }
     bool drained = atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at) ||
                    !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
@@ -434,7 +428,7 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
     vocl_prof_shared(size);
     *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
     if (event && *err == CL_SUCCESS)
-        transfer_event(*event, write);
+        transfer_event(vocl_lookup(*event, VOCL_T_EVENT), write);
     return true;
 }
 
@@ -457,9 +451,10 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
         m.data = vocl_xfer_out(&c, ptr, size);
         vocl_enc_clEnqueueWriteBuffer_req(c.w, &m);
         if (vocl_xfer_send(&c, ptr, size) == 0 && event) {
-            *event = (cl_event)vocl_call_new_event(&c, m.event, q);
+            struct vocl_obj *e = vocl_call_new_event(&c, m.event, q);
             if (host)
-                transfer_event(*event, true);
+                transfer_event(e, true);
+            *event = (cl_event)e;
         }
     }
     vocl_call_end(&c);
@@ -493,10 +488,12 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
              * once its data is here, too. */
             if (c.async && !c.px->local)
                 vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
-            if (event)
-                *event = (cl_event)vocl_call_new_event(&c, m.event, q);
-            if (event && host)
-                transfer_event(*event, false);
+            if (event) {
+                struct vocl_obj *e = vocl_call_new_event(&c, m.event, q);
+                if (host)
+                    transfer_event(e, false);
+                *event = (cl_event)e;
+            }
         }
     }
     vocl_call_end(&c);
@@ -702,10 +699,9 @@ int vocl_hook_clGetMemObjectInfo(cl_mem memobj, cl_mem_info param_name, size_t p
     case CL_MEM_ASSOCIATED_MEMOBJECT: v = m->obj.parent; break;
     case CL_MEM_HOST_PTR: v = m->host_ptr; break;
     case CL_MEM_TYPE: {
-        /* (a pipe's type and size are the proxy's: it has neither here) */
-        cl_mem_object_type t = m->mem_type ? m->mem_type : CL_MEM_OBJECT_BUFFER;
         if (!m->mem_type && !m->mem_size)
-            return 0;
+            return 0; /* a pipe: its type and size are the proxy's */
+        cl_mem_object_type t = m->mem_type ? m->mem_type : CL_MEM_OBJECT_BUFFER;
         *ret = vocl_info_answer(&t, sizeof(t), param_value_size, param_value,
                                 param_value_size_ret);
         return 1;

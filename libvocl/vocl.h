@@ -333,6 +333,8 @@ void vocl_call_init(struct vocl_call *c);
 struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type t, int nullable);
 void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t);
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* Whether list can be the wait list of a command of queue (NULL: any). */
+cl_int vocl_wl_check(const struct vocl_obj *queue, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);
 /* A device list of a call to every proxy of ctx (NULL: any device): checked
  * here, and each proxy gets the devices it has (in its message). */
