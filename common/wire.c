@@ -316,6 +316,9 @@ void vocl_wr_data(struct vocl_wr *w, const struct vocl_data *d, bool out)
             vocl_wr_bytes(w, d->p, (size_t)d->len);
         break;
     case VOCL_DATA_CHUNKED:
+        vocl_wr_u64(w, d->arg);
+        vocl_wr_u8(w, d->depth);
+        break;
     case VOCL_DATA_HOSTPTR:
         vocl_wr_u64(w, d->arg);
         break;
@@ -341,6 +344,9 @@ const char *vocl_rd_data(struct vocl_rd *r, struct vocl_data *d, bool out)
         }
         return NULL;
     case VOCL_DATA_CHUNKED:
+        d->arg = vocl_rd_u64(r);
+        d->depth = vocl_rd_u8(r);
+        return NULL;
     case VOCL_DATA_HOSTPTR:
         d->arg = vocl_rd_u64(r);
         return NULL;

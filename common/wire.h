@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define VOCL_WIRE_MAGIC   0x564fu /* "VO" */
-#define VOCL_WIRE_VERSION 1u
+#define VOCL_WIRE_VERSION 2u
 #define VOCL_HDR_SIZE     16u
 
 /* Largest control message either side accepts; bulk data travels in chunks. */
@@ -113,11 +113,14 @@ bool vocl_rd_done(const struct vocl_rd *r);
  * creates with host data):
  *   NONE     no data
  *   INLINE   in the message itself (small transfers)
- *   CHUNKED  u64 chunk size in the message (the proxy's staging buffer size,
- *            from HELLO), and ceil(size/chunk) messages on VOCL_TAG_DATA:
+ *   CHUNKED  u64 chunk size and u8 depth in the message, and ceil(size/chunk)
+ *            messages on VOCL_TAG_DATA:
  *            after a write's request, from the client; for a read, from the
  *            proxy, each either the whole chunk or empty (the read failed),
- *            then the reply if the request wants one
+ *            then the reply if the request wants one.  The client chooses
+ *            chunk (at most the proxy's staging buffer size, from HELLO) and
+ *            depth (how many chunks of a read the proxy keeps in flight)
+ *            from what it measured of the link (libvocl/link.c).
  *   HOSTPTR  u64 host address: only for the in-process executor (local
  *            passthrough); a proxy rejects it from the wire
  */
@@ -160,11 +163,12 @@ void vocl_rd_va3(struct vocl_rd *r, struct vocl_va3 *a);
 /*
  * The bulk data of a transfer (enum vocl_data_mode): u8 mode, then for
  * data the command sends (out) INLINE: bytes p/len, CHUNKED: u64 chunk size
- * (arg), HOSTPTR: u64 address (arg); for where a read's data goes (in) the
- * same without INLINE's bytes (they come in the reply).
+ * (arg), u8 depth, HOSTPTR: u64 address (arg); for where a read's data goes
+ * (in) the same without INLINE's bytes (they come in the reply).
  */
 struct vocl_data {
     uint8_t mode;
+    uint8_t depth;
     const void *p;
     uint64_t len;
     uint64_t arg;

@@ -50,6 +50,7 @@ void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct v
     }
     case VOCL_DATA_CHUNKED:
         x->chunk = (size_t)d->arg;
+        x->depth = d->depth < 1 ? 1 : d->depth > PROXYD_DEPTH_MAX ? PROXYD_DEPTH_MAX : d->depth;
         if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
             proxyd_fail(q, "chunk size out of range");
         /* A chunked read answers with one message per chunk, even when it
@@ -150,6 +151,7 @@ static void send_owned(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_
             q->cl->clRetainEvent(ready); /* each chunk releases its own */
         proxyd_stream_send(q->s->node,
                            &(struct proxyd_stream_chunk){.s = q->s,
+                                                         .depth = x->depth,
                                                          .ready = ready,
                                                          .data = buf ? buf + done : NULL,
                                                          .n = chunk_len(x, done),
@@ -302,6 +304,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
                 q->cl->clRetainEvent(mapped);
                 proxyd_stream_send(q->s->node,
                                    &(struct proxyd_stream_chunk){.s = q->s,
+                                                                 .depth = x->depth,
                                                                  .ready = mapped,
                                                                  .data = p + done,
                                                                  .n = chunk_len(x, done),
@@ -326,7 +329,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
     rc = CL_SUCCESS;
     for (size_t done = 0; done < x->size; done += x->chunk) {
         size_t n = chunk_len(x, done);
-        struct proxyd_stream_chunk c = {.s = q->s, .n = n};
+        struct proxyd_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
         unsigned slot = 0;
         if (rc == CL_SUCCESS) {
             uint8_t *stage = own ? malloc(n) : proxyd_pool_take(pool, &slot);

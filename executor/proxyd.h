@@ -116,6 +116,7 @@ struct proxyd_stream_chunk {
     bool ok;          /* false, or ready failed: sent empty (the read failed) */
     atomic_int *slot; /* a pool buffer, given back once sent */
     int tag;          /* the transfer's (set by proxyd_stream_send) */
+    unsigned depth;   /* the transfer's chunks in flight at most (0: 1) */
     cl_event gate;    /* a user event completed once sent (then released) */
     void *free_after;
 };

@@ -5,7 +5,7 @@
  *
  * The request thread enqueues the device reads (without waiting) and queues
  * one job per chunk here; while this thread sends chunk k, the device fills
- * chunk k+1.  A native event callback marks a job ready, and the thread
+ * chunk k+1, and up to the transfer's depth of chunks are in flight at once.  A native event callback marks a job ready, and the thread
  * sends whichever job is ready first, so a read held by a user event holds
  * up no other read.  Only the chunks of one transfer (one session and tag)
  * keep their order: the client receives them in order on that tag.  A chunk
@@ -30,6 +30,10 @@ struct job {
     struct proxyd_stream *st;
     bool ready; /* c.ready has completed (or failed), under st->lock */
     struct proxyd_stream_chunk c;
+    bool posted;              /* h is a send to wait for */
+    struct proxyd_sending h;  /* (the channel's) */
+    size_t sent;              /* bytes: c.n, or 0 (sent empty) */
+    uint64_t start;           /* for the trace */
 };
 
 struct proxyd_stream {
@@ -37,14 +41,18 @@ struct proxyd_stream {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
-    struct job *head, *tail;
-    const struct proxyd_session *sending; /* the job being sent's */
+    struct job *head, *tail;     /* queued */
+    struct job *flight, *flast;  /* posted, oldest first: being sent */
+    unsigned nflight;
     bool stop;
 };
 
-static void run(const struct vocl_native_api *cl, struct proxyd_stream_chunk *c)
+/* Posts j's chunk (or sends it, where the channel cannot post). */
+static void post_job(const struct vocl_native_api *cl, struct job *j)
 {
-    uint64_t start = c->s->trace ? vocl_now_ns() : 0;
+    struct proxyd_stream_chunk *c = &j->c;
+    const struct proxyd_data_ops *data = c->s->data;
+    j->start = c->s->trace ? vocl_now_ns() : 0;
     bool ok = c->ok;
     if (ok && c->ready) {
         cl_int st = CL_COMPLETE;
@@ -53,12 +61,28 @@ static void run(const struct vocl_native_api *cl, struct proxyd_stream_chunk *c)
                                 NULL) == CL_SUCCESS &&
              st == CL_COMPLETE;
     }
-    if (!c->s->broken && c->s->data->send(c->s, c->tag, c->data, ok ? c->n : 0)) {
+    j->sent = ok ? c->n : 0;
+    if (c->s->broken)
+        return;
+    int rc = data->send_post ? data->send_post(c->s, c->tag, c->data, j->sent, &j->h)
+                             : data->send(c->s, c->tag, c->data, j->sent);
+    j->posted = data->send_post && rc == 0;
+    if (rc) {
+        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->peer);
+        c->s->broken = true;
+    }
+}
+
+/* Waits until j's chunk is sent, then gives back what it held. */
+static void end_job(const struct vocl_native_api *cl, struct job *j)
+{
+    struct proxyd_stream_chunk *c = &j->c;
+    if (j->posted && c->s->data->send_wait(c->s, &j->h)) {
         vocl_warn("client %d: a read's data could not be sent: session ended", c->s->peer);
         c->s->broken = true;
     }
     if (c->s->trace)
-        proxyd_trace_add(c->s->trace, 0, 1, start, ok ? c->n : 0);
+        proxyd_trace_add(c->s->trace, 0, 1, j->start, j->sent);
     if (c->slot)
         atomic_store(c->slot, 0);
     if (c->gate) {
@@ -90,25 +114,45 @@ static struct job *take_ready(struct proxyd_stream *st)
     return NULL;
 }
 
+/*
+ * Sends are posted while fewer than the oldest's transfer allows (its
+ * depth) are in flight, and waited for oldest first: the link carries the
+ * next chunk while the client takes this one.  A chunk's pool buffer,
+ * gate and event are let go once it is sent.
+ */
 static void *stream_main(void *arg)
 {
     struct proxyd_stream *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        struct job *j = take_ready(st);
-        if (!j) {
-            if (st->stop && !st->head)
-                break;
+        unsigned depth = st->flight && st->flight->c.depth ? st->flight->c.depth : 1;
+        struct job *j = st->nflight < depth ? take_ready(st) : NULL;
+        if (j) {
+            j->next = NULL;
+            if (st->flast)
+                st->flast->next = j;
+            else
+                st->flight = j;
+            st->flast = j;
+            st->nflight++;
+            pthread_mutex_unlock(&st->lock);
+            post_job(st->cl, j);
+            pthread_mutex_lock(&st->lock);
+        } else if ((j = st->flight)) {
+            pthread_mutex_unlock(&st->lock);
+            end_job(st->cl, j);
+            pthread_mutex_lock(&st->lock);
+            st->flight = j->next;
+            if (!st->flight)
+                st->flast = NULL;
+            st->nflight--;
+            free(j);
+            pthread_cond_broadcast(&st->idle);
+        } else if (st->stop && !st->head) {
+            break;
+        } else {
             pthread_cond_wait(&st->wake, &st->lock);
-            continue;
         }
-        st->sending = j->c.s;
-        pthread_mutex_unlock(&st->lock);
-        run(st->cl, &j->c);
-        free(j);
-        pthread_mutex_lock(&st->lock);
-        st->sending = NULL;
-        pthread_cond_broadcast(&st->idle);
     }
     pthread_mutex_unlock(&st->lock);
     return NULL;
@@ -162,9 +206,10 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
     struct proxyd_stream *st = node->stream;
     struct job *j = st ? malloc(sizeof(*j)) : NULL;
     if (!j) {
-        struct proxyd_stream_chunk now = *c;
-        now.tag = c->s->data_tag;
-        run(node->cl, &now);
+        struct job now = {.c = *c};
+        now.c.tag = c->s->data_tag;
+        post_job(node->cl, &now);
+        end_job(node->cl, &now);
         return;
     }
     *j = (struct job){.st = st, .ready = !c->ready, .c = *c};
@@ -182,7 +227,7 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
     if (!c->ready)
         return;
     /* Outside the lock: a driver may call on_ready at once, in this thread.
-     * Without a callback, run() waits for the event itself. */
+     * Without a callback, post_job() waits for the event itself. */
     if (node->cl->clSetEventCallback(c->ready, CL_COMPLETE, on_ready, j) == CL_SUCCESS)
         return;
     pthread_mutex_lock(&st->lock);
@@ -197,7 +242,10 @@ static bool has_jobs(const struct proxyd_stream *st, const struct proxyd_session
     for (const struct job *j = st->head; j; j = j->next)
         if (j->c.s == s)
             return true;
-    return st->sending == s;
+    for (const struct job *j = st->flight; j; j = j->next)
+        if (j->c.s == s)
+            return true;
+    return false;
 }
 
 void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s)

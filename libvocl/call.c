@@ -6,6 +6,7 @@
  * must live there too.  Events of other proxies in a wait list are waited
  * for here, before the request leaves, which keeps their order.
  */
+#include "backoff.h"
 #include "vocl.h"
 
 #include <stdlib.h>
@@ -315,6 +316,7 @@ int vocl_call_post(struct vocl_call *c)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
     }
+    c->t_post = vocl_now_ns();
     int rc = vocl_xport_post(c);
     vocl_coherence_posted(c); /* it is ordered among the proxy's requests */
     if (rc) {
@@ -364,6 +366,14 @@ int vocl_call_wait(struct vocl_call *c)
         cl_int data_err = vocl_xport_land(c->px, c->queue, c->ticket, posted);
         if (c->err == CL_SUCCESS && data_err != CL_SUCCESS)
             c->err = data_err;
+    }
+    /* What the link took: a round trip, or a transfer's bytes. */
+    if (c->err == CL_SUCCESS && c->t_post && !c->px->local) {
+        uint64_t ns = vocl_now_ns() - c->t_post;
+        if (c->data_n)
+            vocl_link_transfer(&c->px->link, c->data_n, ns);
+        else
+            vocl_link_round_trip(&c->px->link, ns);
     }
     /* What the queue had when a clFinish began has ended (replica.c). */
     if (c->finish_tick && c->queue && c->err == CL_SUCCESS)

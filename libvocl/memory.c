@@ -22,6 +22,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The data field of a chunked transfer of n bytes, cut as the link to the proxy says. */
+static struct vocl_data chunked(struct vocl_call *c, size_t n)
+{
+    c->cut = vocl_link_chunking(&c->px->link, n, c->px->chunk);
+    return (struct vocl_data){
+        .mode = VOCL_DATA_CHUNKED, .arg = c->cut.chunk, .depth = (uint8_t)c->cut.depth};
+}
+
 /* The data field of a transfer of n bytes from p (host to device); none when p is NULL. */
 struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n)
 {
@@ -32,7 +40,7 @@ struct vocl_data vocl_xfer_out(struct vocl_call *c, const void *p, size_t n)
         return (struct vocl_data){.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)p};
     if (n <= VOCL_INLINE_MAX)
         return (struct vocl_data){.mode = VOCL_DATA_INLINE, .p = p, .len = n};
-    return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
+    return chunked(c, n);
 }
 
 /* Sends the request and the chunks from the caller's memory, then waits
@@ -57,7 +65,7 @@ struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
         return (struct vocl_data){.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)p};
     if (n <= VOCL_INLINE_MAX && !c->async)
         return (struct vocl_data){.mode = VOCL_DATA_INLINE};
-    return (struct vocl_data){.mode = VOCL_DATA_CHUNKED, .arg = c->px->chunk};
+    return chunked(c, n);
 }
 
 /* Sends a read request and lands its n bytes at p: the receives are posted

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "map.h"
+#include "link.h"
 #include "native.h"
 #include "protocol.h"
 #include "vocl_api.h"
@@ -98,7 +99,8 @@ struct vocl_proxy {
     atomic_uint_fast64_t next_id;
     uint32_t seq;
     cl_uint ndev;
-    size_t chunk;                   /* chunk size of transfers (the proxy's staging buffers) */
+    size_t chunk;                   /* the largest chunk of a transfer (the proxy's staging buffers) */
+    struct vocl_link link;          /* what was measured of the link to it (link.h) */
     bool shm;                       /* on this node: large buffers are shared (shm.h) */
     atomic_long shm_pid;            /* its process, once a buffer was mapped (0: none) */
     struct vocl_pending pending;    /* under lock */
@@ -307,6 +309,9 @@ struct vocl_call {
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */
     uint64_t finish_tick; /* clFinish: when it began (vocl_tick) */
+    uint64_t t_post;      /* when the request was posted (vocl_now_ns): the link's measure */
+    size_t data_n;        /* bytes of its chunked transfer, if it has one */
+    struct vocl_chunking cut; /* how its chunked transfer is cut (vocl_xfer_out, vocl_xfer_in) */
     bool async; /* set before vocl_call_start: no reply; errors are deferred */
     bool sync;  /* a synchronisation: the proxy's transfers complete with the reply */
     cl_uint wl_n; /* the wait list, for put_wl */

@@ -124,7 +124,25 @@ static int post(struct proxyd_session *s, int tag, const void *buf, size_t n, MP
     return -1;
 }
 
-/* A chunk of a read: sent once the client takes it. */
+/* A chunk of a read, posted; mpi_send_wait waits until the client took it. */
+static int mpi_send_post(struct proxyd_session *s, int tag, const void *buf, size_t n,
+                         struct proxyd_sending *h)
+{
+    _Static_assert(sizeof(MPI_Request) <= sizeof(h->handle), "an MPI_Request fits the handle");
+    MPI_Request req;
+    if (post(s, tag, buf, n, &req))
+        return -1;
+    memcpy(h->handle, &req, sizeof(req));
+    return 0;
+}
+
+static int mpi_send_wait(struct proxyd_session *s, struct proxyd_sending *h)
+{
+    MPI_Request req;
+    memcpy(&req, h->handle, sizeof(req));
+    return sent(s, &req);
+}
+
 static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
 {
     MPI_Request req;
@@ -284,6 +302,8 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
 
 const struct proxyd_data_ops proxyd_mpi_data = {.recv = mpi_recv,
                                                 .send = mpi_send,
+                                                .send_post = mpi_send_post,
+                                                .send_wait = mpi_send_wait,
                                                 .peer_ok = mpi_peer_ok,
                                                 .peer_send = mpi_peer_send,
                                                 .peer_recv = mpi_peer_recv,

@@ -72,6 +72,13 @@ struct proxyd_node {
 
 struct proxyd_session;
 
+#define PROXYD_DEPTH_MAX 16u /* chunks of a read in flight at most */
+
+/* A send posted on a channel, waited for later: the channel's own handle. */
+struct proxyd_sending {
+    _Alignas(8) unsigned char handle[16];
+};
+
 /* How bulk data moves between the client and this session. */
 struct proxyd_data_ops {
     /* Receive exactly n bytes of the next chunk of the transfer the
@@ -80,6 +87,11 @@ struct proxyd_data_ops {
     /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
      * Called from the stream thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
+    /* Optional: send as two halves, so that the stream thread keeps several
+     * chunks in flight (0 or -1 each).  NULL: send, one chunk at a time. */
+    int (*send_post)(struct proxyd_session *s, int tag, const void *buf, size_t n,
+                     struct proxyd_sending *h);
+    int (*send_wait)(struct proxyd_session *s, struct proxyd_sending *h);
     /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
      * peer_recv takes the next message from rank on tag: *got is its size,
      * its bytes land in buf when they fit (else they are dropped). */
