@@ -5,9 +5,10 @@
  *
  * The request thread enqueues the device reads (without waiting) and queues
  * one job per chunk here; while this thread sends chunk k, the device fills
- * chunk k+1, and up to the transfer's depth of chunks are in flight at once.  A native event callback marks a job ready, and the thread
- * sends whichever job is ready first, so a read held by a user event holds
- * up no other read.  Only the chunks of one transfer (one session and tag)
+ * chunk k+1, and up to the transfer's depth of chunks are in flight at
+ * once.  A native event callback marks a job ready, and the thread sends
+ * whichever job is ready first, so a read held by a user event holds up no
+ * other read.  Only the chunks of one transfer (one session and tag)
  * keep their order: the client receives them in order on that tag.  A chunk
  * whose command failed is sent empty: the client counts the chunks it gets,
  * so an empty one marks the read failed without putting the transfer out of
@@ -30,10 +31,10 @@ struct job {
     struct proxyd_stream *st;
     bool ready; /* c.ready has completed (or failed), under st->lock */
     struct proxyd_stream_chunk c;
-    bool posted;              /* h is a send to wait for */
-    struct proxyd_sending h;  /* (the channel's) */
-    size_t sent;              /* bytes: c.n, or 0 (sent empty) */
-    uint64_t start;           /* for the trace */
+    bool posted;             /* h is a send to wait for */
+    struct proxyd_sending h; /* (the channel's) */
+    size_t sent;             /* bytes: c.n, or 0 (sent empty) */
+    uint64_t start;          /* for the trace */
 };
 
 struct proxyd_stream {
@@ -41,8 +42,8 @@ struct proxyd_stream {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
-    struct job *head, *tail;     /* queued */
-    struct job *flight, *flast;  /* posted, oldest first: being sent */
+    struct job *head, *tail;    /* queued */
+    struct job *flight, *flast; /* posted, oldest first: being sent */
     unsigned nflight;
     bool stop;
 };

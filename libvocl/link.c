@@ -69,7 +69,7 @@ struct vocl_chunking vocl_link_chunking(struct vocl_link *l, size_t n, size_t ma
     if (chunk > max_chunk)
         chunk = max_chunk;
     double depth = bdp / (double)chunk + 2; /* rounded up, plus one being landed */
-    return (struct vocl_chunking){
-        .chunk = chunk,
-        .depth = depth >= VOCL_LINK_DEPTH_MAX ? VOCL_LINK_DEPTH_MAX : (unsigned)depth};
+    return (struct vocl_chunking){.chunk = chunk,
+                                  .depth = depth >= VOCL_LINK_DEPTH_MAX ? VOCL_LINK_DEPTH_MAX
+                                                                        : (unsigned)depth};
 }
