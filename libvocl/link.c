@@ -3,14 +3,16 @@
  * was measured of the link (link.h).
  *
  * A transfer's chunks go through a pipeline: the network, then on the
- * proxy the device copy of each from its staging buffer.  The rules:
+ * proxy the device copy of each from its staging buffer.  Smaller chunks
+ * fill and drain the pipeline sooner; each chunk also costs about half a
+ * round trip of its own (matching, posting, the proxy's turn).  The rules:
  *
- *   chunk  a quarter of the transfer, so that the device copy of one chunk
- *          overlaps the network of the next and the pipeline fills and
- *          drains in a quarter of the time; but no smaller than what the
- *          link carries in one round trip (its bandwidth-delay product),
- *          so that a chunk's matching and posting cost is small beside
- *          its bytes, and no larger than the proxy's staging buffers;
+ *   chunk  a quarter of the transfer, but no smaller than what keeps a
+ *          chunk's own cost within about 3 % of its time on the link: 16
+ *          bandwidth-delay products (round trip times bandwidth), rounded
+ *          up to a power of two; at least 64 KiB, at most the proxy's
+ *          staging buffers.  Until the link is measured: the staging
+ *          buffer size, as before there was a rule.
  *   depth  how many chunks of a read the proxy sends at once: enough to
  *          cover the bandwidth-delay product, and one more, so that the
  *          link does not idle while the client takes each chunk.  (A
@@ -18,11 +20,13 @@
  *          posted ahead, writes of 64 MiB measured 0.86-0.91 of MPI's
  *          bandwidth on the harness's link, with one 0.95-1.02.)
  *
- * Measured on the harness's 25 Gbit/s link (docs/report/cluster):
- * of 256 KiB, 1 MiB and 4 MiB fixed chunks, 256 KiB was fastest for 1 MiB
- * transfers and 4 MiB for 16 and 64 MiB, which the quarter rule gives.  A
- * link with a larger bandwidth-delay product (a longer or faster one) gets
- * larger chunks and more of them in flight.
+ * So a fast link with a short round trip (MPI's shared memory on one node,
+ * the harness's 25 Gbit/s TCP: about 75 KB in flight) cuts only transfers
+ * of 8 MiB and more, in quarters; a slow one (1 Gbit/s, 100 us) cuts a
+ * 1 MiB transfer in four; a long, fast one (1 ms at 3 GB/s) takes the
+ * largest chunks and more of them in flight.  Measured on one node,
+ * quarters of 128-512 KiB transfers (64-128 KiB chunks) were 5-50 %
+ * slower than one chunk (docs/report/cluster).
  */
 #include "link.h"
 
@@ -56,19 +60,31 @@ static size_t pow2_floor(size_t n)
     return p;
 }
 
+/* The smallest power of two not below n (n > 0). */
+static size_t pow2_ceil(size_t n)
+{
+    size_t p = pow2_floor(n);
+    return p < n ? 2 * p : p;
+}
+
 struct vocl_chunking vocl_link_chunking(struct vocl_link *l, size_t n, size_t max_chunk)
 {
     uint64_t rtt = atomic_load_explicit(&l->rtt_ns, memory_order_relaxed);
     uint64_t bps = atomic_load_explicit(&l->bps, memory_order_relaxed);
-    /* Bytes in flight over one round trip; 0 while either is unknown. */
-    double bdp = (double)rtt * 1e-9 * (double)bps;
-    size_t floor = VOCL_LINK_CHUNK_MIN;
-    if (bdp > (double)floor)
-        floor = bdp >= (double)max_chunk ? max_chunk : 2 * pow2_floor((size_t)bdp);
-    size_t chunk = n / 4 > floor ? pow2_floor(n / 4) : floor;
-    if (chunk > max_chunk)
-        chunk = max_chunk;
-    double depth = bdp / (double)chunk + 2; /* rounded up, plus one being landed */
+    if (!rtt || !bps)
+        return (struct vocl_chunking){.chunk = max_chunk, .depth = 2};
+    double bdp = (double)rtt * 1e-9 * (double)bps; /* bytes in flight over a round trip */
+    size_t chunk = max_chunk;
+    if (16 * bdp < (double)max_chunk) {
+        size_t least = pow2_ceil(16 * (size_t)bdp);
+        if (least < VOCL_LINK_CHUNK_MIN)
+            least = VOCL_LINK_CHUNK_MIN;
+        size_t quarter = n / 4 ? pow2_floor(n / 4) : 1;
+        chunk = quarter > least ? quarter : least;
+        if (chunk > max_chunk)
+            chunk = max_chunk;
+    }
+    double depth = bdp / (double)chunk + 2; /* rounded up, plus one */
     return (struct vocl_chunking){.chunk = chunk,
                                   .depth = depth >= VOCL_LINK_DEPTH_MAX ? VOCL_LINK_DEPTH_MAX
                                                                         : (unsigned)depth};

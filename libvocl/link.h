@@ -5,8 +5,8 @@
  * Nothing is probed: the round trip is the shortest a blocking call to the
  * proxy took, and the bandwidth a moving average of its blocking chunked
  * transfers of 1 MiB or more (both include the proxy's own work, so they
- * err on the slow side).  Until both are known, a transfer is cut in four
- * chunks of at most the proxy's staging buffer size, two in flight.
+ * err on the slow side).  Until both are known, chunks are the proxy's
+ * staging buffer size, two in flight.
  */
 #ifndef VOCL_LINK_H
 #define VOCL_LINK_H

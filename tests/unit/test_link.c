@@ -22,35 +22,49 @@ static struct vocl_chunking cut(uint64_t rtt_ns, uint64_t bps, size_t n, size_t 
     return vocl_link_chunking(&l, n, max_chunk);
 }
 
-/* Not measured yet: quarters, at least 64 KiB, at most the staging buffer, two in flight. */
+/* Not measured yet: the staging buffer size, two in flight. */
 static void unmeasured(void **state)
 {
     (void)state;
-    const size_t n[] = {40 * KiB, 100 * KiB, 1 * MiB, 3 * MiB, 16 * MiB, 64 * MiB};
-    const size_t chunk[] = {64 * KiB, 64 * KiB, 256 * KiB, 512 * KiB, 4 * MiB, 4 * MiB};
+    const size_t n[] = {100 * KiB, 1 * MiB, 16 * MiB, 64 * MiB};
     for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
         struct vocl_chunking c = cut(0, 0, n[i], 4 * MiB);
-        assert_int_equal(c.chunk, chunk[i]);
+        assert_int_equal(c.chunk, 4 * MiB);
         assert_int_equal(c.depth, 2);
     }
     /* Only one of the two known is as good as neither. */
-    assert_int_equal(cut(30000, 0, 1 * MiB, 4 * MiB).chunk, 256 * KiB);
-    assert_int_equal(cut(0, 3000000000u, 1 * MiB, 4 * MiB).chunk, 256 * KiB);
-    /* A proxy with small staging buffers caps the chunk. */
+    assert_int_equal(cut(30000, 0, 1 * MiB, 4 * MiB).chunk, 4 * MiB);
+    assert_int_equal(cut(0, 3000000000u, 1 * MiB, 4 * MiB).chunk, 4 * MiB);
     assert_int_equal(cut(0, 0, 64 * MiB, 16 * KiB).chunk, 16 * KiB);
 }
 
-/* The harness's 25 Gbit/s link: 30 us, 2.5 GB/s, 75 KB in flight. */
-static void short_link(void **state)
+/* The harness's 25 Gbit/s link: 30 us, 2.5 GB/s, 75 KB in flight; a
+ * chunk must be 16 times that (1.2 MB), rounded up: 2 MiB. */
+static void fast_link(void **state)
 {
     (void)state;
-    struct vocl_chunking c = cut(30000, 2500000000u, 1 * MiB, 4 * MiB);
-    assert_int_equal(c.chunk, 256 * KiB);
-    assert_int_equal(c.depth, 2);
-    /* A small transfer: no chunk below the bandwidth-delay product (rounded up). */
-    c = cut(30000, 2500000000u, 200 * KiB, 4 * MiB);
-    assert_int_equal(c.chunk, 128 * KiB);
-    assert_int_equal(c.depth, 2);
+    const size_t n[] = {100 * KiB, 1 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 64 * MiB};
+    const size_t chunk[] = {2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 4 * MiB, 4 * MiB};
+    for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+        struct vocl_chunking c = cut(30000, 2500000000u, n[i], 4 * MiB);
+        assert_int_equal(c.chunk, chunk[i]);
+        assert_int_equal(c.depth, 2);
+    }
+}
+
+/* A slow link, 1 Gbit/s and 100 us (12.5 KB in flight): 256 KiB chunks at least. */
+static void slow_link(void **state)
+{
+    (void)state;
+    const size_t n[] = {100 * KiB, 1 * MiB, 3 * MiB, 16 * MiB};
+    const size_t chunk[] = {256 * KiB, 256 * KiB, 512 * KiB, 4 * MiB};
+    for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+        struct vocl_chunking c = cut(100000, 125000000u, n[i], 4 * MiB);
+        assert_int_equal(c.chunk, chunk[i]);
+        assert_int_equal(c.depth, 2);
+    }
+    /* A very short, slow link: never below 64 KiB. */
+    assert_int_equal(cut(1000, 125000000u, 200 * KiB, 4 * MiB).chunk, 64 * KiB);
 }
 
 /* A long, fast link: 1 ms at 3 GB/s holds 3 MB. */
@@ -58,7 +72,7 @@ static void long_link(void **state)
 {
     (void)state;
     struct vocl_chunking c = cut(1000000, 3000000000u, 1 * MiB, 4 * MiB);
-    assert_int_equal(c.chunk, 4 * MiB); /* larger than the transfer: one chunk */
+    assert_int_equal(c.chunk, 4 * MiB); /* the largest, though above the transfer */
     assert_int_equal(c.depth, 2);
     /* With 1 MiB staging buffers, four chunks in flight cover the 3 MB. */
     c = cut(1000000, 3000000000u, 64 * MiB, 1 * MiB);
@@ -93,10 +107,8 @@ static void measuring(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(unmeasured),
-        cmocka_unit_test(short_link),
-        cmocka_unit_test(long_link),
-        cmocka_unit_test(measuring),
+        cmocka_unit_test(unmeasured), cmocka_unit_test(fast_link), cmocka_unit_test(slow_link),
+        cmocka_unit_test(long_link),  cmocka_unit_test(measuring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
