@@ -41,6 +41,8 @@ static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool immutable(unsigned op, uint64_t param)
 {
     switch (op) {
+    case VOCL_OP_clGetPlatformInfo:
+        return true; /* the native platform's, asked of the first live proxy */
     case VOCL_OP_clGetDeviceInfo:
         /* (Availability is asked again: a proxy's death shows in it.) */
         return param != CL_DEVICE_REFERENCE_COUNT && param != CL_DEVICE_AVAILABLE;

@@ -87,11 +87,17 @@ static struct vocl_proxy *first_live_proxy(void)
     return NULL;
 }
 
-/* The first live proxy's native platform info. */
+/* The first live proxy's native platform info, kept with VOCL's platform
+ * once known: applications ask for it often (PyOpenCL hundreds of times). */
 static cl_int native_platform_info(cl_platform_info param_name, size_t param_value_size,
                                    void *param_value, size_t *param_value_size_ret)
 {
     struct vocl_call c;
+    cl_int err;
+    uint32_t gen;
+    if (vocl_info_cached(vocl.platform, VOCL_OP_clGetPlatformInfo, param_name, 0, param_value_size,
+                         param_value, param_value_size_ret, &err, &gen))
+        return err;
     vocl_call_init(&c);
     c.px = first_live_proxy();
     if (!c.px) {
@@ -103,8 +109,14 @@ static cl_int native_platform_info(cl_platform_info param_name, size_t param_val
                                                 .param_name = param_name,
                                                 .param_value_size = param_value_size,
                                                 .want_value = param_value != NULL});
-        if (vocl_call_send(&c) == 0)
-            vocl_call_get_info(&c, param_value_size, param_value, param_value_size_ret);
+        if (vocl_call_send(&c) == 0) {
+            struct vocl_bytes b;
+            uint64_t n = vocl_rd_u64(&c.r);
+            vocl_rd_sbytes(&c.r, &b);
+            vocl_call_info(&c, param_value_size, param_value, param_value_size_ret, n, &b);
+            if (!c.err)
+                vocl_info_keep(vocl.platform, VOCL_OP_clGetPlatformInfo, param_name, 0, gen, n, &b);
+        }
     }
     vocl_call_end(&c);
     return c.err;

@@ -98,10 +98,21 @@ int main(int argc, char **argv)
     cl_uint *dims = device_info(dev, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, &n);
     printf("device: a name of %zu bytes, work-group size %zu, %u dimensions\n", strlen(name),
            *wg, *dims);
+    /* The platform's profile and version come from the native platform (through VOCL). */
+    cl_platform_id plat;
+    char profile[256], version[1024];
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof(plat), &plat, NULL));
+    CHECK(clGetPlatformInfo(plat, CL_PLATFORM_PROFILE, sizeof(profile), profile, NULL));
+    CHECK(clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof(version), version, NULL));
+    printf("platform: %s\n", profile);
     for (long i = 0; i < repeat; i++) {
         char again[1024];
         CHECK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof(again), again, NULL));
         expect(!strcmp(again, name), "the device's name changed");
+        CHECK(clGetPlatformInfo(plat, CL_PLATFORM_PROFILE, sizeof(again), again, NULL));
+        expect(!strcmp(again, profile), "the platform's profile changed");
+        CHECK(clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof(again), again, NULL));
+        expect(!strcmp(again, version), "the platform's version changed");
     }
     free(wg);
     free(dims);
