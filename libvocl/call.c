@@ -316,7 +316,8 @@ int vocl_call_post(struct vocl_call *c)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
         return -1;
     }
-    c->t_post = vocl_now_ns();
+    if (!c->async && !c->px->local) /* the reply's time measures the link */
+        c->t_post = vocl_now_ns();
     int rc = vocl_xport_post(c);
     vocl_coherence_posted(c); /* it is ordered among the proxy's requests */
     if (rc) {
@@ -368,7 +369,7 @@ int vocl_call_wait(struct vocl_call *c)
             c->err = data_err;
     }
     /* What the link took: a round trip, or a transfer's bytes. */
-    if (c->err == CL_SUCCESS && c->t_post && !c->px->local) {
+    if (c->err == CL_SUCCESS && c->t_post) {
         uint64_t ns = vocl_now_ns() - c->t_post;
         if (c->data_n)
             vocl_link_transfer(&c->px->link, c->data_n, ns);
@@ -423,10 +424,18 @@ cl_int vocl_info_answer(const void *src, size_t n, size_t size, void *value, siz
 
 void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret)
 {
+    vocl_call_get_info_kept(c, NULL, 0, 0, 0, size, value, size_ret);
+}
+
+void vocl_call_get_info_kept(struct vocl_call *c, struct vocl_obj *o, unsigned op, uint64_t param,
+                             uint32_t gen, size_t size, void *value, size_t *size_ret)
+{
     struct vocl_bytes b;
     uint64_t n = vocl_rd_u64(&c->r);
     vocl_rd_sbytes(&c->r, &b);
     vocl_call_info(c, size, value, size_ret, n, &b);
+    if (o && !c->err)
+        vocl_info_keep(o, op, param, 0, gen, n, &b);
 }
 
 void vocl_call_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret, uint64_t n,

@@ -109,14 +109,9 @@ static cl_int native_platform_info(cl_platform_info param_name, size_t param_val
                                                 .param_name = param_name,
                                                 .param_value_size = param_value_size,
                                                 .want_value = param_value != NULL});
-        if (vocl_call_send(&c) == 0) {
-            struct vocl_bytes b;
-            uint64_t n = vocl_rd_u64(&c.r);
-            vocl_rd_sbytes(&c.r, &b);
-            vocl_call_info(&c, param_value_size, param_value, param_value_size_ret, n, &b);
-            if (!c.err)
-                vocl_info_keep(vocl.platform, VOCL_OP_clGetPlatformInfo, param_name, 0, gen, n, &b);
-        }
+        if (vocl_call_send(&c) == 0)
+            vocl_call_get_info_kept(&c, vocl.platform, VOCL_OP_clGetPlatformInfo, param_name, gen,
+                                    param_value_size, param_value, param_value_size_ret);
     }
     vocl_call_end(&c);
     return c.err;

@@ -383,7 +383,7 @@ bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw)
 static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
 {
     struct vocl_proxy *px = c->px;
-    size_t chunk = c->cut.chunk ? c->cut.chunk : px->chunk; /* as its message says */
+    size_t chunk = c->cut.chunk; /* as its message says (vocl_xfer_out, vocl_xfer_in) */
     size_t nchunks = (n + chunk - 1) / chunk;
     struct vocl_pending *pd = &px->pending;
     int tag = vocl_data_tag(c->seq);

@@ -309,7 +309,7 @@ struct vocl_call {
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */
     uint64_t finish_tick; /* clFinish: when it began (vocl_tick) */
-    uint64_t t_post;      /* when the request was posted (vocl_now_ns): the link's measure */
+    uint64_t t_post;      /* when a request awaiting its reply was posted (vocl_now_ns) */
     size_t data_n;        /* bytes of its chunked transfer, if it has one */
     struct vocl_chunking cut; /* how its chunked transfer is cut (vocl_xfer_out, vocl_xfer_in) */
     bool async; /* set before vocl_call_start: no reply; errors are deferred */
@@ -391,6 +391,9 @@ void vocl_call_get_info(struct vocl_call *c, size_t size, void *value, size_t *s
 /* The same, from a decoded reply: its size n and its value b. */
 void vocl_call_info(struct vocl_call *c, size_t size, void *value, size_t *size_ret, uint64_t n,
                     const struct vocl_bytes *b);
+/* vocl_call_get_info, and the answer kept with o as op's param (info.c), asked in generation gen. */
+void vocl_call_get_info_kept(struct vocl_call *c, struct vocl_obj *o, unsigned op, uint64_t param,
+                             uint32_t gen, size_t size, void *value, size_t *size_ret);
 struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64_t id,
                                    struct vocl_obj *context, struct vocl_obj *parent);
 /* The event a command on queue returned. */
