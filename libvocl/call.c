@@ -465,10 +465,15 @@ struct vocl_obj *vocl_call_new_obj(struct vocl_call *c, enum vocl_type t, uint64
 struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vocl_obj *queue)
 {
     struct vocl_obj *e = vocl_call_new_obj(c, VOCL_T_EVENT, id, queue->context, queue);
+    if (!e)
+        return NULL;
     /* Waiting for it covers the data of the queue's earlier reads. */
-    if (e)
-        vocl_as_event(e)->data_ticket =
-            atomic_load_explicit(&vocl_as_queue(queue)->data_ticket, memory_order_relaxed);
+    vocl_as_event(e)->data_ticket =
+        atomic_load_explicit(&vocl_as_queue(queue)->data_ticket, memory_order_relaxed);
+    /* A synchronisation's command is complete when it returns (its data
+     * has landed), whatever the driver's event says a moment later. */
+    if (c->sync && c->err == CL_SUCCESS)
+        atomic_store(&vocl_as_event(e)->complete, true);
     return e;
 }
 

@@ -435,8 +435,13 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
         memcpy(ptr, (char *)shared + offset, size);
     vocl_prof_shared(size);
     *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
-    if (event && *err == CL_SUCCESS)
-        transfer_event(vocl_lookup(*event, VOCL_T_EVENT), write);
+    if (event && *err == CL_SUCCESS) {
+        struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
+        transfer_event(e, write);
+        /* The transfer is done: its event says so at once, not once the
+         * marker has run (a blocking read's event is complete on return). */
+        atomic_store(&vocl_as_event(e)->complete, true);
+    }
     return true;
 }
 

@@ -4,8 +4,9 @@
  * proxy's chunk size, offsets, reads completed by clWaitForEvents, writes
  * feeding kernels through in-order queues and through events on an
  * out-of-order queue, a user event set after the write that waits on it,
- * two devices at once, and buffers created from host memory larger than a
- * chunk.  Every result is checked here and printed as a checksum, so the
+ * two devices at once, buffers created from host memory larger than a
+ * chunk, and short blocking reads (which a proxy may answer from a map of
+ * the region: right offsets, right words, after a long kernel too).  Every result is checked here and printed as a checksum, so the
  * output natively and under vocl-run must be identical (compare.sh).
  *
  * The chunk size is read from VOCL_POOL_SIZE (what the proxies use; 4M when
@@ -488,6 +489,58 @@ static void copy_host_ptr(struct dev *d)
     }
 }
 
+/* Short blocking reads of what a kernel wrote: just after a long kernel (the
+ * proxy's poll runs out: the usual read answers), on an idle queue, at odd
+ * offsets and lengths, with an event asked for, after a kernel on the
+ * out-of-order queue through a wait list, and over the inline limit. */
+static void short_reads(struct dev *d)
+{
+    const cl_uint seed = 7, n = (cl_uint)(chunk / 4 + 1021);
+    cl_mem x = buffer(d, (size_t)n * 4);
+    CL(clSetKernelArg(d->gen, 0, sizeof(x), &x));
+    CL(clSetKernelArg(d->gen, 1, sizeof(seed), &seed));
+    launch(d->q, d->gen, n, 0, NULL, NULL);
+    const size_t words[] = {n - 1, 0, 1, 12345 % n, n / 2};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        cl_uint got = 0, want = (cl_uint)words[i] * 2654435761u + seed;
+        CL(clEnqueueReadBuffer(d->q, x, CL_TRUE, words[i] * 4, 4, &got, 0, NULL, NULL));
+        char what[96];
+        snprintf(what, sizeof(what), "short read: word %zu%s", words[i], i ? "" : ", kernel ahead");
+        report(what, &got, 4, got == want);
+    }
+    const size_t spans[][2] = {{1, 1}, {3, 5}, {4093, 4099}, {0, INLINE_MAX}, {8, INLINE_MAX + 1}};
+    for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+        size_t off = spans[i][0], len = spans[i][1];
+        cl_uint *all = xmalloc(off + len + 8);
+        unsigned char *got = xmalloc(len);
+        for (size_t w = 0; w < (off + len + 3) / 4; w++)
+            all[w] = (cl_uint)w * 2654435761u + seed;
+        cl_event e = NULL;
+        CL(clEnqueueReadBuffer(d->q, x, CL_TRUE, off, len, got, 0, NULL, i == 2 ? &e : NULL));
+        if (e) {
+            cl_int st = 1;
+            CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
+            if (st != CL_COMPLETE)
+                DIE("blocking read's event: status %d", st);
+            clReleaseEvent(e);
+        }
+        char what[96];
+        snprintf(what, sizeof(what), "short read: %zu bytes at %zu%s", len, off,
+                 i == 2 ? ", with its event" : "");
+        report(what, got, len, !memcmp(got, (unsigned char *)all + off, len));
+        free(all), free(got);
+    }
+    cl_event k;
+    const cl_uint seed2 = 99;
+    CL(clSetKernelArg(d->gen, 1, sizeof(seed2), &seed2));
+    launch(d->ooo, d->gen, n, 0, NULL, &k);
+    cl_uint got = 0, want = (n - 2) * 2654435761u + seed2;
+    CL(clEnqueueReadBuffer(d->ooo, x, CL_TRUE, (size_t)(n - 2) * 4, 4, &got, 1, &k, NULL));
+    report("short read: out-of-order queue, after its kernel", &got, 4, got == want);
+    clReleaseEvent(k);
+    clReleaseMemObject(x);
+}
+
 /* A hang (a transfer that never lands) ends the run with a message. */
 static void on_alarm(int sig)
 {
@@ -546,6 +599,8 @@ int main(void)
     two_devices(&d0, &d1, chunk / 4 + 33);
     step = "copy_host_ptr";
     copy_host_ptr(&d1);
+    step = "short_reads";
+    short_reads(&d0);
     step = "teardown";
 
     dev_close(&d0);
