@@ -433,6 +433,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
     struct vocl_msg_hdr h;
     struct vocl_rd r;
 
+    proxyd_after_reply(s); /* (where the transport did not) */
     proxyd_record(msg, len);
     if (!vocl_hdr_get(msg, len, &h)) {
         vocl_warn("rank %d: malformed message header (%zu bytes): session ended", s->peer, len);

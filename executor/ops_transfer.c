@@ -451,6 +451,48 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
     vocl_wr_i32(q->w, rc);
 }
 
+/* A short blocking read answered from a map of the region, where the map
+ * completes within the node's poll: for a map the driver copies into its
+ * own pinned memory, for a read into ours (pageable) by way of a second
+ * copy (4 bytes from an H200: 7 us against 15).  Only where the client
+ * asked for no event (a map's is not a read's).  False: nothing was
+ * answered, and the read goes the usual way. */
+static bool read_mapped(struct proxyd_req *q, const struct buf_xfer *b)
+{
+    if (!proxyd_may_poll(q))
+        return false;
+    cl_event m = NULL;
+    cl_int rc, failed = CL_SUCCESS;
+    void *p = q->cl->clEnqueueMapBuffer(b->queue, b->buf, CL_FALSE, CL_MAP_READ, b->offset, b->size,
+                                        b->nwl, b->wl, &m, &rc);
+    if (!p)
+        return false;
+    if (proxyd_poll_events(q, 1, &m, &failed) && failed == CL_SUCCESS) {
+        vocl_wr_i32(q->w, CL_SUCCESS);
+        vocl_wr_bytes(q->w, p, b->size);
+        /* Unmapped once the reply has gone: not in its way. */
+        q->s->unmap_due.queue = b->queue;
+        q->s->unmap_due.mem = b->buf;
+        q->s->unmap_due.ptr = p;
+        q->s->unmap_due.mapped = m;
+        return true;
+    }
+    q->cl->clEnqueueUnmapMemObject(b->queue, b->buf, p, 1, &m, NULL);
+    q->cl->clReleaseEvent(m);
+    return false;
+}
+
+void proxyd_after_reply(struct proxyd_session *s)
+{
+    if (!s->unmap_due.ptr)
+        return;
+    cl_event m = s->unmap_due.mapped;
+    s->node->cl->clEnqueueUnmapMemObject(s->unmap_due.queue, s->unmap_due.mem, s->unmap_due.ptr,
+                                         1, &m, NULL);
+    s->node->cl->clReleaseEvent(m);
+    s->unmap_due.ptr = NULL;
+}
+
 void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
 {
     struct buf_xfer b;
@@ -470,6 +512,8 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
         rc = finish_cmd(q, rc, e, b.blocking, evp);
         break;
     case VOCL_DATA_INLINE: {
+        if (b.blocking && !b.ev_id && read_mapped(q, &b))
+            return;
         /* The data goes in the reply, once the read has completed. */
         void *out = malloc(b.size ? b.size : 1);
         rc = out ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, out,

@@ -156,6 +156,15 @@ void CL_CALLBACK proxyd_notify_native(const char *errinfo, const void *priv, siz
 void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char *errinfo);
 void proxyd_notify_drop(const struct proxyd_session *s);
 
+/* Whether a handler may poll the commands its reply waits for: the node
+ * polls (poll_ns), and the client has no user event unset, which they may
+ * wait for (complete.c). */
+bool proxyd_may_poll(const struct proxyd_req *q);
+/* Polls until evs all complete, for up to the node's poll_ns; true when they
+ * did (*failed: CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST when one ended
+ * in error), false when they did not in time or no poll is allowed. */
+bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl_int *failed);
+
 /*
  * A reply that waits for the n events (complete.c): false when they are all
  * complete already (then *status is CL_SUCCESS or

@@ -24,6 +24,7 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
                                           .pool_size = PROXYD_POOL_SIZE,
                                           .pipeline = true,
                                           .direct = true};
+    node->poll_ns = PROXYD_POLL_NS;
     if (cl->clGetPlatformIDs(16, plats, &nplat) != CL_SUCCESS || nplat == 0)
         return 0; /* no native platform: a node with no devices */
     if (nplat > 16)
@@ -232,6 +233,7 @@ void proxyd_session_end(struct proxyd_session *s)
     const struct vocl_native_api *cl = s->node->cl;
     size_t leaked = 0;
 
+    proxyd_after_reply(s);
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
     if (atomic_load(&s->lost))
         atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */

@@ -20,6 +20,7 @@ struct options {
     const char *token_file;
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
+    uint64_t poll_ns;
 };
 
 /* channel.c */

@@ -56,6 +56,9 @@ static void usage(FILE *f)
             "                          bytes with K, M or G (default: no limit)\n"
             "      --max-session-objects N      OpenCL objects one client may hold\n"
             "                          (default: no limit)\n"
+            "      --poll-us N         how long a command a client waits for is polled\n"
+            "                          before its reply is left to the driver's\n"
+            "                          callback; 0: never (default %u)\n"
             "  -v, --verbose           more messages on stderr (repeat for more)\n"
             "  -q, --quiet             errors only\n"
             "  -h, --help              this help\n"
@@ -65,11 +68,12 @@ static void usage(FILE *f)
             "VOCL_PIPELINE=0 and VOCL_DIRECT=0: as --no-pipeline and --no-direct;\n"
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
             "VOCL_MAX_SESSION_MEM and VOCL_MAX_SESSION_OBJECTS: defaults of the limits;\n"
+            "VOCL_POLL_US: default of --poll-us;\n"
             "VOCL_PEER_TIMEOUT: seconds a silent client or proxy has to answer a ping\n"
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
-            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20);
+            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20, PROXYD_POLL_NS / 1000);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -127,6 +131,18 @@ static int set_pool_size(struct options *o, const char *arg)
     return 0;
 }
 
+static int set_poll(struct options *o, const char *what, const char *arg)
+{
+    char *end;
+    long us = strtol(arg, &end, 10);
+    if (end == arg || *end || us < 0 || us > 1000000) {
+        fprintf(stderr, "voclproxyd: %s must be 0..1000000 microseconds, not '%s'\n", what, arg);
+        return -1;
+    }
+    o->poll_ns = (uint64_t)us * 1000;
+    return 0;
+}
+
 static int set_limit(uint64_t *limit, const char *what, const char *arg, bool size)
 {
     char *end;
@@ -148,7 +164,7 @@ static bool env_off(const char *name)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_MAX_MEM, OPT_MAX_OBJS };
+    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_MAX_MEM, OPT_MAX_OBJS, OPT_POLL };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -160,6 +176,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"no-direct", no_argument, NULL, OPT_NO_DIRECT},
         {"max-session-mem", required_argument, NULL, OPT_MAX_MEM},
         {"max-session-objects", required_argument, NULL, OPT_MAX_OBJS},
+        {"poll-us", required_argument, NULL, OPT_POLL},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -181,6 +198,10 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (mm && *mm && set_limit(&o->limits.mem, "VOCL_MAX_SESSION_MEM", mm, true))
         return 2;
     if (mo && *mo && set_limit(&o->limits.objects, "VOCL_MAX_SESSION_OBJECTS", mo, false))
+        return 2;
+    const char *poll = getenv("VOCL_POLL_US");
+    o->poll_ns = PROXYD_POLL_NS;
+    if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
     while ((c = getopt_long(argc, argv, "t:lp:k:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
@@ -209,6 +230,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case OPT_MAX_OBJS:
             if (set_limit(&o->limits.objects, "--max-session-objects", optarg, false))
+                return 2;
+            break;
+        case OPT_POLL:
+            if (set_poll(o, "--poll-us", optarg))
                 return 2;
             break;
         case 'v': vocl_log_level++; break;
@@ -294,6 +319,7 @@ int main(int argc, char **argv)
         vocl_warn("no OpenCL device of the requested type on this node");
     node.xfer = o.xfer;
     node.limits = o.limits;
+    node.poll_ns = o.poll_ns;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
      * which may wait for a device: this thread never must. */
     if (!(node.stream = proxyd_stream_start(cl)))

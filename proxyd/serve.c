@@ -162,6 +162,7 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
     if (rc > 0)
         proxyd_mpi_reply(&cl->s, &sv->reply);
+    proxyd_after_reply(&cl->s);
     vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;

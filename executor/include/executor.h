@@ -36,6 +36,9 @@ struct proxyd_trace;
  * nothing on loopback, fewer lose the overlap). */
 #define PROXYD_POOL_N    4u
 #define PROXYD_POOL_SIZE (4u << 20)
+/* Default poll of a command a client waits for (proxyd_node.poll_ns): a
+ * 4-byte transfer or a small kernel on a GPU completes well within it. */
+#define PROXYD_POLL_NS 20000u
 
 /* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
 struct proxyd_xfer_cfg {
@@ -61,6 +64,10 @@ struct proxyd_node {
     cl_ulong *max_alloc;
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
+    /* How long the thread that took a request polls the commands its reply
+     * waits for, before the reply is left to the driver's callback
+     * (complete.c); 0: never polls. */
+    uint64_t poll_ns;
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
@@ -135,6 +142,11 @@ struct proxyd_session {
     unsigned user_events;
     struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
     bool shm; /* the client is on this node: large buffers are shared (shm.c) */
+    /* A region mapped to answer the last request: unmapped once its reply
+     * has gone (proxyd_after_reply). */
+    struct {
+        void *queue, *mem, *ptr, *mapped; /* cl_command_queue, cl_mem, its map's cl_event */
+    } unmap_due;
 };
 
 /* Node and sessions. */
@@ -144,6 +156,10 @@ void proxyd_node_close(struct proxyd_node *node);
 void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
 /* Releases everything the session's client still held. */
 void proxyd_session_end(struct proxyd_session *s);
+/* What waits until a request's reply has been sent, so as not to delay it
+ * (a short read's map is unmapped: ops_transfer.c).  The transport calls it
+ * after each reply; proxyd_execute and proxyd_session_end call it first. */
+void proxyd_after_reply(struct proxyd_session *s);
 
 /*
  * Executes one request message.  Writes the reply (if the request wants one)

@@ -59,3 +59,16 @@ rc=0
 "$(dirname "$lib")/../tools/vocl-run" -n x -- true 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q 'needs a number' "$tmp/err" || fail "vocl-run -n x: rc $rc"
 echo "vocl-run -n x: exit 2: $(cat "$tmp/err")"
+
+# Bad proxy options: exit 2 with a message naming the value, nothing served.
+for bad in "--poll-us x" "--poll-us -1" "--poll-us 2000000"; do
+    rc=0
+    timeout 30 "$proxyd" $bad >"$tmp/out" 2>"$tmp/err" || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "0..1000000 microseconds, not '${bad#--poll-us }'" "$tmp/err" ||
+        fail "voclproxyd $bad: rc $rc: $(cat "$tmp/err")"
+done
+rc=0
+VOCL_POLL_US=fast timeout 30 "$proxyd" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "VOCL_POLL_US must be 0..1000000 microseconds, not 'fast'" "$tmp/err" ||
+    fail "VOCL_POLL_US=fast: rc $rc: $(cat "$tmp/err")"
+echo "voclproxyd --poll-us x: exit 2: $(head -1 "$tmp/err")"
