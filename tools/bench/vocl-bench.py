@@ -619,10 +619,10 @@ def pyopencl_main(a, vocl_run):
     checks its results against NumPy), natively and under vocl-run -n 1 -d 1,
     taking turns, ROUNDS times; the median wall time of each, and of the
     script's own part (without the interpreter's start and libvocl's end)."""
-    py = "/usr/bin/python3"
+    py = a.python
     if subprocess.run([py, "-c", "import pyopencl, numpy"], stderr=subprocess.DEVNULL).returncode:
         die("--pyopencl needs %s with pyopencl and numpy (Debian: apt-get install "
-            "python3-pyopencl python3-numpy)" % py)
+            "python3-pyopencl python3-numpy; or --python)" % py)
     scripts = sorted(f for f in os.listdir(a.pyopencl)
                      if f.endswith(".py") and f not in ("common.py", "multidevice.py"))
     if not scripts:
@@ -656,7 +656,7 @@ def pyopencl_main(a, vocl_run):
         rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", n, v, None,
                         "<= %.2fx native" % PYOPENCL_TARGET,
                         "n/a" if n is None else verdict(v <= PYOPENCL_TARGET * n)))
-    print_rows("%s %s --pyopencl: %d scripts of %s, natively (PoCL) and under %s -n 1 "
+    print_rows("%s %s --pyopencl: %d scripts of %s, natively and under %s -n 1 "
                "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
                                             os.path.basename(vocl_run), a.rounds), rows)
     try:
@@ -715,6 +715,9 @@ def parse_args(argv):
     p.add_argument("--pyopencl", metavar="DIR",
                    help="instead: time every PyOpenCL script of DIR (tests/external/pyopencl) "
                         "natively and through VOCL, --rounds times")
+    p.add_argument("--python", metavar="PATH", default="/usr/bin/python3",
+                   help="--pyopencl: the Python, with pyopencl and numpy, that runs the "
+                        "scripts (default /usr/bin/python3)")
     p.add_argument("--timeout", metavar="S", type=int, default=3600,
                    help="seconds each run may take (default 3600)")
     p.add_argument("-V", "--version", action="version", version="%s %s" % (PROG, VERSION))
