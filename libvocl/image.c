@@ -433,9 +433,13 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         bool rs;
         image_shape(m->mem_type, region, &rows, &slices, &rs);
         size_t row = region[0] * m->elem_size;
-        /* 1D arrays step by the slice pitch; 2D and 3D by rows, then slices. */
-        size_t slice = rs ? row : row * region[1];
-        size_t size = rs ? row * region[1] : slice * region[2];
+        /* 1D arrays step by the slice pitch; 2D and 3D by rows, then slices.
+         * A 1D or 2D image has no slice pitch: the native read and write
+         * must be given 0 (NVIDIA refuses anything else). */
+        bool flat = m->mem_type == CL_MEM_OBJECT_IMAGE2D || m->mem_type == CL_MEM_OBJECT_IMAGE1D ||
+                    m->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER;
+        size_t slice = rs ? row : flat ? 0 : row * region[1];
+        size_t size = rs ? row * region[1] : row * region[1] * region[2];
         mp = calloc(1, sizeof(*mp));
         void *shadow = malloc(size ? size : 1);
         if (!mp || !shadow) {
@@ -468,11 +472,7 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
     if (mp) {
         *image_row_pitch = mp->row_pitch;
         if (image_slice_pitch)
-            *image_slice_pitch = m->mem_type == CL_MEM_OBJECT_IMAGE2D ||
-                                         m->mem_type == CL_MEM_OBJECT_IMAGE1D ||
-                                         m->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER
-                                     ? 0
-                                     : mp->slice_pitch;
+            *image_slice_pitch = mp->slice_pitch;
         vocl_mapping_add(m, mp);
     }
     if (errcode_ret)

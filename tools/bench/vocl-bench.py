@@ -655,7 +655,7 @@ def pyopencl_main(a, vocl_run):
                 else sum(m[i] for m in meds.values()) for i in (0, 1))
         rows.append(Row(section, "all %d scripts" % len(scripts), "", "s", n, v, None,
                         "<= %.2fx native" % PYOPENCL_TARGET,
-                        "n/a" if n is None else verdict(v <= PYOPENCL_TARGET * n)))
+                        "n/a" if n is None or v is None else verdict(v <= PYOPENCL_TARGET * n)))
     print_rows("%s %s --pyopencl: %d scripts of %s, natively and under %s -n 1 "
                "-d 1, median of %d rounds" % (PROG, VERSION, len(scripts), a.pyopencl,
                                             os.path.basename(vocl_run), a.rounds), rows)
