@@ -18,7 +18,8 @@
  * by then, answers at once: the usual case costs no thread.  The poll is
  * bounded (the requests of other clients wait behind it at most that long)
  * and skipped while the client has a user event unset, which the commands
- * may wait for.
+ * may wait for, and in process (libvocl's local devices), where the request
+ * runs under a lock.
  */
 #include "proxyd.h"
 
@@ -152,7 +153,9 @@ static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
 
 bool proxyd_may_poll(const struct proxyd_req *q)
 {
-    return q->s->node->poll_ns && !q->s->user_events;
+    /* In process the request runs under libvocl's lock of the proxy
+     * (transport.c), and no thread waits holding a lock, even briefly. */
+    return q->s->node->poll_ns && !q->s->user_events && !q->s->in_process;
 }
 
 bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl_int *failed)

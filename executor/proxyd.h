@@ -157,8 +157,8 @@ void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char
 void proxyd_notify_drop(const struct proxyd_session *s);
 
 /* Whether a handler may poll the commands its reply waits for: the node
- * polls (poll_ns), and the client has no user event unset, which they may
- * wait for (complete.c). */
+ * polls (poll_ns), the client has no user event unset, which they may wait
+ * for, and the session is not in process (complete.c). */
 bool proxyd_may_poll(const struct proxyd_req *q);
 /* Polls until evs all complete, for up to the node's poll_ns; true when they
  * did (*failed: CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST when one ended
