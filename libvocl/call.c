@@ -470,10 +470,6 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
     /* Waiting for it covers the data of the queue's earlier reads. */
     vocl_as_event(e)->data_ticket =
         atomic_load_explicit(&vocl_as_queue(queue)->data_ticket, memory_order_relaxed);
-    /* A synchronisation's command is complete when it returns (its data
-     * has landed), whatever the driver's event says a moment later. */
-    if (c->sync && c->err == CL_SUCCESS)
-        atomic_store(&vocl_as_event(e)->complete, true);
     return e;
 }
 

@@ -244,6 +244,11 @@ static cl_int device_status(struct vocl_obj *e, cl_int *st)
     return c.err;
 }
 
+void vocl_event_known_complete(struct vocl_obj *e)
+{
+    atomic_store(&vocl_as_event(e)->complete, true);
+}
+
 int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t param_value_size,
                              void *param_value, size_t *param_value_size_ret, cl_int *ret)
 {

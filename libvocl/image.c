@@ -373,8 +373,12 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
                          .origin = mw.origin, .region = mw.region, .row_pitch = mw.row_pitch,
                          .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
                          .event = mw.event, .span = mw.span, .data = mw.data});
-        if (move_span(&c, write, ptr, &r) == 0 && event)
-            *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
+        if (move_span(&c, write, ptr, &r) == 0 && event) {
+            struct vocl_obj *e = vocl_call_new_event(&c, ev_id, q);
+            if (e && blocking)
+                vocl_event_known_complete(e);
+            *event = (cl_event)e;
+        }
     }
     vocl_call_end(&c);
     return c.err;

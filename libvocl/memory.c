@@ -438,9 +438,7 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
     if (event && *err == CL_SUCCESS) {
         struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
         transfer_event(e, write);
-        /* The transfer is done: its event says so at once, not once the
-         * marker has run (a blocking read's event is complete on return). */
-        atomic_store(&vocl_as_event(e)->complete, true);
+        vocl_event_known_complete(e); /* the transfer is done, whatever the marker */
     }
     return true;
 }
@@ -467,6 +465,8 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
             struct vocl_obj *e = vocl_call_new_event(&c, m.event, q);
             if (host)
                 transfer_event(e, true);
+            if (e && blocking_write)
+                vocl_event_known_complete(e);
             *event = (cl_event)e;
         }
     }
@@ -505,6 +505,8 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
                 struct vocl_obj *e = vocl_call_new_event(&c, m.event, q);
                 if (host)
                     transfer_event(e, false);
+                if (e && blocking_read)
+                    vocl_event_known_complete(e);
                 *event = (cl_event)e;
             }
         }

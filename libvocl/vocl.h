@@ -197,7 +197,8 @@ struct vocl_event {
     /* The queue's data_ticket when the event was made: waiting for it
      * covers the data of the queue's earlier reads. */
     atomic_uint_fast64_t data_ticket;
-    /* Known CL_COMPLETE: a wait on it succeeded (event.c). */
+    /* Known CL_COMPLETE: a wait on it succeeded (event.c), or its command
+     * was a blocking transfer, which has returned (memory.c, image.c). */
     atomic_bool complete;
 };
 
@@ -510,6 +511,9 @@ static inline void vocl_raise(atomic_uint_fast64_t *t, uint64_t v)
 bool vocl_event_data_pending(struct vocl_obj *e);
 /* Waits for a non-blocking read's data to land. */
 cl_int vocl_event_data_wait(struct vocl_obj *e);
+/* e's command is known to be complete: e says CL_COMPLETE from now on,
+ * without asking its proxy (whose driver may say so a moment later). */
+void vocl_event_known_complete(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
