@@ -145,7 +145,8 @@ static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
         status = CL_COMPLETE;
     if (status < 0) {
         int ok = CL_SUCCESS;
-        atomic_compare_exchange_strong(&l->failed, &ok, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+        atomic_compare_exchange_strong(&l->failed, &ok,
+                                       CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
     }
     if (atomic_fetch_sub(&l->left, 1) == 1)
         queue_reply(l);
@@ -163,19 +164,24 @@ bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl
     const uint64_t budget = q->s->node->poll_ns;
     if (!proxyd_may_poll(q))
         return false;
+    /* Their queues flushed (once each, where they come in runs), or the
+     * driver may not start them. */
+    cl_command_queue flushed = NULL;
     for (cl_uint i = 0; i < n; i++) {
         cl_command_queue cq = NULL;
-        if (q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_QUEUE, sizeof(cq), &cq, NULL) ||
-            !cq || q->cl->clFlush(cq))
+        if (q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_QUEUE, sizeof(cq), &cq, NULL) || !cq)
             return false;
+        if (cq != flushed && q->cl->clFlush(cq))
+            return false;
+        flushed = cq;
     }
     const uint64_t start = vocl_now_ns();
     cl_uint done = 0;
     for (;;) {
         cl_int st;
         while (done < n &&
-               q->cl->clGetEventInfo(evs[done], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
-                                     &st, NULL) == CL_SUCCESS &&
+               q->cl->clGetEventInfo(evs[done], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                                     NULL) == CL_SUCCESS &&
                st <= CL_COMPLETE) {
             if (st < 0)
                 *failed = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
@@ -221,8 +227,7 @@ bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, vo
             /* Not an event the driver can call back on: wait for it here. */
             cl_int st = CL_COMPLETE;
             q->cl->clWaitForEvents(1, &evs[i]);
-            q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-                                  NULL);
+            q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
             on_event(evs[i], st, l);
         }
     /* Everything the reply needs is in l before the guard goes: the last

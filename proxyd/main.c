@@ -108,11 +108,18 @@ static size_t parse_size(const char *s)
     return *end || v > SIZE_MAX ? 0 : (size_t)v;
 }
 
-static int set_pool_n(struct options *o, const char *arg)
+/* A whole decimal number in [lo, hi]. */
+static bool number_in(const char *arg, long lo, long hi, long *v)
 {
     char *end;
-    long n = strtol(arg, &end, 10);
-    if (*end || n < 1 || n > 64) {
+    *v = strtol(arg, &end, 10);
+    return end != arg && !*end && *v >= lo && *v <= hi;
+}
+
+static int set_pool_n(struct options *o, const char *arg)
+{
+    long n;
+    if (!number_in(arg, 1, 64, &n)) {
         fprintf(stderr, "voclproxyd: pool buffers must be 1..64, not '%s'\n", arg);
         return -1;
     }
@@ -133,9 +140,8 @@ static int set_pool_size(struct options *o, const char *arg)
 
 static int set_poll(struct options *o, const char *what, const char *arg)
 {
-    char *end;
-    long us = strtol(arg, &end, 10);
-    if (end == arg || *end || us < 0 || us > 1000000) {
+    long us;
+    if (!number_in(arg, 0, 1000000, &us)) {
         fprintf(stderr, "voclproxyd: %s must be 0..1000000 microseconds, not '%s'\n", what, arg);
         return -1;
     }
