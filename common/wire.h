@@ -120,7 +120,7 @@ bool vocl_rd_done(const struct vocl_rd *r);
  *            then the reply if the request wants one.  The client chooses
  *            chunk (at most the proxy's staging buffer size, from HELLO) and
  *            depth (how many chunks of a read the proxy keeps in flight)
- *            from what it measured of the link (libvocl/link.c).
+ *            from what it measured of the link (libvocl/linkmeter.c).
  *   HOSTPTR  u64 host address: only for the in-process executor (local
  *            passthrough); a proxy rejects it from the wire
  */

@@ -14,7 +14,7 @@
 
 #include "log.h"
 #include "map.h"
-#include "link.h"
+#include "linkmeter.h"
 #include "native.h"
 #include "protocol.h"
 #include "vocl_api.h"
@@ -100,7 +100,7 @@ struct vocl_proxy {
     uint32_t seq;
     cl_uint ndev;
     size_t chunk;                   /* the largest chunk of a transfer (the proxy's staging buffers) */
-    struct vocl_link link;          /* what was measured of the link to it (link.h) */
+    struct vocl_link link;          /* what was measured of the link to it (linkmeter.h) */
     bool shm;                       /* on this node: large buffers are shared (shm.h) */
     atomic_long shm_pid;            /* its process, once a buffer was mapped (0: none) */
     struct vocl_pending pending;    /* under lock */

@@ -1,6 +1,6 @@
 /*
  * test_link.c - how libvocl cuts a transfer into chunks and how many it
- * keeps in flight, from what it measured of the link (libvocl/link.c).
+ * keeps in flight, from what it measured of the link (libvocl/linkmeter.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "link.h"
+#include "linkmeter.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)

@@ -1,5 +1,5 @@
 /*
- * link.h - what libvocl measures of the link to each proxy, and the chunk
+ * linkmeter.h - what libvocl measures of the link to each proxy, and the chunk
  * size and pipeline depth it chooses from that for each transfer.
  *
  * Nothing is probed: the round trip is the shortest a blocking call to the
@@ -8,8 +8,8 @@
  * err on the slow side).  Until both are known, chunks are the proxy's
  * staging buffer size, two in flight.
  */
-#ifndef VOCL_LINK_H
-#define VOCL_LINK_H
+#ifndef VOCL_LINKMETER_H
+#define VOCL_LINKMETER_H
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /*
- * link.c - the chunk size and pipeline depth of transfers, chosen from what
- * was measured of the link (link.h).
+ * linkmeter.c - the chunk size and pipeline depth of transfers, chosen from what
+ * was measured of the link (linkmeter.h).
  *
  * A transfer's chunks go through a pipeline: the network, then on the
  * proxy the device copy of each from its staging buffer.  Smaller chunks
@@ -28,7 +28,7 @@
  * quarters of 128-512 KiB transfers (64-128 KiB chunks) were 5-50 %
  * slower than one chunk (docs/report/cluster).
  */
-#include "link.h"
+#include "linkmeter.h"
 
 void vocl_link_round_trip(struct vocl_link *l, uint64_t ns)
 {
