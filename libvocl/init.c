@@ -16,6 +16,7 @@
 #include "shm.h"
 #include "profile.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "got.h"
 #include "liveness.h"
 #include "mpi_start.h"
 #include "token.h"
@@ -201,9 +203,10 @@ static void abort_if_lost(void)
 
 /*
  * MPI_Finalize begins by freeing the attributes of MPI_COMM_SELF (MPI 4.0,
- * 11.2.4): libvocl takes its leave there, whoever finalizes MPI (the
- * application, through libvocl's MPI_Finalize or, in ICD mode, where the
- * loader opens libvocl with RTLD_LOCAL, straight; or libvocl at exit).
+ * 11.2.4): libvocl takes its leave there where nothing did before, that is
+ * where the application's calls of MPI_Finalize could not be redirected to
+ * libvocl's (take_mpi_finalize).  Too late for MPICH, which by then no
+ * longer locks; better than not at all.
  */
 static int at_finalize(MPI_Comm comm, int key, void *val, void *extra)
 {
@@ -211,6 +214,33 @@ static int at_finalize(MPI_Comm comm, int key, void *val, void *extra)
     leave();
     abort_if_lost();
     return MPI_SUCCESS;
+}
+
+/*
+ * libvocl must take its leave before MPICH's MPI_Finalize begins: at its
+ * start MPICH stops locking (it deems the process single-threaded from then
+ * on), so a call that libvocl's liveness thread is in just then keeps
+ * MPICH's lock, and MPI_Finalize aborts on it.  Under LD_PRELOAD the
+ * application's MPI_Finalize is libvocl's; loaded as an ICD, libvocl
+ * redirects the application's calls to its own.
+ */
+static void take_mpi_finalize(void)
+{
+    int (*ours_fn)(void) = MPI_Finalize;
+    void *ours;
+    memcpy(&ours, &ours_fn, sizeof(ours));
+    if (dlsym(RTLD_DEFAULT, "MPI_Finalize") == ours)
+        return; /* (preloaded) */
+    int failed = 0;
+    int n = vocl_got_redirect("MPI_Finalize", ours, ours, &failed);
+    if (n == 0 || failed)
+        vocl_warn("loaded as an ICD, libvocl could not redirect the application's MPI_Finalize "
+                  "to its own (%d of %d references): it takes its leave inside MPICH's, where "
+                  "a rare abort is possible; load libvocl with LD_PRELOAD to avoid it",
+                  failed, n + failed);
+    else
+        vocl_info("loaded as an ICD: %d reference%s to MPI_Finalize redirected to libvocl's", n,
+                  n == 1 ? "" : "s");
 }
 
 static int open_mpi(void)
@@ -229,6 +259,7 @@ static int open_mpi(void)
         if (provided < MPI_THREAD_MULTIPLE)
             vocl_warn("the application initialised MPI below MPI_THREAD_MULTIPLE: "
                       "call OpenCL from one thread at a time");
+        take_mpi_finalize();
     }
     vocl.mpi_used = true;
     if (MPI_Comm_dup(MPI_COMM_WORLD, &vocl.comm) != MPI_SUCCESS) {
