@@ -256,9 +256,17 @@ static int open_mpi(void)
         vocl.mpi_ours = true;
     } else {
         MPI_Query_thread(&provided);
-        if (provided < MPI_THREAD_MULTIPLE)
-            vocl_warn("the application initialised MPI below MPI_THREAD_MULTIPLE: "
-                      "call OpenCL from one thread at a time");
+        if (provided < MPI_THREAD_MULTIPLE) {
+            /* libvocl's liveness thread calls MPI whenever it likes: below
+             * MPI_THREAD_MULTIPLE that races with every other call, inside
+             * MPI (and UCX aborts the process, sooner or later). */
+            vocl_error("the application initialised MPI below MPI_THREAD_MULTIPLE, and libvocl's "
+                       "own threads call MPI: initialise it with MPI_Init_thread and "
+                       "MPI_THREAD_MULTIPLE, or, where it calls MPI_Init, set "
+                       "MPIR_CVAR_DEFAULT_THREAD_LEVEL=MPI_THREAD_MULTIPLE (MPICH; vocl-run "
+                       "does); ending the job");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         take_mpi_finalize();
     }
     vocl.mpi_used = true;
