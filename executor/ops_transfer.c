@@ -11,10 +11,11 @@
  *   direct   the device keeps its buffers in host memory (a CPU device):
  *            the region is mapped (no copy) and the chunks are received
  *            straight into it, or sent straight from it;
- *   staged   each chunk passes through the next buffer of the node's pinned
- *            pool; the device copy of chunk k runs (on the driver's threads)
- *            while chunk k+1 crosses the network (on this thread for writes,
- *            on the stream thread for reads: stream.c);
+ *   staged   each chunk passes through the next buffer of a staging pool
+ *            (memory the driver knows as pinned: pool.c); the device copy
+ *            of chunk k runs (on the driver's threads) while chunk k+1
+ *            crosses the network (on this thread for writes, on the stream
+ *            thread for reads: stream.c);
  *   serial   VOCL_PIPELINE=0: one staging buffer, each stage waited for.
  *
  * No request, blocking or not, may leave this thread waiting on a queue
@@ -250,7 +251,7 @@ cl_int proxyd_xfer_write_chunks(struct proxyd_req *q, cl_command_queue queue, cl
         }
         /* Not mappable (CL_MEM_HOST_NO_ACCESS, ...): the staged write says why. */
     }
-    struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
+    struct proxyd_pool *pool = proxyd_queue_pool(q->s->node, queue);
     if (!pool) {
         proxyd_xfer_drain(q, x);
         return CL_OUT_OF_HOST_MEMORY;
@@ -323,7 +324,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
         q->cl->clReleaseEvent(gate);
         /* Not mappable: the staged read says why. */
     }
-    struct proxyd_pool *pool = proxyd_node_pool(q->s->node);
+    struct proxyd_pool *pool = proxyd_queue_pool(q->s->node, queue);
     bool own = !may_block(q) || !pool; /* memory of its own, not the pool */
     cl_bool serial = !q->s->node->xfer.pipeline && may_block(q);
     rc = CL_SUCCESS;

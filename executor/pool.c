@@ -2,11 +2,16 @@
  * pool.c - the proxy's staging buffers, and host memory that must outlive
  * the request that filled it.
  *
- * A pool holds N page-aligned buffers of B bytes, locked in memory where the
- * system allows it (pinned: the device's DMA engine and the network can use
- * them without bouncing).  They are handed out circularly; a buffer whose
- * device copy is still running is handed out only once that copy completes,
- * so the network stage can run up to N chunks ahead of the device stage.
+ * A pool holds N page-aligned buffers of B bytes, handed out circularly; a
+ * buffer whose device copy is still running is handed out only once that
+ * copy completes, so the network stage can run up to N chunks ahead of the
+ * device stage.  The device's DMA engine can only overlap that copy with
+ * the next chunk's journey if it knows the buffer as pinned, and a driver
+ * knows only memory it allocated itself.  So a context's transfers stage in
+ * a pool of its own: one CL_MEM_ALLOC_HOST_PTR buffer of the context, mapped
+ * for good through a queue of the pool's (NVIDIA's best practice for pinned
+ * memory).  Where that cannot be made, the node's pool serves: malloc'd,
+ * and locked in memory where the system allows it.
  */
 #include "proxyd.h"
 
@@ -27,6 +32,11 @@ struct proxyd_pool {
     size_t size;
     unsigned n, next;
     bool pinned;
+    /* A context's pool: the driver's buffer, mapped at base through queue. */
+    cl_command_queue queue;
+    cl_mem mem;
+    void *base;
+    struct proxyd_pool *retired_next; /* on the node's list of pools to free */
     struct pool_buf buf[];
 };
 
@@ -58,6 +68,35 @@ struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n
     return p;
 }
 
+struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
+                                           cl_device_id dev, unsigned n, size_t size)
+{
+    struct proxyd_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->buf[0]));
+    if (!p)
+        return NULL;
+    p->cl = cl;
+    p->size = size;
+    p->n = n;
+    cl_int rc;
+    p->queue = cl->clCreateCommandQueue(ctx, dev, 0, &rc);
+    if (p->queue)
+        p->mem = cl->clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n * size, NULL,
+                                    &rc);
+    if (p->mem)
+        p->base = cl->clEnqueueMapBuffer(p->queue, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                         n * size, 0, NULL, NULL, &rc);
+    if (!p->base) {
+        vocl_debug("pool of a context: none (%d); the node's pool serves it", rc);
+        proxyd_pool_free(p);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++)
+        p->buf[i].mem = (uint8_t *)p->base + i * size;
+    p->pinned = true;
+    vocl_debug("pool of a context: %u buffers of %zu KiB, the driver's own memory", n, size >> 10);
+    return p;
+}
+
 static void buf_wait(struct proxyd_pool *p, struct pool_buf *b)
 {
     uint64_t start = vocl_now_ns();
@@ -76,11 +115,82 @@ void proxyd_pool_free(struct proxyd_pool *p)
         return;
     for (unsigned i = 0; i < p->n; i++) {
         buf_wait(p, &p->buf[i]);
-        if (p->buf[i].mem && p->pinned)
+        if (p->queue || !p->buf[i].mem)
+            continue; /* (the driver's memory: given back below) */
+        if (p->pinned)
             munlock(p->buf[i].mem, p->size);
         free(p->buf[i].mem);
     }
+    if (p->base)
+        p->cl->clEnqueueUnmapMemObject(p->queue, p->mem, p->base, 0, NULL, NULL);
+    if (p->queue)
+        p->cl->clFinish(p->queue);
+    if (p->mem)
+        p->cl->clReleaseMemObject(p->mem);
+    if (p->queue)
+        p->cl->clReleaseCommandQueue(p->queue);
     free(p);
+}
+
+/* Whether no buffer of p is in use any more: it can be freed at once. */
+static bool pool_idle(struct proxyd_pool *p)
+{
+    for (unsigned i = 0; i < p->n; i++) {
+        struct pool_buf *b = &p->buf[i];
+        cl_int st = CL_COMPLETE;
+        if (atomic_load(&b->held))
+            return false;
+        if (b->busy && p->cl->clGetEventInfo(b->busy, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                             sizeof(st), &st, NULL) == CL_SUCCESS &&
+            st > CL_COMPLETE)
+            return false;
+    }
+    return true;
+}
+
+/* --- the pools of contexts -------------------------------------------------------------------- */
+
+struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue)
+{
+    const struct vocl_native_api *cl = node->cl;
+    cl_context ctx;
+    cl_device_id dev;
+    if (!node->xfer.driver_staging ||
+        cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) !=
+            CL_SUCCESS ||
+        cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+        return proxyd_node_pool(node);
+    struct proxyd_ctx_pool *free_entry = NULL;
+    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
+        struct proxyd_ctx_pool *e = &node->ctx_pools[i];
+        if (e->ctx == ctx)
+            return e->pool ? e->pool : proxyd_node_pool(node);
+        if (!e->ctx && !free_entry)
+            free_entry = e;
+    }
+    if (!free_entry)
+        return proxyd_node_pool(node); /* (more contexts than pools of contexts) */
+    /* Tried once per context: where the driver cannot, the node's pool serves. */
+    free_entry->ctx = ctx;
+    free_entry->pool = proxyd_pool_new_driver(cl, ctx, dev, node->xfer.pipeline ? node->xfer.pool_n : 1,
+                                              node->xfer.pool_size);
+    return free_entry->pool ? free_entry->pool : proxyd_node_pool(node);
+}
+
+void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx)
+{
+    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
+        struct proxyd_ctx_pool *e = &node->ctx_pools[i];
+        if (e->ctx != ctx)
+            continue;
+        /* Its buffers may still be sending, or copying: freed once idle
+         * (proxyd_reap), never waited for here. */
+        if (e->pool) {
+            e->pool->retired_next = node->retired;
+            node->retired = e->pool;
+        }
+        *e = (struct proxyd_ctx_pool){0};
+    }
 }
 
 uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot)
@@ -127,6 +237,15 @@ int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem)
 void proxyd_reap(struct proxyd_node *node, bool wait)
 {
     const struct vocl_native_api *cl = node->cl;
+    for (struct proxyd_pool **pp = &node->retired; *pp;) {
+        struct proxyd_pool *p = *pp;
+        if (wait || pool_idle(p)) {
+            *pp = p->retired_next;
+            proxyd_pool_free(p);
+        } else {
+            pp = &p->retired_next;
+        }
+    }
     size_t j = 0;
     for (size_t i = 0; i < node->nkept; i++) {
         struct proxyd_kept *k = &node->kept[i];

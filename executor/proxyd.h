@@ -129,8 +129,16 @@ void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *
 /* Staging pool (pool.c). */
 struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);
 void proxyd_pool_free(struct proxyd_pool *p);
+/* A pool of the context's own driver-allocated memory (NULL: none). */
+struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
+                                           cl_device_id dev, unsigned n, size_t size);
 /* The node's pool, made on first use; NULL when out of memory. */
 struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node);
+/* The pool for transfers through queue: its context's, made on first use
+ * (--no-driver-staging, or where it cannot be made: the node's). */
+struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue);
+/* The client released ctx: its pool is freed once no buffer is in use. */
+void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx);
 /* The next buffer in turn, once the device command using it is done. */
 uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot);
 /* Marks the buffer in use until ev completes. */

@@ -23,7 +23,8 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
     node->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
                                           .pool_size = PROXYD_POOL_SIZE,
                                           .pipeline = true,
-                                          .direct = true};
+                                          .direct = true,
+                                          .driver_staging = true};
     node->poll_ns = PROXYD_POLL_NS;
     if (cl->clGetPlatformIDs(16, plats, &nplat) != CL_SUCCESS || nplat == 0)
         return 0; /* no native platform: a node with no devices */
@@ -79,6 +80,8 @@ struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node)
 
 void proxyd_node_close(struct proxyd_node *node)
 {
+    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
+        proxyd_ctx_pool_drop(node, node->ctx_pools[i].ctx);
     proxyd_reap(node, true);
     free(node->kept);
     proxyd_pool_free(node->pool);
@@ -151,6 +154,8 @@ cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, v
  * gone): the counts of the session and of the node go down. */
 void proxyd_forget_obj(struct proxyd_session *s, struct proxyd_obj *o)
 {
+    if (o->type == VOCL_T_CONTEXT)
+        proxyd_ctx_pool_drop(s->node, o->native);
     s->nobjs--;
     s->bytes -= o->bytes;
     atomic_fetch_sub(&s->node->nobjs, 1);

@@ -52,6 +52,8 @@ static void usage(FILE *f)
             "                          transfers; K and M suffixes (default %uM)\n"
             "      --no-pipeline       one staging buffer, stages one after the other\n"
             "      --no-direct         always stage, even where device memory is host memory\n"
+            "      --no-driver-staging stage in the proxy's own locked memory, not in a\n"
+            "                          pinned buffer of each context (the driver's)\n"
             "      --max-session-mem BYTES      memory objects one client may hold, in\n"
             "                          bytes with K, M or G (default: no limit)\n"
             "      --max-session-objects N      OpenCL objects one client may hold\n"
@@ -65,7 +67,8 @@ static void usage(FILE *f)
             "  -V, --version           the version\n\n"
             "Environment: VOCL_APP_RANKS (set by vocl-run): ranks below it are clients;\n"
             "VOCL_NATIVE_LIB: the native OpenCL library (default libOpenCL.so.1);\n"
-            "VOCL_PIPELINE=0 and VOCL_DIRECT=0: as --no-pipeline and --no-direct;\n"
+            "VOCL_PIPELINE=0, VOCL_DIRECT=0 and VOCL_DRIVER_STAGING=0: as --no-pipeline,\n"
+            "--no-direct and --no-driver-staging;\n"
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
             "VOCL_MAX_SESSION_MEM and VOCL_MAX_SESSION_OBJECTS: defaults of the limits;\n"
             "VOCL_POLL_US: default of --poll-us;\n"
@@ -170,7 +173,8 @@ static bool env_off(const char *name)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_MAX_MEM, OPT_MAX_OBJS, OPT_POLL };
+    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
+           OPT_POLL };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -180,6 +184,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"pool-size", required_argument, NULL, 's'},
         {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
         {"no-direct", no_argument, NULL, OPT_NO_DIRECT},
+        {"no-driver-staging", no_argument, NULL, OPT_NO_DRIVER_STAGING},
         {"max-session-mem", required_argument, NULL, OPT_MAX_MEM},
         {"max-session-objects", required_argument, NULL, OPT_MAX_OBJS},
         {"poll-us", required_argument, NULL, OPT_POLL},
@@ -193,7 +198,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
                                        .pool_size = PROXYD_POOL_SIZE,
                                        .pipeline = !env_off("VOCL_PIPELINE"),
-                                       .direct = !env_off("VOCL_DIRECT")};
+                                       .direct = !env_off("VOCL_DIRECT"),
+                                       .driver_staging = !env_off("VOCL_DRIVER_STAGING")};
     /* The environment gives defaults (vocl-run passes it to every rank). */
     const char *n = getenv("VOCL_POOL_BUFFERS"), *sz = getenv("VOCL_POOL_SIZE");
     if (n && *n && set_pool_n(o, n))
@@ -230,6 +236,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case OPT_NO_PIPELINE: o->xfer.pipeline = false; break;
         case OPT_NO_DIRECT: o->xfer.direct = false; break;
+        case OPT_NO_DRIVER_STAGING: o->xfer.driver_staging = false; break;
         case OPT_MAX_MEM:
             if (set_limit(&o->limits.mem, "--max-session-mem", optarg, true))
                 return 2;
@@ -330,8 +337,9 @@ int main(int argc, char **argv)
      * which may wait for a device: this thread never must. */
     if (!(node.stream = proxyd_stream_start(cl)))
         vocl_warn("no stream thread: reads will not overlap the network and the device");
-    vocl_info("serving %u devices; staging %u x %zu KiB%s%s", node.ndev,
+    vocl_info("serving %u devices; staging %u x %zu KiB%s%s%s", node.ndev,
               o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,
+              o.xfer.driver_staging ? " per context" : "",
               o.xfer.pipeline ? ", pipelined" : ", not pipelined",
               o.xfer.direct ? ", direct where possible" : "");
 

@@ -46,6 +46,16 @@ struct proxyd_xfer_cfg {
     size_t pool_size;   /* bytes each: also the chunk size clients use */
     bool pipeline;      /* overlap the network and device stages */
     bool direct;        /* receive into mapped device memory where it is host memory */
+    bool driver_staging; /* stage in each context's own driver-allocated memory */
+};
+
+/* Contexts that get a staging pool of their own at once (pool.c); those
+ * beyond share the node's. */
+#define PROXYD_CTX_POOLS 4
+
+struct proxyd_ctx_pool {
+    cl_context ctx; /* NULL: a free entry */
+    struct proxyd_pool *pool; /* NULL: the driver could not make one */
 };
 
 /* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
@@ -72,6 +82,8 @@ struct proxyd_node {
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
     struct proxyd_pool *pool;     /* made on first use */
+    struct proxyd_ctx_pool ctx_pools[PROXYD_CTX_POOLS];
+    struct proxyd_pool *retired;  /* pools of released contexts, freed once idle */
     struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
     struct proxyd_kept *kept;
     size_t nkept, capkept;
@@ -177,8 +189,8 @@ bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
 struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
 void proxyd_stream_stop(struct proxyd_stream *st);
 
-/* Host memory that device commands still read (pool.c): frees what
- * completed (wait: everything, waiting for it). */
+/* Host memory that device commands still read, and the pools of released
+ * contexts (pool.c): frees what completed (wait: everything, waiting for it). */
 void proxyd_reap(struct proxyd_node *node, bool wait);
 
 /* Builds run on threads of their own (build.c).  From the serving thread:

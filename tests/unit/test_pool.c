@@ -1,0 +1,166 @@
+/*
+ * test_pool.c - the staging pools of contexts (executor/pool.c): each of the
+ * first contexts gets its own, the others share the node's; a released
+ * context's pool is freed once no buffer of it is in use, and with it the
+ * references it held on the context.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define NCTX (PROXYD_CTX_POOLS + 2)
+
+static cl_context ctxs[NCTX];
+static cl_command_queue queues[NCTX];
+
+static cl_uint refcount(cl_context ctx)
+{
+    cl_uint n = 0;
+    assert_int_equal(cl->clGetContextInfo(ctx, CL_CONTEXT_REFERENCE_COUNT, sizeof(n), &n, NULL),
+                     CL_SUCCESS);
+    return n;
+}
+
+static void open_contexts(void)
+{
+    for (int i = 0; i < NCTX; i++) {
+        cl_int rc;
+        ctxs[i] = cl->clCreateContext(NULL, 1, &node.devs[0], NULL, NULL, &rc);
+        assert_int_equal(rc, CL_SUCCESS);
+        queues[i] = cl->clCreateCommandQueue(ctxs[i], node.devs[0], 0, &rc);
+        assert_int_equal(rc, CL_SUCCESS);
+    }
+}
+
+/* Drops every context's pool, frees them, and releases the contexts. */
+static void close_contexts(void)
+{
+    for (int i = 0; i < NCTX; i++)
+        proxyd_ctx_pool_drop(&node, ctxs[i]);
+    proxyd_reap(&node, true);
+    for (int i = 0; i < NCTX; i++) {
+        cl->clReleaseCommandQueue(queues[i]);
+        assert_int_equal(refcount(ctxs[i]), 1);
+        cl->clReleaseContext(ctxs[i]);
+    }
+}
+
+static void first_contexts_get_their_own(void **state)
+{
+    (void)state;
+    open_contexts();
+    cl_uint before = refcount(ctxs[0]);
+    struct proxyd_pool *shared = proxyd_node_pool(&node), *own[NCTX];
+    for (int i = 0; i < NCTX; i++) {
+        own[i] = proxyd_queue_pool(&node, queues[i]);
+        assert_non_null(own[i]);
+        assert_ptr_equal(proxyd_queue_pool(&node, queues[i]), own[i]); /* the same, asked again */
+    }
+    for (int i = 0; i < PROXYD_CTX_POOLS; i++) {
+        assert_ptr_not_equal(own[i], shared);
+        for (int j = 0; j < i; j++)
+            assert_ptr_not_equal(own[i], own[j]);
+    }
+    for (int i = PROXYD_CTX_POOLS; i < NCTX; i++)
+        assert_ptr_equal(own[i], shared);
+    /* The pool's buffer and queue hold the context. */
+    assert_true(refcount(ctxs[0]) > before);
+
+    /* Released and idle: freed at the next reap, and the context with it. */
+    proxyd_ctx_pool_drop(&node, ctxs[0]);
+    proxyd_reap(&node, false);
+    assert_int_equal(refcount(ctxs[0]), before);
+    /* Its entry serves the next context that asks. */
+    struct proxyd_pool *p = proxyd_queue_pool(&node, queues[PROXYD_CTX_POOLS]);
+    assert_ptr_not_equal(p, shared);
+    close_contexts();
+}
+
+/* A buffer still held by the stream keeps the pool of a released context. */
+static void busy_pool_outlives_its_context(void **state)
+{
+    (void)state;
+    open_contexts();
+    cl_uint before = refcount(ctxs[1]);
+    struct proxyd_pool *p = proxyd_queue_pool(&node, queues[1]);
+    assert_ptr_not_equal(p, proxyd_node_pool(&node));
+    unsigned slot;
+    uint8_t *mem = proxyd_pool_take(p, &slot);
+    assert_non_null(mem);
+    memset(mem, 0x5a, node.xfer.pool_size); /* the driver's memory, mapped for writing */
+    atomic_int *held = proxyd_pool_hold(p, slot);
+
+    proxyd_ctx_pool_drop(&node, ctxs[1]);
+    proxyd_reap(&node, false);
+    assert_true(refcount(ctxs[1]) > before); /* still held: not freed */
+    assert_int_equal(mem[node.xfer.pool_size - 1], 0x5a);
+    atomic_store(held, 0); /* the stream sent it */
+    proxyd_reap(&node, false);
+    assert_int_equal(refcount(ctxs[1]), before);
+    close_contexts();
+}
+
+/* --no-driver-staging: every context shares the node's pool. */
+static void driver_staging_off(void **state)
+{
+    (void)state;
+    open_contexts();
+    node.xfer.driver_staging = false;
+    for (int i = 0; i < NCTX; i++)
+        assert_ptr_equal(proxyd_queue_pool(&node, queues[i]), proxyd_node_pool(&node));
+    node.xfer.driver_staging = true;
+    close_contexts();
+}
+
+/* Releasing a client's context through a request drops its pool. */
+static void release_request_drops_the_pool(void **state)
+{
+    (void)state;
+    struct proxyd_session s;
+    session_open(&s, 1);
+    uint64_t id = create_context(&s, 1 << 20);
+    struct proxyd_obj *o = proxyd_lookup(&s, id, VOCL_T_CONTEXT);
+    assert_non_null(o);
+    cl_context ctx = o->native;
+    cl_int rc;
+    cl_command_queue q = cl->clCreateCommandQueue(ctx, node.devs[0], 0, &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    assert_ptr_not_equal(proxyd_queue_pool(&node, q), proxyd_node_pool(&node));
+    cl->clRetainContext(ctx); /* to look at it after the client's release */
+    cl_uint held = refcount(ctx);
+
+    struct vocl_wr w;
+    struct reply rep;
+    vocl_wr_init(&w);
+    begin(&w, VOCL_OP_RELEASE);
+    vocl_enc_RELEASE_req(&w, &(struct vocl_msg_RELEASE_req){.id = id, .last = 1});
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+    vocl_wr_free(&w);
+    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
+        assert_ptr_not_equal(node.ctx_pools[i].ctx, ctx);
+    proxyd_reap(&node, false);
+    /* Down by the client's reference and the pool's buffer's (and its queue's). */
+    assert_true(refcount(ctx) < held - 1);
+    cl->clReleaseCommandQueue(q);
+    assert_int_equal(refcount(ctx), 1);
+    cl->clReleaseContext(ctx);
+    proxyd_session_end(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(first_contexts_get_their_own),
+        cmocka_unit_test(busy_pool_outlives_its_context),
+        cmocka_unit_test(driver_staging_off),
+        cmocka_unit_test(release_request_drops_the_pool),
+    };
+    return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
+}
