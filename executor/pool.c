@@ -40,15 +40,24 @@ struct proxyd_pool {
     struct pool_buf buf[];
 };
 
-struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size)
+/* A pool of n buffers of size bytes, with no memory yet. */
+static struct proxyd_pool *pool_alloc(const struct vocl_native_api *cl, unsigned n, size_t size)
 {
     struct proxyd_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->buf[0]));
+    if (p) {
+        p->cl = cl;
+        p->size = size;
+        p->n = n;
+        p->pinned = true;
+    }
+    return p;
+}
+
+struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size)
+{
+    struct proxyd_pool *p = pool_alloc(cl, n, size);
     if (!p)
         return NULL;
-    p->cl = cl;
-    p->size = size;
-    p->n = n;
-    p->pinned = true;
     for (unsigned i = 0; i < n; i++) {
         void *m = NULL;
         if (posix_memalign(&m, 4096, size)) {
@@ -71,13 +80,10 @@ struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n
 struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
                                            cl_device_id dev, unsigned n, size_t size)
 {
-    struct proxyd_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->buf[0]));
+    struct proxyd_pool *p = pool_alloc(cl, n, size);
     if (!p)
         return NULL;
-    p->cl = cl;
-    p->size = size;
-    p->n = n;
-    cl_int rc;
+    cl_int rc = CL_SUCCESS;
     p->queue = cl->clCreateCommandQueue(ctx, dev, 0, &rc);
     if (p->queue)
         p->mem = cl->clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n * size, NULL,
@@ -92,7 +98,6 @@ struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_
     }
     for (unsigned i = 0; i < n; i++)
         p->buf[i].mem = (uint8_t *)p->base + i * size;
-    p->pinned = true;
     vocl_debug("pool of a context: %u buffers of %zu KiB, the driver's own memory", n, size >> 10);
     return p;
 }

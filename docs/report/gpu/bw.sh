@@ -12,14 +12,7 @@ set -u -o pipefail
 out=${1:?usage: bw.sh OUTDIR}
 mkdir -p "$out"
 build=${BUILD:-build}
-if [ -n "${LIBS:-}" ]; then
-    export PATH=$LIBS/bin:$PATH LD_LIBRARY_PATH=$LIBS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-if [ -n "${GPU_ICD:-}" ]; then
-    mkdir -p "$out/vendors"
-    echo "$GPU_ICD" > "$out/vendors/gpu.icd"
-    export OCL_ICD_VENDORS=$out/vendors
-fi
+. "$(dirname "$0")/env.sh"
 for r in $(seq 1 "${ROUNDS:-2}"); do
     for s in 1 0; do
         echo; echo "== round $r: VOCL_DRIVER_STAGING=$s"

@@ -16,14 +16,7 @@ out=${1:?usage: run.sh OUTDIR}
 mkdir -p "$out"
 build=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -n "${LIBS:-}" ]; then
-    export PATH=$LIBS/bin:$PATH LD_LIBRARY_PATH=$LIBS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-if [ -n "${GPU_ICD:-}" ]; then
-    mkdir -p "$out/vendors"
-    echo "$GPU_ICD" > "$out/vendors/gpu.icd"
-    export OCL_ICD_VENDORS=$out/vendors
-fi
+. "$here/env.sh"
 step() { echo; echo "== $*"; }
 with_poll() { if [ "$1" = default ]; then env -u VOCL_POLL_US "${@:2}"; else VOCL_POLL_US=$1 "${@:2}"; fi; }
 for r in $(seq 1 "${ROUNDS:-3}"); do
