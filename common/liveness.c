@@ -14,6 +14,7 @@
 
 #include "backoff.h"
 #include "log.h"
+#include "mpi_start.h"
 #include "shm.h"
 #include "wire.h"
 
@@ -151,7 +152,7 @@ int vocl_live_start(MPI_Comm comm)
     live.where = calloc((size_t)live.size, sizeof(*live.where));
     if (!live.where) {
         vocl_error("out of memory at start");
-        MPI_Abort(comm, 1);
+        vocl_mpi_abort(comm, 1);
     }
     if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, live.where, sizeof(me), MPI_BYTE, comm) !=
         MPI_SUCCESS)

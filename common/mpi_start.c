@@ -3,7 +3,9 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -47,4 +49,13 @@ int vocl_mpi_start(int *argc, char ***argv, int required, int *provided)
     after_init("HWLOC_COMPONENTS", components, components_was);
     after_init("HWLOC_PLUGINS_BLACKLIST", plugins, plugins_was);
     return rc;
+}
+
+void vocl_mpi_abort(MPI_Comm comm, int code)
+{
+    fflush(stdout);
+    fflush(stderr);
+    nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL);
+    MPI_Abort(comm, code);
+    _Exit(code); /* (MPI_Abort does not return) */
 }

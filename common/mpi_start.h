@@ -22,7 +22,16 @@
 #ifndef VOCL_MPI_START_H
 #define VOCL_MPI_START_H
 
+#include <mpi.h>
+
 /* As MPI_Init_thread (argc and argv may be NULL). */
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);
+
+/* As MPI_Abort, after a message that must reach the user: MPICH's process
+ * manager tears the job down at once, and may drop what the process wrote
+ * last to stderr on its way (an error line got lost in 3 of 15 runs of
+ * mpi_app.sh, none in 20 with this).  So the process first flushes its
+ * output and gives the forwarding 200 ms. */
+_Noreturn void vocl_mpi_abort(MPI_Comm comm, int code);
 
 #endif

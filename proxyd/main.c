@@ -371,7 +371,7 @@ int main(int argc, char **argv)
                   "the job with MPI_Abort");
         if (proxyd_left_told || proxyd_left_untold)
             nanosleep(&(struct timespec){1, 0}, NULL);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        vocl_mpi_abort(MPI_COMM_WORLD, 1);
     }
     MPI_Finalize();
     return rc;
