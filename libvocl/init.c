@@ -197,8 +197,7 @@ static void abort_if_lost(void)
         return;
     vocl_warn("a peer of the job died, and MPI_Finalize would wait for it: ending the job "
               "with MPI_Abort");
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    vocl_mpi_abort(MPI_COMM_WORLD, 1);
 }
 
 /*
@@ -221,26 +220,33 @@ static int at_finalize(MPI_Comm comm, int key, void *val, void *extra)
  * start MPICH stops locking (it deems the process single-threaded from then
  * on), so a call that libvocl's liveness thread is in just then keeps
  * MPICH's lock, and MPI_Finalize aborts on it.  Under LD_PRELOAD the
- * application's MPI_Finalize is libvocl's; loaded as an ICD, libvocl
- * redirects the application's calls to its own.
+ * application's MPI_Finalize is libvocl's; loaded as an ICD (or preloaded
+ * after a profiling tool's MPI_Finalize), libvocl redirects the
+ * application's calls to its own.
  */
+static int (*finalize_next)(void); /* what the redirected calls went to */
+
 static void take_mpi_finalize(void)
 {
     int (*ours_fn)(void) = MPI_Finalize;
-    void *ours;
+    void *ours, *found = dlsym(RTLD_DEFAULT, "MPI_Finalize");
     memcpy(&ours, &ours_fn, sizeof(ours));
-    if (dlsym(RTLD_DEFAULT, "MPI_Finalize") == ours)
+    if (found == ours)
         return; /* (preloaded) */
+    /* libvocl's then calls what they called: MPI's, or a profiling tool's. */
+    memcpy(&finalize_next, &found, sizeof(found));
     int failed = 0;
     int n = vocl_got_redirect("MPI_Finalize", ours, ours, &failed);
+    Dl_info next;
+    const char *name = found && dladdr(found, &next) && next.dli_fname ? next.dli_fname : "MPI";
     if (n == 0 || failed)
-        vocl_warn("loaded as an ICD, libvocl could not redirect the application's MPI_Finalize "
-                  "to its own (%d of %d references): it takes its leave inside MPICH's, where "
-                  "a rare abort is possible; load libvocl with LD_PRELOAD to avoid it",
-                  failed, n + failed);
+        vocl_warn("libvocl could not redirect the application's MPI_Finalize (%s's) to its own "
+                  "(%d of %d references): it takes its leave inside it, where a rare abort is "
+                  "possible; load libvocl with LD_PRELOAD, first, to avoid it",
+                  name, failed, n + failed);
     else
-        vocl_info("loaded as an ICD: %d reference%s to MPI_Finalize redirected to libvocl's", n,
-                  n == 1 ? "" : "s");
+        vocl_info("%d reference%s to MPI_Finalize redirected to libvocl's, which then calls "
+                  "%s's", n, n == 1 ? "" : "s", name);
 }
 
 static int open_mpi(void)
@@ -265,7 +271,7 @@ static int open_mpi(void)
                        "MPI_THREAD_MULTIPLE, or, where it calls MPI_Init, set "
                        "MPIR_CVAR_DEFAULT_THREAD_LEVEL=MPI_THREAD_MULTIPLE (MPICH; vocl-run "
                        "does); ending the job");
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            vocl_mpi_abort(MPI_COMM_WORLD, 1);
         }
         take_mpi_finalize();
     }
@@ -553,7 +559,7 @@ __attribute__((visibility("default"))) int MPI_Finalize(void)
             return MPI_SUCCESS;
         }
     }
-    return PMPI_Finalize();
+    return finalize_next ? finalize_next() : PMPI_Finalize();
 }
 
 /* At exit: take leave of the proxies (also where no MPI is used), then
