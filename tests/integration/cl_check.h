@@ -51,4 +51,27 @@ static inline cl_kernel build_kernel(cl_context ctx, cl_device_id dev, const cha
     return k;
 }
 
+/* The source of "inc", which adds 1 to each int of its buffer argument. */
+#define INC_SRC "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }"
+
+/* One round of inc (its argument set to buf, of n ints) through q: writes
+ * round-dependent values, runs it, reads back and checks; 0, or 1 after
+ * saying what was wrong (who: the program's name). */
+static inline int inc_round(cl_command_queue q, cl_kernel inc, cl_mem buf, int *in, int *out,
+                            size_t n, int round, const char *who)
+{
+    for (size_t i = 0; i < n; i++)
+        in[i] = round * 7 + (int)i;
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, n * sizeof(int), in, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(q, inc, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, n * sizeof(int), out, 0, NULL, NULL));
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != in[i] + 1) {
+            fprintf(stderr, "%s: round %d: wrong result at %zu: %d, not %d\n", who, round, i,
+                    out[i], in[i] + 1);
+            return 1;
+        }
+    return 0;
+}
+
 #endif

@@ -16,8 +16,6 @@
 
 #define N 1024
 
-static const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }";
-
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 200, provided = 0, rank = 0;
@@ -35,22 +33,12 @@ int main(int argc, char **argv)
     CHECK(rc);
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &rc);
     CHECK(rc);
-    cl_kernel k = build_kernel(ctx, dev, src, "inc");
+    cl_kernel k = build_kernel(ctx, dev, INC_SRC, "inc");
     CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf));
     static int in[N], out[N];
-    size_t gsz = N;
     for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < N; i++)
-            in[i] = r * 3 + i;
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, sizeof(in), in, 0, NULL, NULL));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gsz, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(out), out, 0, NULL, NULL));
-        for (int i = 0; i < N; i++)
-            if (out[i] != in[i] + 1) {
-                fprintf(stderr, "round %d: wrong result at %d: %d, not %d\n", r, i, out[i],
-                        in[i] + 1);
-                return 1;
-            }
+        if (inc_round(q, k, buf, in, out, N, r, "mpi_app"))
+            return 1;
         /* The application's own MPI, between its OpenCL calls. */
         int flag = 0;
         MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);

@@ -54,8 +54,6 @@ static double now(void)
 
 /* --- rank 0: an ordinary OpenCL program ---------------------------------------------------- */
 
-static const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }";
-
 /* Whether this program's MPI_Finalize is libvocl's, which must take its leave
  * before MPICH's begins. */
 static int finalize_is_libvocl(void)
@@ -87,24 +85,14 @@ static int victim(void)
     CHECK(rc);
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(in), NULL, &rc);
     CHECK(rc);
-    cl_kernel k = build_kernel(ctx, dev, src, "inc");
+    cl_kernel k = build_kernel(ctx, dev, INC_SRC, "inc");
     CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf));
 
     /* Rounds until rank 1 is done, and at least one. */
     int rounds = 0, done = 0;
-    size_t gsz = N;
     do {
-        for (int i = 0; i < N; i++)
-            in[i] = rounds * 7 + i;
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, sizeof(in), in, 0, NULL, NULL));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &gsz, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(out), out, 0, NULL, NULL));
-        for (int i = 0; i < N; i++)
-            if (out[i] != in[i] + 1) {
-                fprintf(stderr, "victim: round %d: wrong result at %d: %d, not %d\n", rounds,
-                        i, out[i], in[i] + 1);
-                return 1;
-            }
+        if (inc_round(q, k, buf, in, out, N, rounds, "victim"))
+            return 1;
         rounds++;
         MPI_Iprobe(1, TAG_DONE, MPI_COMM_WORLD, &done, MPI_STATUS_IGNORE);
     } while (!done);
