@@ -14,7 +14,6 @@
  */
 #include "got.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stdbool.h>
