@@ -132,8 +132,10 @@ void proxyd_pool_free(struct proxyd_pool *p)
         p->cl->clFinish(p->queue);
     if (p->mem)
         p->cl->clReleaseMemObject(p->mem);
-    if (p->queue)
+    if (p->queue) {
         p->cl->clReleaseCommandQueue(p->queue);
+        vocl_debug("pool of a context: freed");
+    }
     free(p);
 }
 

@@ -258,8 +258,7 @@ static void serve(struct server *sv)
     while (!sv->job_mode || sv->live > 0 || proxyd_builds_running()) {
         if (state_wanted)
             report_state(sv);
-        if (sv->node->nkept)
-            proxyd_reap(sv->node, false);
+        proxyd_reap(sv->node, false); /* (kept memory, pools of released contexts) */
         bool built = proxyd_builds_answer(&sv->reply) > 0;
         if (poll_once(sv) || built) {
             idle_since = vocl_now_ns();
