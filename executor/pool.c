@@ -157,7 +157,9 @@ static bool pool_idle(struct proxyd_pool *p)
 
 /* --- the pools of contexts -------------------------------------------------------------------- */
 
-struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue)
+/* The pool of queue's context: its entry's, or a new one in a free entry;
+ * NULL where there is none (the node's serves). */
+static struct proxyd_pool *ctx_pool(struct proxyd_node *node, cl_command_queue queue)
 {
     const struct vocl_native_api *cl = node->cl;
     cl_context ctx;
@@ -166,22 +168,28 @@ struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue
         cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) !=
             CL_SUCCESS ||
         cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) != CL_SUCCESS)
-        return proxyd_node_pool(node);
+        return NULL;
     struct proxyd_ctx_pool *free_entry = NULL;
     for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
         struct proxyd_ctx_pool *e = &node->ctx_pools[i];
         if (e->ctx == ctx)
-            return e->pool ? e->pool : proxyd_node_pool(node);
+            return e->pool;
         if (!e->ctx && !free_entry)
             free_entry = e;
     }
     if (!free_entry)
-        return proxyd_node_pool(node); /* (more contexts than pools of contexts) */
+        return NULL; /* (more contexts than pools of contexts) */
     /* Tried once per context: where the driver cannot, the node's pool serves. */
     free_entry->ctx = ctx;
-    free_entry->pool = proxyd_pool_new_driver(cl, ctx, dev, node->xfer.pipeline ? node->xfer.pool_n : 1,
-                                              node->xfer.pool_size);
-    return free_entry->pool ? free_entry->pool : proxyd_node_pool(node);
+    free_entry->pool =
+        proxyd_pool_new_driver(cl, ctx, dev, proxyd_pool_n(node), node->xfer.pool_size);
+    return free_entry->pool;
+}
+
+struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue)
+{
+    struct proxyd_pool *own = ctx_pool(node, queue);
+    return own ? own : proxyd_node_pool(node);
 }
 
 void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx)

@@ -132,6 +132,11 @@ void proxyd_pool_free(struct proxyd_pool *p);
 /* A pool of the context's own driver-allocated memory (NULL: none). */
 struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
                                            cl_device_id dev, unsigned n, size_t size);
+/* Buffers of a pool: one when the stages are not pipelined. */
+static inline unsigned proxyd_pool_n(const struct proxyd_node *node)
+{
+    return node->xfer.pipeline ? node->xfer.pool_n : 1;
+}
 /* The node's pool, made on first use; NULL when out of memory. */
 struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node);
 /* The pool for transfers through queue: its context's, made on first use

@@ -73,8 +73,7 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
 struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node)
 {
     if (!node->pool)
-        node->pool = proxyd_pool_new(node->cl, node->xfer.pipeline ? node->xfer.pool_n : 1,
-                                     node->xfer.pool_size);
+        node->pool = proxyd_pool_new(node->cl, proxyd_pool_n(node), node->xfer.pool_size);
     return node->pool;
 }
 

@@ -51,20 +51,50 @@ static inline cl_kernel build_kernel(cl_context ctx, cl_device_id dev, const cha
     return k;
 }
 
-/* The source of "inc", which adds 1 to each int of its buffer argument. */
-#define INC_SRC "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }"
+/* An "inc" kernel, which adds 1 to each int of its buffer, set on a buffer
+ * of n ints, on the first device, with a queue there. */
+struct inc {
+    cl_device_id dev;
+    cl_context ctx;
+    cl_command_queue q;
+    cl_mem buf;
+    cl_kernel k;
+    size_t n;
+};
 
-/* One round of inc (its argument set to buf, of n ints) through q: writes
- * round-dependent values, runs it, reads back and checks; 0, or 1 after
- * saying what was wrong (who: the program's name). */
-static inline int inc_round(cl_command_queue q, cl_kernel inc, cl_mem buf, int *in, int *out,
-                            size_t n, int round, const char *who)
+static inline void inc_open(struct inc *t, size_t n)
 {
+    cl_int rc;
+    first_devices(&t->dev, 1);
+    t->ctx = context_on(t->dev);
+    t->q = clCreateCommandQueue(t->ctx, t->dev, 0, &rc);
+    CHECK(rc);
+    t->buf = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, n * sizeof(int), NULL, &rc);
+    CHECK(rc);
+    t->k = build_kernel(t->ctx, t->dev,
+                        "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }", "inc");
+    CHECK(clSetKernelArg(t->k, 0, sizeof(cl_mem), &t->buf));
+    t->n = n;
+}
+
+static inline void inc_close(struct inc *t)
+{
+    CHECK(clReleaseKernel(t->k));
+    CHECK(clReleaseMemObject(t->buf));
+    CHECK(clReleaseCommandQueue(t->q));
+    CHECK(clReleaseContext(t->ctx));
+}
+
+/* One round: writes round-dependent values to the buffer, runs inc, reads
+ * back and checks; 0, or 1 after saying what was wrong (who: the program). */
+static inline int inc_round(struct inc *t, int *in, int *out, int round, const char *who)
+{
+    size_t n = t->n;
     for (size_t i = 0; i < n; i++)
         in[i] = round * 7 + (int)i;
-    CHECK(clEnqueueWriteBuffer(q, buf, CL_FALSE, 0, n * sizeof(int), in, 0, NULL, NULL));
-    CHECK(clEnqueueNDRangeKernel(q, inc, 1, NULL, &n, NULL, 0, NULL, NULL));
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, n * sizeof(int), out, 0, NULL, NULL));
+    CHECK(clEnqueueWriteBuffer(t->q, t->buf, CL_FALSE, 0, n * sizeof(int), in, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(t->q, t->k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(t->q, t->buf, CL_TRUE, 0, n * sizeof(int), out, 0, NULL, NULL));
     for (size_t i = 0; i < n; i++)
         if (out[i] != in[i] + 1) {
             fprintf(stderr, "%s: round %d: wrong result at %zu: %d, not %d\n", who, round, i,

@@ -25,28 +25,17 @@ int main(int argc, char **argv)
     printf("rank %d: MPI thread level %s\n", rank,
            provided == MPI_THREAD_MULTIPLE ? "multiple" : "below multiple");
 
-    cl_device_id dev;
-    cl_int rc;
-    first_devices(&dev, 1);
-    cl_context ctx = context_on(dev);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
-    CHECK(rc);
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &rc);
-    CHECK(rc);
-    cl_kernel k = build_kernel(ctx, dev, INC_SRC, "inc");
-    CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf));
+    struct inc t;
+    inc_open(&t, N);
     static int in[N], out[N];
     for (int r = 0; r < rounds; r++) {
-        if (inc_round(q, k, buf, in, out, N, r, "mpi_app"))
+        if (inc_round(&t, in, out, r, "mpi_app"))
             return 1;
         /* The application's own MPI, between its OpenCL calls. */
         int flag = 0;
         MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
     }
-    CHECK(clReleaseKernel(k));
-    CHECK(clReleaseMemObject(buf));
-    CHECK(clReleaseCommandQueue(q));
-    CHECK(clReleaseContext(ctx));
+    inc_close(&t);
     printf("rank %d: %d rounds verified\n", rank, rounds);
     MPI_Finalize();
     return 0;

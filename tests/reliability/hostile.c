@@ -72,26 +72,19 @@ static int finalize_is_libvocl(void)
 
 static int victim(void)
 {
-    cl_device_id dev;
+    struct inc t;
     cl_int rc;
-    first_devices(&dev, 1);
-    cl_context ctx = context_on(dev);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
-    CHECK(rc);
+    inc_open(&t, N);
     static int keep[KEEP], back[KEEP], in[N], out[N];
     for (int i = 0; i < KEEP; i++)
         keep[i] = 0x5eed0000 + i;
-    cl_mem kept = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof(keep), keep, &rc);
+    cl_mem kept = clCreateBuffer(t.ctx, CL_MEM_COPY_HOST_PTR, sizeof(keep), keep, &rc);
     CHECK(rc);
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(in), NULL, &rc);
-    CHECK(rc);
-    cl_kernel k = build_kernel(ctx, dev, INC_SRC, "inc");
-    CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &buf));
 
     /* Rounds until rank 1 is done, and at least one. */
     int rounds = 0, done = 0;
     do {
-        if (inc_round(q, k, buf, in, out, N, rounds, "victim"))
+        if (inc_round(&t, in, out, rounds, "victim"))
             return 1;
         rounds++;
         MPI_Iprobe(1, TAG_DONE, MPI_COMM_WORLD, &done, MPI_STATUS_IGNORE);
@@ -99,13 +92,10 @@ static int victim(void)
     int verdict;
     MPI_Recv(&verdict, 1, MPI_INT, 1, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
-    CHECK(clEnqueueReadBuffer(q, kept, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(t.q, kept, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL));
     int bad = memcmp(back, keep, sizeof(keep)) != 0;
-    CHECK(clReleaseKernel(k));
-    CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseMemObject(kept));
-    CHECK(clReleaseCommandQueue(q));
-    CHECK(clReleaseContext(ctx));
+    inc_close(&t);
     printf("victim: %d rounds verified while rank 1 attacked; kept buffer %s\n", rounds,
            bad ? "CHANGED" : "intact");
     return bad || verdict || !finalize_is_libvocl();
