@@ -32,14 +32,27 @@ struct where {
     int64_t pid;
 };
 
+/* Peers are numbered: in job mode a peer's number is its rank on the job's
+ * communicator; the peers linked later (connect mode, one
+ * intercommunicator each) come after them. */
+#define LINKS_MAX 4096
+
+/* A linked peer: rank 0 of the far group of its intercommunicator. */
+struct link {
+    MPI_Comm comm; /* MPI_COMM_NULL: a free slot (under links_lock) */
+};
+
 static struct {
-    MPI_Comm comm;
-    int size;
-    _Atomic uint64_t *heard; /* per rank: when its last pong came */
-    _Atomic uint64_t *asked; /* per rank: the ping it has not answered; 0: none */
+    MPI_Comm comm; /* the job's, or MPI_COMM_NULL (connect mode) */
+    int size;      /* ranks of comm; then the links */
+    int nlinks;    /* slots of links in use or used, under links_lock */
+    struct link *links;
+    pthread_mutex_t links_lock; /* held for no wait: only to probe or send on a link */
+    _Atomic uint64_t *heard; /* per peer: when its last pong came */
+    _Atomic uint64_t *asked; /* per peer: the ping it has not answered; 0: none */
     uint64_t timeout_ns;
     _Atomic uint64_t looked; /* every pong that came by then is taken */
-    struct where *where;     /* per rank */
+    struct where *where;     /* per peer */
     uint64_t node;           /* this process's node key */
     char silence[64];        /* why a peer elsewhere is taken for dead */
     pthread_t thread;
@@ -47,39 +60,83 @@ static struct {
     pthread_cond_t nap;
     atomic_bool stop;
     atomic_bool running; /* read by any waiting thread, even at exit */
-} live = {.nap_lock = PTHREAD_MUTEX_INITIALIZER, .nap = PTHREAD_COND_INITIALIZER};
+} live = {.nap_lock = PTHREAD_MUTEX_INITIALIZER,
+           .nap = PTHREAD_COND_INITIALIZER,
+           .links_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* How many peers there can be (ranks, then links). */
+static int npeers(void)
+{
+    return live.size + (live.links ? LINKS_MAX : 0);
+}
 
 /* Pings and pongs carry no data; the byte must outlive the send. */
 static const uint8_t nothing;
 
-static void send_nothing(int rank, int tag)
+static void isend_nothing(MPI_Comm comm, int rank, int tag)
 {
     MPI_Request r;
-    if (MPI_Isend(&nothing, 1, MPI_BYTE, rank, tag, live.comm, &r) == MPI_SUCCESS)
+    if (MPI_Isend(&nothing, 1, MPI_BYTE, rank, tag, comm, &r) == MPI_SUCCESS)
         MPI_Request_free(&r);
 }
 
-/* Takes one message on tag off the queue; its source, or -1 when none. */
-static int take(int tag)
+static void send_nothing(int peer, int tag)
+{
+    if (peer < live.size) {
+        isend_nothing(live.comm, peer, tag);
+        return;
+    }
+    struct link *l = &live.links[peer - live.size];
+    pthread_mutex_lock(&live.links_lock);
+    if (l->comm != MPI_COMM_NULL)
+        isend_nothing(l->comm, 0, tag);
+    pthread_mutex_unlock(&live.links_lock);
+}
+
+/* Takes one message on tag from src of comm off the queue; its source, or
+ * -1 when none. */
+static int take_from(MPI_Comm comm, int src, int tag)
 {
     MPI_Message m;
     MPI_Status st;
     int flag = 0;
     uint8_t b;
-    if (MPI_Improbe(MPI_ANY_SOURCE, tag, live.comm, &flag, &m, &st) != MPI_SUCCESS || !flag)
+    if (MPI_Improbe(src, tag, comm, &flag, &m, &st) != MPI_SUCCESS || !flag)
         return -1;
     MPI_Mrecv(&b, 1, MPI_BYTE, &m, MPI_STATUS_IGNORE); /* a longer one is cut: no matter */
-    return st.MPI_SOURCE >= 0 && st.MPI_SOURCE < live.size ? st.MPI_SOURCE : -1;
+    return st.MPI_SOURCE;
+}
+
+/* Takes one message on tag off the queue of the job's communicator or of
+ * a link; the peer it came from, or -1 when none. */
+static int take(int tag)
+{
+    if (live.comm != MPI_COMM_NULL) {
+        int r = take_from(live.comm, MPI_ANY_SOURCE, tag);
+        if (r >= 0 && r < live.size)
+            return r;
+    }
+    int peer = -1;
+    pthread_mutex_lock(&live.links_lock);
+    for (int i = 0; i < live.nlinks && peer < 0; i++)
+        if (live.links[i].comm != MPI_COMM_NULL && take_from(live.links[i].comm, 0, tag) >= 0)
+            peer = live.size + i;
+    pthread_mutex_unlock(&live.links_lock);
+    return peer;
+}
+
+static void heard_from(int peer)
+{
+    atomic_store(&live.heard[peer], vocl_now_ns());
+    atomic_store(&live.asked[peer], 0);
 }
 
 /* Takes the pongs that came; whether there was any. */
 static bool take_pongs(void)
 {
     bool any = false;
-    for (int r; (r = take(VOCL_TAG_PONG)) >= 0; any = true) {
-        atomic_store(&live.heard[r], vocl_now_ns());
-        atomic_store(&live.asked[r], 0);
-    }
+    for (int r; (r = take(VOCL_TAG_PONG)) >= 0; any = true)
+        heard_from(r);
     return any;
 }
 
@@ -89,8 +146,10 @@ static void *live_thread(void *arg)
     while (!atomic_load(&live.stop)) {
         uint64_t t = vocl_now_ns();
         bool any = false;
-        for (int r; (r = take(VOCL_TAG_PING)) >= 0; any = true)
+        for (int r; (r = take(VOCL_TAG_PING)) >= 0; any = true) {
             send_nothing(r, VOCL_TAG_PONG);
+            heard_from(r); /* a ping is a sign of life too */
+        }
         any |= take_pongs();
         atomic_store(&live.looked, t); /* every pong that came by t is taken */
         if (any)
@@ -144,31 +203,103 @@ int vocl_live_start(MPI_Comm comm)
     snprintf(live.silence, sizeof(live.silence), "no sign of life for %.1f s (VOCL_PEER_TIMEOUT)",
              secs);
     live.comm = comm;
-    MPI_Comm_size(comm, &live.size);
+    live.size = 0;
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_size(comm, &live.size);
+    else if (!(live.links = calloc(LINKS_MAX, sizeof(*live.links))))
+        goto fail;
+    for (int i = 0; live.links && i < LINKS_MAX; i++)
+        live.links[i].comm = MPI_COMM_NULL;
+    live.node = vocl_node_key(false);
+    live.where = calloc((size_t)npeers(), sizeof(*live.where));
+    live.heard = calloc((size_t)npeers(), sizeof(*live.heard));
+    live.asked = calloc((size_t)npeers(), sizeof(*live.asked));
+    if (!live.where || !live.heard || !live.asked)
+        goto fail;
     /* Every rank of the job calls this on the same communicator, right
      * after making it: a collective is safe here. */
-    live.node = vocl_node_key(false);
     struct where me = {live.node, (int64_t)getpid()};
-    live.where = calloc((size_t)live.size, sizeof(*live.where));
-    if (!live.where) {
-        vocl_error("out of memory at start");
-        vocl_mpi_abort(comm, 1);
-    }
-    if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, live.where, sizeof(me), MPI_BYTE, comm) !=
-        MPI_SUCCESS)
+    if (comm != MPI_COMM_NULL &&
+        MPI_Allgather(&me, sizeof(me), MPI_BYTE, live.where, sizeof(me), MPI_BYTE, comm) !=
+            MPI_SUCCESS)
         memset(live.where, 0, (size_t)live.size * sizeof(*live.where)); /* timeouts only */
-    live.heard = calloc((size_t)live.size, sizeof(*live.heard));
-    live.asked = calloc((size_t)live.size, sizeof(*live.asked));
     atomic_store(&live.stop, false);
-    if (!live.heard || !live.asked || pthread_create(&live.thread, NULL, live_thread, NULL)) {
-        free(live.heard);
-        free(live.asked);
-        live.heard = live.asked = NULL;
-        vocl_warn("no liveness thread: a peer that dies will not be noticed");
-        return -1;
-    }
+    if (pthread_create(&live.thread, NULL, live_thread, NULL))
+        goto fail;
     live.running = true;
     return 0;
+fail:
+    free(live.where);
+    free(live.heard);
+    free(live.asked);
+    free(live.links);
+    live.where = NULL;
+    live.heard = live.asked = NULL;
+    live.links = NULL;
+    vocl_warn("no liveness thread: a peer that dies will not be noticed");
+    return -1;
+}
+
+/* The exchange of where each side runs, on a link: 10 s at most (a peer
+ * that connects and says nothing holds no thread for long). */
+#define LINK_HELLO_NS (10ull * 1000000000u)
+
+int vocl_live_link(MPI_Comm inter, int64_t *pid)
+{
+    if (!live.running || !live.links)
+        return -1;
+    struct where me = {live.node, (int64_t)getpid()}, far = {0, 0};
+    MPI_Request r[2];
+    if (MPI_Irecv(&far, sizeof(far), MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[0]) != MPI_SUCCESS)
+        return -1;
+    if (MPI_Isend(&me, sizeof(me), MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[1]) != MPI_SUCCESS) {
+        MPI_Cancel(&r[0]);
+        MPI_Request_free(&r[0]);
+        return -1;
+    }
+    uint64_t start = vocl_now_ns();
+    int done = 0;
+    MPI_Status st[2];
+    while (!done && vocl_now_ns() - start < LINK_HELLO_NS) {
+        if (MPI_Testall(2, r, &done, st) != MPI_SUCCESS)
+            break;
+        if (!done)
+            vocl_backoff(start, 1000000);
+    }
+    if (!done) {
+        for (int i = 0; i < 2; i++)
+            if (r[i] != MPI_REQUEST_NULL) {
+                MPI_Cancel(&r[i]);
+                MPI_Request_free(&r[i]);
+            }
+        return -1;
+    }
+    int peer = -1;
+    pthread_mutex_lock(&live.links_lock);
+    for (int i = 0; i < LINKS_MAX && peer < 0; i++)
+        if (live.links[i].comm == MPI_COMM_NULL) {
+            peer = live.size + i;
+            live.where[peer] = far;
+            atomic_store(&live.heard[peer], vocl_now_ns());
+            atomic_store(&live.asked[peer], 0);
+            live.links[i].comm = inter;
+            if (i >= live.nlinks)
+                live.nlinks = i + 1;
+        }
+    pthread_mutex_unlock(&live.links_lock);
+    if (pid)
+        *pid = far.pid;
+    return peer;
+}
+
+void vocl_live_unlink(int peer)
+{
+    if (!live.links || peer < live.size || peer >= npeers())
+        return;
+    pthread_mutex_lock(&live.links_lock);
+    live.links[peer - live.size].comm = MPI_COMM_NULL;
+    /* Pings it sent and no one took stay on its communicator: its owner frees it. */
+    pthread_mutex_unlock(&live.links_lock);
 }
 
 void vocl_live_stop(void)
@@ -200,7 +331,7 @@ void vocl_live_begin(struct vocl_live *w, int rank)
 
 bool vocl_live_ok(struct vocl_live *w)
 {
-    if (!live.running || w->rank < 0 || w->rank >= live.size)
+    if (!live.running || w->rank < 0 || w->rank >= npeers())
         return true;
     uint64_t now = vocl_now_ns(), heard = atomic_load(&live.heard[w->rank]);
     if (heard > w->since)
@@ -228,7 +359,7 @@ bool vocl_live_ok(struct vocl_live *w)
 
 const char *vocl_live_why(int rank)
 {
-    if (rank >= 0 && rank < live.size && on_this_node(rank))
+    if (rank >= 0 && rank < npeers() && on_this_node(rank))
         return "its process is gone";
     return live.silence;
 }
@@ -246,7 +377,7 @@ int vocl_live_roll_call(const int *ranks, int n, bool *dead)
             if (dead[i])
                 continue;
             /* A wait that began a ping interval ago: pinged at once. */
-            if (!live.running || ranks[i] < 0 || ranks[i] >= live.size ||
+            if (!live.running || ranks[i] < 0 || ranks[i] >= npeers() ||
                 atomic_load(&live.heard[ranks[i]]) >= start)
                 continue; /* answered (or nothing to ask) */
             /* Of this node: alive while its process is (as vocl_live_ok

@@ -15,8 +15,10 @@
  * for dead).  A long kernel is no silence: the
  * peer's liveness thread answers while its main thread waits on the device.
  *
- * Job mode only (one communicator, peers named by rank); in connect mode
- * vocl_live_ok always answers true.
+ * Peers are numbered.  In job mode a peer's number is its rank on the
+ * job's communicator.  In connect mode each client and proxy pair has an
+ * intercommunicator of its own, and both sides link it (vocl_live_link)
+ * right after connecting: the link's number names the peer from then on.
  */
 #ifndef VOCL_LIVENESS_H
 #define VOCL_LIVENESS_H
@@ -31,8 +33,16 @@
 
 /* Starts answering pings on comm (which must stay valid until
  * vocl_live_stop).  Collective: every rank of comm calls it, right after
- * making comm.  0, or -1 when the thread cannot start. */
+ * making comm.  MPI_COMM_NULL: connect mode, peers linked later.  0, or -1
+ * when the thread cannot start. */
 int vocl_live_start(MPI_Comm comm);
+/* Connect mode: both sides of the intercommunicator inter (one process
+ * each) call this right after connecting; they tell each other where they
+ * run (*pid: the far side's process).  The peer's number, or -1 when the
+ * other side said nothing in 10 s (or too many are linked). */
+int vocl_live_link(MPI_Comm inter, int64_t *pid);
+/* Before its intercommunicator is freed: the peer is no longer pinged. */
+void vocl_live_unlink(int peer);
 /* Stops the liveness thread, before comm goes. */
 void vocl_live_stop(void);
 /* After vocl_live_stop: takes pings and pongs still queued off the queue. */
@@ -40,7 +50,7 @@ void vocl_live_drain(void);
 
 /* One wait on a peer. */
 struct vocl_live {
-    int rank;
+    int rank; /* the peer's number */
     uint64_t since; /* when the wait began, or the peer last spoke in it */
 };
 

@@ -40,8 +40,28 @@ static void after_init(const char *name, bool set, char *was)
     free(was);
 }
 
+void vocl_mpi_name_server(const char *uri)
+{
+    if (!uri || !*uri)
+        return;
+    /* Open MPI: a process started without mpirun (a singleton) reaches
+     * ompi-server through this; "file:PATH" names the file that ompi-server
+     * -r wrote.  MPICH ignores it. */
+    if (!strncmp(uri, "file:", 5) || strchr(uri, ';'))
+        setenv("OMPI_MCA_pmix_server_uri", uri, 0);
+    else {
+        char *v = malloc(strlen(uri) + 6);
+        if (v) {
+            sprintf(v, "file:%s", uri);
+            setenv("OMPI_MCA_pmix_server_uri", v, 0);
+            free(v);
+        }
+    }
+}
+
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided)
 {
+    vocl_mpi_name_server(getenv("VOCL_NAME_SERVER"));
     char *components_was, *plugins_was;
     bool components = for_init("HWLOC_COMPONENTS", COMPONENTS, "-opencl", &components_was);
     bool plugins = for_init("HWLOC_PLUGINS_BLACKLIST", PLUGINS, NULL, &plugins_was);

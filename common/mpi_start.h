@@ -24,7 +24,14 @@
 
 #include <mpi.h>
 
-/* As MPI_Init_thread (argc and argv may be NULL). */
+/* Connect mode: the MPI's name service, where proxies publish their ports
+ * (MPI_Publish_name) and clients look them up: uri is Open MPI's
+ * ompi-server URI, or the file it wrote ("file:PATH", or a PATH).  Set
+ * before MPI starts; a setting of the user's own is kept. */
+void vocl_mpi_name_server(const char *uri);
+
+/* As MPI_Init_thread (argc and argv may be NULL); VOCL_NAME_SERVER set, as
+ * vocl_mpi_name_server. */
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);
 
 /* As MPI_Abort, after a message that must reach the user: MPICH's process

@@ -28,6 +28,7 @@
 enum vocl_tag {
     VOCL_TAG_REQ = 1,  /* client -> proxy: requests */
     VOCL_TAG_REP = 2,  /* proxy -> client: replies */
+    VOCL_TAG_LINK = 3, /* connect mode, both ways, once: where each side runs (liveness.c) */
     VOCL_TAG_PING = 4, /* any rank -> any rank: are you there? (liveness.c) */
     VOCL_TAG_PONG = 5, /* the answer, from the peer's liveness thread */
     /* both ways: the chunks of one transfer, on a tag of its own (vocl_data_tag) */

@@ -100,6 +100,7 @@ static void job_free(const struct vocl_native_api *cl, struct job *j)
     free((void *)j->b.devs);
     free((void *)j->b.in);
     free((char *)j->b.options);
+    atomic_fetch_sub(&j->s->held, 1);
     free(j);
 }
 
@@ -123,6 +124,7 @@ static struct job *job_new(const struct proxyd_req *q, const struct proxyd_build
         return NULL;
     bool ok = true;
     j->s = q->s;
+    atomic_fetch_add(&q->s->held, 1); /* until job_free */
     j->seq = q->seq;
     j->b = (struct proxyd_build){.op = b->op, .prog = b->prog, .ctx = b->ctx, .id = b->id};
     j->b.devs = dup_mem(b->devs, b->ndev * sizeof(*b->devs), &ok);

@@ -72,6 +72,7 @@ static void build(const struct later *l, struct vocl_wr *w)
 
 static void later_free(struct later *l)
 {
+    atomic_fetch_sub(&l->s->held, 1);
     for (cl_uint i = 0; i < l->nev; i++)
         l->cl->clReleaseEvent(l->ev[i]);
     free(l->payload);
@@ -213,6 +214,7 @@ bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, vo
         return false;
     }
     *l = (struct later){.s = q->s, .cl = q->cl, .op = q->op, .seq = q->seq, .nev = n};
+    atomic_fetch_add(&q->s->held, 1);
     pthread_mutex_lock(&done.lock);
     done.alive++;
     pthread_mutex_unlock(&done.lock);

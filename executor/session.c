@@ -276,6 +276,11 @@ void proxyd_session_end(struct proxyd_session *s)
         vocl_info("session of rank %d: released %zu references the client left", s->peer, leaked);
 }
 
+bool proxyd_session_held(struct proxyd_session *s)
+{
+    return atomic_load(&s->held) > 0;
+}
+
 struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t)
 {
     struct proxyd_obj *o = vocl_map_get(&s->objs, id);

@@ -112,7 +112,7 @@ static void post_wait(struct event_cb *cb)
     struct vocl_obj *e = (struct vocl_obj *)cb->event;
     vocl_call_init(&cb->wait);
     cb->wait.px = e->px;
-    vocl_live_begin(&cb->lw, e->px->rank);
+    vocl_live_begin(&cb->lw, e->px->live);
     if (vocl_call_start(&cb->wait, VOCL_OP_clWaitForEvents) == 0) {
         vocl_enc_clWaitForEvents_req(cb->wait.w, &(struct vocl_msg_clWaitForEvents_req){
                                                      .events = {.n = 1, .v = &e->id}});

@@ -56,13 +56,15 @@ static long env_long(const char *name, long dflt)
     return x;
 }
 
-static struct vocl_proxy *proxy_new(int rank, bool local)
+struct vocl_proxy *vocl_proxy_new(int rank, bool local)
 {
     struct vocl_proxy *px = calloc(1, sizeof(*px));
     if (!px)
         return NULL;
     px->index = vocl.nproxies;
     px->rank = rank;
+    px->comm = vocl.comm;
+    px->live = rank;
     px->local = local;
     pthread_mutex_init(&px->lock, NULL);
     atomic_init(&px->next_id, VOCL_ID_CLIENT_MIN);
@@ -78,7 +80,7 @@ static struct vocl_proxy *proxy_new(int rank, bool local)
 }
 
 /* HELLO: learn the proxy's devices and add them to the platform's list. */
-static int greet(struct vocl_proxy *px)
+int vocl_greet(struct vocl_proxy *px)
 {
     struct vocl_call c;
     memset(&c, 0, sizeof(c));
@@ -134,6 +136,8 @@ static int greet(struct vocl_proxy *px)
     if (c.err == CL_INVALID_OPERATION && vocl.token)
         vocl_error("the proxy refused this client: the token in %s is not the proxy's",
                    vocl.token->path);
+    else if (c.err != CL_SUCCESS && px->name)
+        vocl_error("proxy %s did not answer HELLO (%s)", px->name, vocl_err_name(c.err));
     else if (c.err != CL_SUCCESS)
         vocl_error("proxy rank %d did not answer HELLO (%s)", px->rank, vocl_err_name(c.err));
     return c.err == CL_SUCCESS ? 0 : -1;
@@ -172,12 +176,12 @@ static void open_local(void)
     proxyd_session_init(s, node, -1);
     s->in_process = true;
     s->data = &in_process_data;
-    struct vocl_proxy *px = proxy_new(-1, true);
+    struct vocl_proxy *px = vocl_proxy_new(-1, true);
     if (!px)
         return;
     vocl_xport_local(px, s);
     vocl.local_node = node;
-    greet(px);
+    vocl_greet(px);
 }
 
 static void leave(void);
@@ -249,7 +253,7 @@ static void take_mpi_finalize(void)
                   "%s's", n, n == 1 ? "" : "s", name);
 }
 
-static int open_mpi(void)
+int vocl_open_mpi(void)
 {
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
@@ -289,7 +293,7 @@ static int open_mpi(void)
 
 static void open_job(void)
 {
-    if (open_mpi())
+    if (vocl_open_mpi())
         return;
     int size = 0, rank = 0;
     MPI_Comm_size(vocl.comm, &size);
@@ -305,51 +309,10 @@ static void open_job(void)
         vocl_data_tag_ub(*tag_ub); /* as the proxies do, on the same communicator */
     vocl_live_start(vocl.comm); /* answer the proxies' pings, notice their deaths */
     for (int r = vocl.app_ranks; r < size; r++) {
-        struct vocl_proxy *px = proxy_new(r, false);
-        if (px && greet(px))
+        struct vocl_proxy *px = vocl_proxy_new(r, false);
+        if (px && vocl_greet(px))
             px->dead = true;
     }
-}
-
-static void connect_mode(const char *port)
-{
-    /* The proxy's secret first: without it, connecting is no use. */
-    static struct vocl_token token;
-    char why[256];
-    if (vocl_token_path(&token, NULL)) {
-        vocl.init_error = "VOCL_CONNECT: no token file (set VOCL_TOKEN_FILE, or HOME)";
-        return;
-    }
-    if (vocl_token_read(&token, why, sizeof(why))) {
-        vocl_error("VOCL_CONNECT: token file %s: %s", token.path, why);
-        vocl.init_error = "connect mode needs the proxy's token file (VOCL_TOKEN_FILE)";
-        return;
-    }
-    vocl.token = &token;
-    if (open_mpi())
-        return;
-    /* MPI_Comm_connect needs dynamic processes; find out before anything waits. */
-    MPI_Comm inter;
-    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    char *name = strdup(port);
-    int rc = name ? MPI_Comm_connect(name, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter) : MPI_ERR_OTHER;
-    free(name);
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, msg, &len);
-        char *last = strrchr(msg, '\n');
-        vocl_error("VOCL_CONNECT: this MPI cannot connect to a running proxy (%s); "
-                   "use job mode: vocl-run -n PROXIES -- APP", last ? last + 1 : msg);
-        vocl.init_error = "connect mode is not available with this MPI";
-        return;
-    }
-    /* A connected proxy speaks on the intercommunicator, as rank 0 of the far group. */
-    vocl.comm = inter;
-    struct vocl_proxy *px = proxy_new(0, false);
-    if (px && greet(px))
-        px->dead = true;
 }
 
 /*
@@ -405,20 +368,18 @@ static cl_int do_init(void)
     }
     if (env_long("VOCL_LOCAL", 0))
         open_local();
-    const char *port = getenv("VOCL_CONNECT");
     vocl.app_ranks = (int)env_long("VOCL_APP_RANKS", 0);
-    if (port && *port)
-        connect_mode(port);
-    else if (vocl.app_ranks > 0 && !claim_rank())
+    if (vocl.app_ranks > 0 && !claim_rank())
         vocl.init_error = "another process of this application rank (one that started "
                           "this one, or it started) joined the job first, and a rank joins "
                           "once: call OpenCL from one process of each rank";
     else if (vocl.app_ranks > 0) {
         vocl.job_mode = true;
         open_job();
-    } else if (!vocl.local_node) {
-        vocl.init_error = "no proxies: run the application with vocl-run "
-                          "(or set VOCL_LOCAL=1 for this node's own devices)";
+    } else if (!vocl_connect_mode() && !vocl.local_node) {
+        vocl.init_error = "no proxies: run the application with vocl-run, or name running "
+                          "proxies in VOCL_PROXIES or ~/.vocl/proxies (or set VOCL_LOCAL=1 "
+                          "for this node's own devices)";
     }
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "the proxies serve no devices";
@@ -453,7 +414,7 @@ static void roll_call(void)
     for (int i = 0; ranks && dead && asked && i < vocl.nproxies; i++)
         if (!vocl.proxies[i]->local && !vocl.proxies[i]->dead) {
             asked[n] = vocl.proxies[i];
-            ranks[n++] = vocl.proxies[i]->rank;
+            ranks[n++] = vocl.proxies[i]->live;
         }
     if (n && vocl_live_roll_call(ranks, n, dead))
         for (int i = 0; i < n; i++)
@@ -518,11 +479,10 @@ static void leave(void)
     vocl_live_stop();
     /* Unreceived pings would make UCX complain at exit, on stdout. */
     vocl_live_drain();
-    if (vocl.mpi_used && !fin && vocl.comm != MPI_COMM_NULL) {
-        if (vocl.job_mode)
+    if (vocl.mpi_used && !fin) {
+        vocl_connect_close();
+        if (vocl.comm != MPI_COMM_NULL)
             MPI_Comm_free(&vocl.comm);
-        else
-            MPI_Comm_disconnect(&vocl.comm);
     }
 }
 

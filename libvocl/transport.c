@@ -30,8 +30,11 @@ static void fail_locked(struct vocl_proxy *px, const char *what)
 {
     if (px->dead)
         return;
-    vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,
-               px->rank, what);
+    if (px->name)
+        vocl_error("proxy %s: %s: its devices are no longer available", px->name, what);
+    else
+        vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,
+                   px->rank, what);
     vocl.proxies_lost++;
     px->dead = true;
     /* Nothing more will come: what was posted for it is given up. */
@@ -61,7 +64,7 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
     if (px->local || vocl_live_ok(lw))
         return true;
     char what[96];
-    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(px->rank));
+    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(px->live));
     vocl_xport_fail(px, what);
     return false;
 }
@@ -165,7 +168,7 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
         MPI_Message msg;
         MPI_Status st;
         int flag = 0, count = 0;
-        if (MPI_Improbe(px->rank, VOCL_TAG_REP, vocl.comm, &flag, &msg, &st) != MPI_SUCCESS) {
+        if (MPI_Improbe(px->rank, VOCL_TAG_REP, px->comm, &flag, &msg, &st) != MPI_SUCCESS) {
             fail_locked(px, "probe failed");
             return;
         }
@@ -275,7 +278,7 @@ int vocl_xport_post(struct vocl_call *c)
         vocl_wr_free(&notes);
         return rc < 0 ? -1 : 0;
     }
-    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, VOCL_TAG_REQ, vocl.comm,
+    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, VOCL_TAG_REQ, px->comm,
                   &c->sreq) != MPI_SUCCESS) {
         fail_locked(px, "send failed");
         return -1;
@@ -290,7 +293,7 @@ int vocl_xport_sent(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
     struct vocl_live lw;
-    vocl_live_begin(&lw, px->rank);
+    vocl_live_begin(&lw, px->live);
     uint64_t start = vocl_now_ns();
     while (c->sending) {
         int done = 0;
@@ -339,7 +342,7 @@ int vocl_xport_wait_reply(struct vocl_call *c)
     if (c->async)
         return 0;
     struct vocl_live lw;
-    vocl_live_begin(&lw, px->rank);
+    vocl_live_begin(&lw, px->live);
     uint64_t start = vocl_now_ns();
     while (c->waiting) {
         if (look(c))
@@ -405,8 +408,8 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
         size_t off = i * chunk;
         int len = (int)(n - off < chunk ? n - off : chunk);
         MPI_Request *r = &pd->reqs[pd->n];
-        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, tag, vocl.comm, r)
-                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, tag, vocl.comm, r);
+        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r)
+                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r);
         if (rc != MPI_SUCCESS) {
             fail_locked(px, out ? "data send failed" : "data receive failed");
             return -1;
@@ -460,7 +463,7 @@ cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, ui
 {
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
-    vocl_live_begin(&lw, px->rank);
+    vocl_live_begin(&lw, px->live);
     for (;;) {
         struct vocl_wr notes;
         vocl_wr_init(&notes);

@@ -90,7 +90,10 @@ struct vocl_waiter {
 /* A proxy: a voclproxyd rank, or the in-process executor for local devices. */
 struct vocl_proxy {
     int index;
-    int rank;   /* MPI rank on vocl.comm; -1 in-process */
+    int rank;   /* MPI rank on comm; -1 in-process */
+    MPI_Comm comm; /* job mode: vocl.comm; connect mode: an intercommunicator of its own */
+    int live;      /* its number in liveness.h (job mode: its rank) */
+    char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
     bool local; /* in-process executor (local passthrough) */
     atomic_bool dead; /* the transport failed: every call fails fast */
     /* Posting a request (its seq, message and chunks), the waiters, the
@@ -259,6 +262,17 @@ struct vocl_state {
     long post_delay_us; /* VOCL_TEST_POST_DELAY_US: tests widen a race window (call.c) */
 };
 extern struct vocl_state vocl;
+
+/* init.c, for connect.c: a proxy added to vocl.proxies; HELLO to it (0, or
+ * -1 with the reason on stderr); MPI started (0, or -1 with init_error). */
+struct vocl_proxy *vocl_proxy_new(int rank, bool local);
+int vocl_greet(struct vocl_proxy *px);
+int vocl_open_mpi(void);
+/* connect.c: connect mode, where VOCL_CONNECT, VOCL_PROXIES or a proxies
+ * file says where proxies are (true: it ran); vocl_connect_close frees
+ * the proxies' communicators at the leave. */
+bool vocl_connect_mode(void);
+void vocl_connect_close(void);
 
 /* The next value of the enqueue clock (from 1). */
 static inline uint64_t vocl_tick(void)

@@ -25,11 +25,15 @@
 #include "vocl_msg.h"
 #include "wire.h"
 
-/* A session's channel: job mode shares one communicator (peer = the client's
- * rank); connect mode has one intercommunicator per client (peer = 0). */
+/* A session's channel (daemon.h). */
 static MPI_Comm session_comm(struct proxyd_session *s)
 {
-    return *(MPI_Comm *)s->transport;
+    return ((struct proxyd_chan *)s->transport)->comm;
+}
+
+static void session_live_begin(struct proxyd_session *s, struct vocl_live *lw)
+{
+    vocl_live_begin(lw, ((struct proxyd_chan *)s->transport)->live);
 }
 
 /* --- the MPI data channel ---------------------------------------------------------------------- */
@@ -47,7 +51,8 @@ int proxyd_left_told, proxyd_left_untold;
 
 static int client_died(struct proxyd_session *s)
 {
-    atomic_store(&proxyd_peer_died, true);
+    if (((struct proxyd_chan *)s->transport)->job)
+        atomic_store(&proxyd_peer_died, true);
     atomic_store(&s->lost, true);
     return -1;
 }
@@ -64,7 +69,7 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
     int flag = 0, count = 0;
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
-    vocl_live_begin(&lw, s->peer);
+    session_live_begin(s, &lw);
     while (!flag) {
         if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
@@ -94,7 +99,7 @@ static int sent(struct proxyd_session *s, MPI_Request *req)
 {
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
-    vocl_live_begin(&lw, s->peer);
+    session_live_begin(s, &lw);
     for (;;) {
         int done = 0;
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)

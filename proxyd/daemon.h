@@ -17,6 +17,7 @@ struct options {
     cl_device_type type;
     bool listen;
     const char *port_file;
+    const char *name; /* connect mode: published as "vocl.NAME" (default: the host name) */
     const char *token_file;
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
@@ -24,6 +25,16 @@ struct options {
 };
 
 /* channel.c */
+
+/* A session's channel (its transport): the communicator its client speaks
+ * on, as rank peer (job mode: the job's; connect mode: an
+ * intercommunicator of its own, peer 0), and the client's number in
+ * liveness.h. */
+struct proxyd_chan {
+    MPI_Comm comm;
+    int live;
+    bool job; /* job mode: a client's death ends the job (main) */
+};
 
 /* A peer (client or proxy) stopped answering pings: the job ends with
  * MPI_Abort (main). */
@@ -43,6 +54,7 @@ void proxyd_output_capture(void);
 
 extern int proxyd_self_rank;
 void proxyd_want_state(int sig);
+void proxyd_want_stop(int sig); /* connect mode: SIGTERM, SIGINT */
 int proxyd_job_mode(struct proxyd_node *node, int nclients);
 int proxyd_listen_mode(struct proxyd_node *node, const struct options *o);
 

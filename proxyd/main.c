@@ -44,6 +44,11 @@ static void usage(FILE *f)
             "  -l, --listen            connect mode: open an MPI port for clients\n"
             "                          (needs an MPI with dynamic processes)\n"
             "  -p, --port-file FILE    connect mode: write the port name to FILE\n"
+            "  -n, --name NAME         connect mode: publish the port as vocl.NAME in the\n"
+            "                          MPI's name service (default: the host name)\n"
+            "      --name-server URI   connect mode: the name service (Open MPI's\n"
+            "                          ompi-server URI, or file:PATH of the file that\n"
+            "                          ompi-server -r wrote; default $VOCL_NAME_SERVER)\n"
             "  -k, --token-file FILE   connect mode: the secret clients must present\n"
             "                          (default $VOCL_TOKEN_FILE, else ~/.vocl/token;\n"
             "                          made, mode 0600, if missing)\n"
@@ -174,11 +179,13 @@ static bool env_off(const char *name)
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
-           OPT_POLL };
+           OPT_POLL, OPT_NAME_SERVER };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
         {"port-file", required_argument, NULL, 'p'},
+        {"name", required_argument, NULL, 'n'},
+        {"name-server", required_argument, NULL, OPT_NAME_SERVER},
         {"token-file", required_argument, NULL, 'k'},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
@@ -215,7 +222,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->poll_ns = PROXYD_POLL_NS;
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
-    while ((c = getopt_long(argc, argv, "t:lp:k:b:s:vqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:lp:n:k:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->type)) {
@@ -225,6 +232,8 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'l': o->listen = true; break;
         case 'p': o->port_file = optarg; break;
+        case 'n': o->name = optarg; break;
+        case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
         case 'k': o->token_file = optarg; break;
         case 'b':
             if (set_pool_n(o, optarg))
@@ -347,6 +356,9 @@ int main(int argc, char **argv)
     sigaction(SIGUSR1, &(struct sigaction){.sa_handler = proxyd_want_state, .sa_flags = SA_RESTART},
               NULL);
     if (o.listen) {
+        struct sigaction stop = {.sa_handler = proxyd_want_stop};
+        sigaction(SIGTERM, &stop, NULL);
+        sigaction(SIGINT, &stop, NULL);
         rc = proxyd_listen_mode(&node, &o);
     } else {
         const char *apps = getenv("VOCL_APP_RANKS");

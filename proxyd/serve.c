@@ -29,15 +29,16 @@
 
 struct client {
     struct proxyd_session s;
-    MPI_Comm comm;
-    bool own_comm;       /* connect mode: disconnect it at the end */
+    struct proxyd_chan chan; /* s.transport */
+    int id;                  /* for messages: its rank, or its number since the proxy started */
+    int64_t pid;             /* connect mode: its process */
     bool gone;
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
 struct server {
     struct proxyd_node *node;
-    struct client **clients;
+    struct client **clients; /* job mode: by rank; connect mode: as they came */
     int nclients, live;
     bool job_mode;
     pthread_mutex_t lock; /* connect mode: the accept thread adds clients */
@@ -46,60 +47,88 @@ struct server {
     size_t cap;
 };
 
-static int add_client(struct server *sv, MPI_Comm c, bool own, int peer)
+/* A client on comm (rank peer of it; live: its number in liveness.h). */
+static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int live, int id)
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
-        return -1;
-    cl->comm = c;
-    cl->own_comm = own;
+        return NULL;
+    cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode};
+    cl->id = id;
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.data = &proxyd_mpi_data;
     cl->s.reply = proxyd_mpi_reply;
-    cl->s.transport = &cl->comm;
-    vocl_live_begin(&cl->lw, peer);
+    cl->s.transport = &cl->chan;
+    vocl_live_begin(&cl->lw, live);
     /* The serving thread reads the array under the lock (connect mode). */
     pthread_mutex_lock(&sv->lock);
     struct client **nc = realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc));
     if (!nc) {
         pthread_mutex_unlock(&sv->lock);
         free(cl);
-        return -1;
+        return NULL;
     }
     sv->clients = nc;
     sv->clients[sv->nclients++] = cl;
     sv->live++;
     pthread_mutex_unlock(&sv->lock);
-    return 0;
+    return cl;
 }
 
 /* Ends cl's session, releasing everything it held; why: NULL after its BYE. */
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
     proxyd_session_end(&cl->s);
-    if (cl->own_comm)
-        MPI_Comm_disconnect(&cl->comm);
+    if (!sv->job_mode) {
+        /* Freed, not disconnected: MPI_Comm_disconnect would wait for a
+         * client that is stopped or gone. */
+        vocl_live_unlink(cl->chan.live);
+        MPI_Comm_free(&cl->chan.comm);
+    }
     cl->gone = true;
     pthread_mutex_lock(&sv->lock);
     int left = --sv->live;
     pthread_mutex_unlock(&sv->lock);
     if (why)
         vocl_warn("client %d: session closed after %s: everything it held is released "
-                  "(%d clients left)", cl->s.peer, why, left);
+                  "(%d clients left)", cl->id, why, left);
     else
-        vocl_info("client %d: session closed (%d left)", cl->s.peer, left);
+        vocl_info("client %d: session closed (%d left)", cl->id, left);
+}
+
+/* Connect mode: the clients that are gone leave the table once nothing
+ * still due names their sessions. */
+static void sweep_clients(struct server *sv)
+{
+    pthread_mutex_lock(&sv->lock);
+    int kept = 0;
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        if (cl->gone && !proxyd_session_held(&cl->s))
+            free(cl);
+        else
+            sv->clients[kept++] = cl;
+    }
+    sv->nclients = kept;
+    pthread_mutex_unlock(&sv->lock);
 }
 
 /* Idle: a client that stopped answering pings died; its objects go. */
 static void check_clients(struct server *sv)
 {
-    for (int i = 0; i < sv->nclients; i++) {
+    pthread_mutex_lock(&sv->lock);
+    int n = sv->nclients;
+    pthread_mutex_unlock(&sv->lock);
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&sv->lock);
         struct client *cl = sv->clients[i];
+        pthread_mutex_unlock(&sv->lock);
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
-            atomic_store(&proxyd_peer_died, true);
+            if (sv->job_mode)
+                atomic_store(&proxyd_peer_died, true);
             atomic_store(&cl->s.lost, true);
             char why[96];
-            snprintf(why, sizeof(why), "it died (%s)", vocl_live_why(cl->s.peer));
+            snprintf(why, sizeof(why), "it died (%s)", vocl_live_why(cl->chan.live));
             close_client(sv, cl, why);
         }
     }
@@ -122,7 +151,7 @@ static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int c
     if (copy)
         vocl_hdr_get(copy, VOCL_HDR_SIZE, &h); /* only the length disagrees */
     free(copy);
-    vocl_warn("client %d: refused a message of %d bytes (%s)", cl->s.peer, count,
+    vocl_warn("client %d: refused a message of %d bytes (%s)", cl->id, count,
               err == CL_OUT_OF_HOST_MEMORY ? "out of memory" : "over the limit");
     if (h.magic != VOCL_WIRE_MAGIC) {
         atomic_store(&cl->s.broken, true); /* unanswerable: the session ends */
@@ -163,11 +192,11 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     if (rc > 0)
         proxyd_mpi_reply(&cl->s, &sv->reply);
     proxyd_after_reply(&cl->s);
-    vocl_live_begin(&cl->lw, cl->s.peer); /* it spoke: no ping due for a while */
+    vocl_live_begin(&cl->lw, cl->chan.live); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
     if (bye) {
-        if (cl->s.peer_died) {
+        if (cl->s.peer_died && sv->job_mode) {
             atomic_store(&proxyd_peer_died, true);
             proxyd_left_told++;
         } else {
@@ -188,7 +217,7 @@ static bool poll_once(struct server *sv)
     int flag = 0;
     if (sv->job_mode) {
         /* One communicator for all: probe any source, find its session. */
-        MPI_Comm c = sv->clients[0]->comm;
+        MPI_Comm c = sv->clients[0]->chan.comm;
         MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
         if (!flag)
             return false;
@@ -212,7 +241,7 @@ static bool poll_once(struct server *sv)
         pthread_mutex_unlock(&sv->lock);
         if (cl->gone)
             continue;
-        MPI_Improbe(0, VOCL_TAG_REQ, cl->comm, &flag, &msg, &st);
+        MPI_Improbe(0, VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
         if (flag) {
             handle(sv, cl, &msg, &st);
             any = true;
@@ -251,11 +280,20 @@ static void report_state(struct server *sv)
             (uint64_t)atomic_load(&sv->node->bytes), resident * (sysconf(_SC_PAGESIZE) / 1024));
 }
 
-/* Serves until every client is gone (job mode) or forever (connect mode). */
+/* Connect mode: SIGTERM or SIGINT. */
+static volatile sig_atomic_t stop_wanted;
+
+void proxyd_want_stop(int sig)
+{
+    (void)sig;
+    stop_wanted = 1;
+}
+
+/* Serves until every client is gone (job mode) or until stopped (connect mode). */
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
-    while (!sv->job_mode || sv->live > 0 || proxyd_builds_running()) {
+    while (sv->job_mode ? sv->live > 0 || proxyd_builds_running() : !stop_wanted) {
         if (state_wanted)
             report_state(sv);
         proxyd_reap(sv->node, false); /* (kept memory, pools of released contexts) */
@@ -264,8 +302,9 @@ static void serve(struct server *sv)
             idle_since = vocl_now_ns();
             continue;
         }
-        if (sv->job_mode)
-            check_clients(sv);
+        check_clients(sv);
+        if (!sv->job_mode)
+            sweep_clients(sv);
         vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
     }
 }
@@ -314,7 +353,7 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (add_client(&sv, comm, false, r)) {
+        if (!add_client(&sv, comm, r, r, r)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -338,6 +377,8 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
 struct acceptor {
     struct server *sv;
     char port[MPI_MAX_PORT_NAME];
+    char service[256]; /* "vocl.NAME" in the MPI's name service; empty: not published */
+    atomic_bool stop;
 };
 
 static void *accept_thread(void *arg)
@@ -349,19 +390,84 @@ static void *accept_thread(void *arg)
             vocl_error("MPI_Comm_accept failed: no more clients");
             return NULL;
         }
-        MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
-        if (add_client(a->sv, client, true, n)) {
+        if (atomic_load(&a->stop)) { /* the proxy itself, to end this thread */
             MPI_Comm_disconnect(&client);
+            return NULL;
+        }
+        MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        int64_t pid = 0;
+        int live = vocl_live_link(client, &pid);
+        if (live < 0) {
+            vocl_warn("client %d: said nothing after connecting (or too many clients): dropped", n);
+            MPI_Comm_free(&client);
             continue;
         }
-        vocl_info("client %d connected", n);
+        struct client *cl = add_client(a->sv, client, 0, live, n);
+        if (!cl) {
+            vocl_warn("client %d: out of memory: dropped", n);
+            vocl_live_unlink(live);
+            MPI_Comm_free(&client);
+            continue;
+        }
+        cl->pid = pid;
+        vocl_info("client %d connected (process %lld)", n, (long long)pid);
     }
+}
+
+/* The accept thread waits in MPI_Comm_accept: the proxy connects to itself
+ * to end it. */
+static void stop_accepting(struct acceptor *a, pthread_t t)
+{
+    atomic_store(&a->stop, true);
+    MPI_Comm self;
+    if (MPI_Comm_connect(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &self) == MPI_SUCCESS) {
+        MPI_Comm_disconnect(&self);
+        pthread_join(t, NULL);
+    }
+}
+
+/* Publishes the port as a->service, replacing what a proxy of that name
+ * that died left there. */
+static void publish(struct acceptor *a, const char *name)
+{
+    if ((size_t)snprintf(a->service, sizeof(a->service), "vocl.%.200s", name) >=
+        sizeof(a->service) || strlen(name) > 200) {
+        vocl_warn("--name: %.40s...: too long to publish", name);
+        a->service[0] = 0;
+        return;
+    }
+    int rc = MPI_Publish_name(a->service, MPI_INFO_NULL, a->port);
+    if (rc != MPI_SUCCESS) {
+        char old[MPI_MAX_PORT_NAME];
+        if (MPI_Lookup_name(a->service, MPI_INFO_NULL, old) == MPI_SUCCESS &&
+            MPI_Unpublish_name(a->service, MPI_INFO_NULL, old) == MPI_SUCCESS)
+            rc = MPI_Publish_name(a->service, MPI_INFO_NULL, a->port);
+    }
+    if (rc != MPI_SUCCESS) {
+        vocl_warn("could not publish %s (no name server? VOCL_NAME_SERVER, voclproxyd(8)): "
+                  "clients need the port (--port-file)", a->service);
+        a->service[0] = 0;
+        return;
+    }
+    vocl_info("published as %s", a->service);
+}
+
+/* The name this proxy goes by: --name, else the host's. */
+static const char *proxy_name(const struct options *o, char *buf, size_t n)
+{
+    if (o->name)
+        return o->name;
+    if (gethostname(buf, n - 1))
+        snprintf(buf, n, "localhost");
+    buf[n - 1] = 0;
+    return buf;
 }
 
 int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
 {
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
-    struct acceptor a = {.sv = &sv};
+    static struct acceptor a;
+    a.sv = &sv;
     /* A listening proxy serves only clients that present its token. */
     static struct vocl_token token;
     char why[256];
@@ -397,10 +503,14 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
             return 1;
         }
     }
+    char host[256];
+    publish(&a, proxy_name(o, host, sizeof(host)));
     printf("%s\n", a.port);
     fflush(stdout);
     vocl_info("listening on %s", a.port);
     vocl_wr_init(&sv.reply);
+    /* Clients are linked to the liveness thread as they come. */
+    vocl_live_start(MPI_COMM_NULL);
     pthread_t t;
     if (pthread_create(&t, NULL, accept_thread, &a)) {
         vocl_error("cannot start the accept thread");
@@ -408,5 +518,19 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
         return 1;
     }
     serve(&sv); /* a shared proxy serves until it is stopped */
+
+    vocl_info("stopping: %d clients' sessions end", sv.live);
+    if (a.service[0])
+        MPI_Unpublish_name(a.service, MPI_INFO_NULL, a.port);
+    stop_accepting(&a, t);
+    for (int i = 0; i < sv.nclients; i++)
+        if (!sv.clients[i]->gone)
+            close_client(&sv, sv.clients[i], "the proxy was stopped");
+    vocl_live_stop();
+    MPI_Close_port(a.port);
+    if (o->port_file)
+        unlink(o->port_file);
+    if (proxyd_replies_settle(10))
+        server_free(&sv);
     return 0;
 }

@@ -133,6 +133,7 @@ struct proxyd_session {
     uint32_t serial; /* names the session in context notifications (notify.c) */
     atomic_bool broken; /* a protocol violation ended the session */
     atomic_bool closed; /* ended: replies still due are dropped */
+    atomic_uint held;   /* replies and builds still due that name it (proxyd_session_held) */
     /* Sends a reply that was not ready when its request was handled
      * (complete.c); from another thread than the request's.  NULL: none
      * can be (every reply is given at once). */
@@ -168,6 +169,9 @@ void proxyd_node_close(struct proxyd_node *node);
 void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
 /* Releases everything the session's client still held. */
 void proxyd_session_end(struct proxyd_session *s);
+/* After proxyd_session_end: whether a reply or build still due names s (its
+ * memory must stay until this is false). */
+bool proxyd_session_held(struct proxyd_session *s);
 /* What waits until a request's reply has been sent, so as not to delay it
  * (a short read's map is unmapped: ops_transfer.c).  The transport calls it
  * after each reply; proxyd_execute and proxyd_session_end call it first. */
