@@ -55,6 +55,7 @@ void proxyd_output_capture(void);
 extern int proxyd_self_rank;
 void proxyd_want_state(int sig);
 void proxyd_want_stop(int sig); /* connect mode: SIGTERM, SIGINT */
+extern bool proxyd_no_finalize;  /* connect mode, stopped: exit without MPI_Finalize */
 int proxyd_job_mode(struct proxyd_node *node, int nclients);
 int proxyd_listen_mode(struct proxyd_node *node, const struct options *o);
 

@@ -282,6 +282,7 @@ static void report_state(struct server *sv)
 
 /* Connect mode: SIGTERM or SIGINT. */
 static volatile sig_atomic_t stop_wanted;
+bool proxyd_no_finalize;
 
 void proxyd_want_stop(int sig)
 {
@@ -378,7 +379,6 @@ struct acceptor {
     struct server *sv;
     char port[MPI_MAX_PORT_NAME];
     char service[256]; /* "vocl.NAME" in the MPI's name service; empty: not published */
-    atomic_bool stop;
 };
 
 static void *accept_thread(void *arg)
@@ -388,10 +388,6 @@ static void *accept_thread(void *arg)
         MPI_Comm client;
         if (MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS) {
             vocl_error("MPI_Comm_accept failed: no more clients");
-            return NULL;
-        }
-        if (atomic_load(&a->stop)) { /* the proxy itself, to end this thread */
-            MPI_Comm_disconnect(&client);
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
@@ -411,18 +407,6 @@ static void *accept_thread(void *arg)
         }
         cl->pid = pid;
         vocl_info("client %d connected (process %lld)", n, (long long)pid);
-    }
-}
-
-/* The accept thread waits in MPI_Comm_accept: the proxy connects to itself
- * to end it. */
-static void stop_accepting(struct acceptor *a, pthread_t t)
-{
-    atomic_store(&a->stop, true);
-    MPI_Comm self;
-    if (MPI_Comm_connect(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &self) == MPI_SUCCESS) {
-        MPI_Comm_disconnect(&self);
-        pthread_join(t, NULL);
     }
 }
 
@@ -522,15 +506,16 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
     vocl_info("stopping: %d clients' sessions end", sv.live);
     if (a.service[0])
         MPI_Unpublish_name(a.service, MPI_INFO_NULL, a.port);
-    stop_accepting(&a, t);
     for (int i = 0; i < sv.nclients; i++)
         if (!sv.clients[i]->gone)
             close_client(&sv, sv.clients[i], "the proxy was stopped");
     vocl_live_stop();
-    MPI_Close_port(a.port);
     if (o->port_file)
         unlink(o->port_file);
-    if (proxyd_replies_settle(10))
-        server_free(&sv);
+    /* The accept thread stays in MPI_Comm_accept, which nothing ends (Open
+     * MPI: connecting to oneself waits forever too): MPI_Close_port and
+     * MPI_Finalize would wait for it.  The process exits without them. */
+    proxyd_no_finalize = true;
+    pthread_detach(t);
     return 0;
 }

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# daemon.sh - long-lived proxies (voclproxyd --listen) and applications
+# that connect to them by name, as deployed: a name server (Open MPI's
+# ompi-server), daemons started once, applications started alone (no
+# mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
+#   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST
+# MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths.
+# Exits 77 (skipped) where the build's MPI has no dynamic processes.
+set -euo pipefail
+mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5
+fail() { echo "FAIL: $*"; exit 1; }
+if [ "$mpi" != openmpi ]; then
+    echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $mpi" \
+         "(build with Open MPI: meson setup -Dmpi=any, README)"
+    exit 77
+fi
+command -v ompi-server >/dev/null || { echo "SKIP: no ompi-server (openmpi-bin)"; exit 77; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Open MPI on loopback only; a HOME of the test's own (the token).
+export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
+export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri
+mkdir -p "$HOME"
+unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
+
+ompi-server --no-daemonize -r "$VOCL_NAME_SERVER" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$VOCL_NAME_SERVER" ] && break; sleep 0.1; done
+[ -s "$VOCL_NAME_SERVER" ] || fail "ompi-server wrote no URI"
+
+# start_daemon NAME NDEV: a daemon, published as vocl.NAME; its pid in $dpid.
+start_daemon() {
+    local name=$1 ndev=$2 devs="" i
+    for ((i = 0; i < ndev; i++)); do devs="$devs pthread"; done
+    POCL_DEVICES=${devs# } "$proxyd" --listen --name "$name" -v >"$tmp/$name.log" 2>&1 &
+    dpid=$!
+    pids+=("$dpid")
+    for _ in $(seq 200); do
+        grep -q 'listening on' "$tmp/$name.log" && return 0
+        kill -0 "$dpid" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "daemon $name did not start: $(cat "$tmp/$name.log")"
+}
+
+# state PID NAME: the daemon's figures (SIGUSR1), as "SESSIONS OBJECTS BYTES".
+state() {
+    local n
+    n=$(grep -c 'state:' "$tmp/$2.log" || true)
+    kill -USR1 "$1"
+    for _ in $(seq 50); do
+        [ "$(grep -c 'state:' "$tmp/$2.log" || true)" -gt "$n" ] && break
+        sleep 0.1
+    done
+    grep 'state:' "$tmp/$2.log" | tail -1 |
+        sed -E 's/.*state: ([0-9]+) sessions, ([0-9]+) objects, ([0-9]+) bytes.*/\1 \2 \3/'
+}
+
+# wait_idle PID NAME SECONDS: until the daemon holds nothing; the seconds it took.
+wait_idle() {
+    local start=$SECONDS
+    while [ "$(state "$1" "$2")" != "0 0 0" ]; do
+        [ $((SECONDS - start)) -lt "$3" ] || fail "daemon $2 still holds $(state "$1" "$2") after $3 s"
+        sleep 0.2
+    done
+    echo $((SECONDS - start))
+}
+
+# app LOG PROXIES PROGRAM ARGS...: an application alone, as a user runs it.
+app() {
+    local log=$1 proxies=$2
+    shift 2
+    VOCL_PROXIES=$proxies LD_PRELOAD=$lib timeout 120 "$@" >"$log" 2>&1
+}
+
+verified() { grep -q 'verified=yes' "$1" || fail "$2 did not verify: $(tail -5 "$1")"; }
+
+threads() { awk '/^Threads:/{print $2}' "/proc/$1/status"; }
+
+case $what in
+overlap)
+    # Two daemons started once; three applications start at different
+    # times and overlap; each verifies.
+    start_daemon a 2; pa=$dpid
+    start_daemon b 1; pb=$dpid
+    app "$tmp/gemm" a,b "$examples/gemm" -n 512 -r 3 & g=$!
+    sleep 0.3
+    app "$tmp/nbody" b,a "$examples/nbody" -n 2048 -s 5 & n=$!
+    sleep 0.3
+    app "$tmp/transpose" a "$examples/transpose" & t=$!
+    wait $g || fail "gemm: exit $?: $(tail -3 "$tmp/gemm")"
+    wait $n || fail "nbody: exit $?: $(tail -3 "$tmp/nbody")"
+    wait $t || fail "transpose: exit $?: $(tail -3 "$tmp/transpose")"
+    for x in gemm nbody transpose; do
+        verified "$tmp/$x" "$x"
+        grep RESULT "$tmp/$x"
+    done
+    [ "$(grep -c 'connected (process' "$tmp/a.log")" -eq 3 ] || fail "daemon a did not see 3 clients"
+    echo "daemon a: $(grep -c 'connected (process' "$tmp/a.log") clients; now holds $(state "$pa" a)"
+    echo "daemon b: $(grep -c 'connected (process' "$tmp/b.log") clients; now holds $(state "$pb" b)"
+    ;;
+cycles)
+    # Sequential connect / run / disconnect: the daemon's sessions,
+    # objects, bytes and threads back at their starting figures.
+    n=${VOCL_DAEMON_CYCLES:-200}
+    start_daemon a 1; pa=$dpid
+    app "$tmp/warm" a "$examples/gemm" -n 32 -r 1 || fail "first run: $(tail -3 "$tmp/warm")"
+    wait_idle "$pa" a 5 >/dev/null
+    t0=$(threads "$pa")
+    r0=$(awk '/^VmRSS:/{print $2}' "/proc/$pa/status")
+    start=$SECONDS
+    for ((i = 1; i <= n; i++)); do
+        app "$tmp/run" a "$examples/gemm" -n 32 -r 1 || fail "cycle $i: exit $?: $(tail -3 "$tmp/run")"
+        verified "$tmp/run" "cycle $i"
+    done
+    wait_idle "$pa" a 5 >/dev/null
+    t1=$(threads "$pa")
+    r1=$(awk '/^VmRSS:/{print $2}' "/proc/$pa/status")
+    echo "$n cycles in $((SECONDS - start)) s; daemon threads $t0 -> $t1; resident $r0 -> $r1 KiB;" \
+         "holds $(state "$pa" a) (sessions objects bytes)"
+    [ "$t1" -le "$t0" ] || fail "threads grew: $t0 -> $t1"
+    # Memory: what the allocator keeps may move a little, never per cycle.
+    [ "$r1" -le $((r0 + 16384)) ] || fail "resident memory grew: $r0 -> $r1 KiB"
+    ;;
+deaths)
+    start_daemon a 1; pa=$dpid
+    start_daemon b 1; pb=$dpid
+    # A client killed mid-transfer: another one is unaffected, and the
+    # killed one's session is closed and freed within 5 s.
+    app "$tmp/other" a,b "$examples/nbody" -n 2048 -s 10 & other=$!
+    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/gemm" -n 2048 -r 5 >"$tmp/victim" 2>&1 & victim=$!
+    pids+=("$victim")
+    for _ in $(seq 200); do grep -q 'rows \[' "$tmp/victim" && break; sleep 0.1; done
+    sleep 0.3
+    kill -9 $victim
+    killed=$SECONDS
+    id=$(sed -nE "s/.*client ([0-9]+) connected \(process $victim\).*/\1/p" "$tmp/a.log")
+    [ -n "$id" ] || fail "daemon a never saw the victim (process $victim)"
+    until grep -q "client $id: session closed after it died" "$tmp/a.log"; do
+        [ $((SECONDS - killed)) -le 5 ] || fail "the killed client's session is still open after 5 s"
+        sleep 0.1
+    done
+    echo "killed client $id: session closed $((SECONDS - killed)) s after: $(grep "client $id: session closed" "$tmp/a.log")"
+    wait $other || fail "the other client: exit $?: $(tail -3 "$tmp/other")"
+    verified "$tmp/other" "the other client"
+    echo "the other client: $(grep RESULT "$tmp/other")"
+    echo "daemon a idle $(wait_idle "$pa" a 5) s after: holds $(state "$pa" a)"
+
+    # A daemon killed under its client: a clear error within 10 s, and exit.
+    app "$tmp/orphan" b "$examples/nbody" -n 4096 -s 200 & orphan=$!
+    for _ in $(seq 200); do grep -q 'bodies \[' "$tmp/orphan" && break; sleep 0.1; done
+    kill -9 "$pb"
+    killed=$SECONDS
+    rc=0
+    wait $orphan || rc=$?
+    [ $((SECONDS - killed)) -le 10 ] || fail "the client of a killed daemon took $((SECONDS - killed)) s"
+    [ "$rc" -ne 0 ] || fail "the client of a killed daemon succeeded?"
+    grep -q 'proxy b: .*no longer available' "$tmp/orphan" || fail "no clear message: $(tail -5 "$tmp/orphan")"
+    echo "daemon b killed: its client exited $rc after $((SECONDS - killed)) s: $(grep 'proxy b:' "$tmp/orphan" | head -1)"
+
+    # Its name is still published (kill -9): a new client is told in time.
+    start=$SECONDS
+    rc=0
+    VOCL_CONNECT_TIMEOUT=2 app "$tmp/stale" b "$examples/gemm" -n 32 -r 1 || rc=$?
+    grep -q 'proxy b: no answer in 2.0 s' "$tmp/stale" || fail "stale name: $(tail -5 "$tmp/stale")"
+    [ "$rc" -ne 0 ] || fail "stale name: the client succeeded?"
+    echo "stale name: exit $rc after $((SECONDS - start)) s: $(grep 'proxy b:' "$tmp/stale" | head -1)"
+
+    # Restarted: new clients work (it publishes itself again).
+    start_daemon b 1; pb=$dpid
+    app "$tmp/again" a,b "$examples/gemm" -n 128 -r 1 || fail "after the restart: $(tail -5 "$tmp/again")"
+    verified "$tmp/again" "after the restart"
+    echo "daemon b restarted: $(grep RESULT "$tmp/again")"
+
+    # A wrong token: refused by the daemon, which says so in its log.
+    head -c 48 /dev/urandom | base64 >"$tmp/wrong"
+    chmod 600 "$tmp/wrong"
+    rc=0
+    VOCL_TOKEN_FILE=$tmp/wrong app "$tmp/intruder" b "$examples/gemm" -n 32 -r 1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "a wrong token was served"
+    grep -q 'token in .* is not the proxy' "$tmp/intruder" || fail "no refusal: $(tail -3 "$tmp/intruder")"
+    grep -q 'refused: a wrong token' "$tmp/b.log" || fail "no log line on the daemon"
+    echo "wrong token: exit $rc: $(grep 'libvocl' "$tmp/intruder" | head -1); daemon: $(grep 'wrong token' "$tmp/b.log")"
+
+    # SIGTERM: the daemon ends within 5 s, and its name goes with it.
+    kill -TERM "$pa"
+    start=$SECONDS
+    while kill -0 "$pa" 2>/dev/null; do
+        [ $((SECONDS - start)) -le 5 ] || fail "daemon a still runs 5 s after SIGTERM"
+        sleep 0.1
+    done
+    rc=0
+    app "$tmp/gone" a "$examples/gemm" -n 32 -r 1 || rc=$?
+    grep -q 'vocl.a is not in the name service' "$tmp/gone" || fail "after SIGTERM: $(tail -3 "$tmp/gone")"
+    echo "daemon a stopped (SIGTERM) in $((SECONDS - start)) s; then a client: $(grep 'proxy a' "$tmp/gone" | head -1)"
+    ;;
+*)
+    fail "unknown test $what"
+    ;;
+esac
+echo "PASS"
