@@ -498,6 +498,17 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
 {
     if (from->px->local || to->px->local)
         return CL_INVALID_OPERATION; /* refused when the context was made */
+    if (from->px->comm != to->px->comm) {
+        /* Daemon mode: the proxies share no communicator, so no copy goes
+         * directly between them (not yet: README, daemon mode). */
+        static atomic_bool said;
+        if (!atomic_exchange(&said, true))
+            vocl_error("a memory object is used on proxies %s and %s: copies between two "
+                       "daemons are not supported yet; keep each context's objects on one "
+                       "proxy, or use job mode (vocl-run)",
+                       from->px->name ? from->px->name : "?", to->px->name ? to->px->name : "?");
+        return CL_INVALID_OPERATION;
+    }
     struct vocl_arrival *into = malloc(sizeof(*into));
     struct vocl_arrival *back = m->twin_from ? malloc(sizeof(*back)) : NULL;
     if (!into || (m->twin_from && !back)) {
