@@ -206,4 +206,8 @@ deaths)
     fail "unknown test $what"
     ;;
 esac
+# A sanitizer's report in a daemon's log (a build with -Db_sanitize) fails the test.
+if grep -l 'ERROR: AddressSanitizer\|runtime error:\|ThreadSanitizer' "$tmp"/*.log 2>/dev/null; then
+    fail "a sanitizer reported in a daemon's log: $(grep -h -A5 'Sanitizer\|runtime error:' "$tmp"/*.log | head -20)"
+fi
 echo "PASS"
