@@ -37,17 +37,15 @@ struct where {
  * intercommunicator each) come after them. */
 #define LINKS_MAX 4096
 
-/* A linked peer: rank 0 of the far group of its intercommunicator. */
-struct link {
-    MPI_Comm comm; /* MPI_COMM_NULL: a free slot (under links_lock) */
-};
-
 static struct {
     MPI_Comm comm; /* the job's, or MPI_COMM_NULL (connect mode) */
     int size;      /* ranks of comm; then the links */
     int nlinks;    /* slots of links in use or used, under links_lock */
-    struct link *links;
-    pthread_mutex_t links_lock; /* held for no wait: only to probe or send on a link */
+    /* A linked peer is rank 0 of the far group of its intercommunicator;
+     * MPI_COMM_NULL: a free slot.  Under links_lock, with the linked
+     * peers' where: held for no wait, only to probe or send on a link. */
+    MPI_Comm *links;
+    pthread_mutex_t links_lock;
     _Atomic uint64_t *heard; /* per peer: when its last pong came */
     _Atomic uint64_t *asked; /* per peer: the ping it has not answered; 0: none */
     uint64_t timeout_ns;
@@ -86,10 +84,10 @@ static void send_nothing(int peer, int tag)
         isend_nothing(live.comm, peer, tag);
         return;
     }
-    struct link *l = &live.links[peer - live.size];
     pthread_mutex_lock(&live.links_lock);
-    if (l->comm != MPI_COMM_NULL)
-        isend_nothing(l->comm, 0, tag);
+    MPI_Comm comm = live.links[peer - live.size];
+    if (comm != MPI_COMM_NULL)
+        isend_nothing(comm, 0, tag);
     pthread_mutex_unlock(&live.links_lock);
 }
 
@@ -119,7 +117,7 @@ static int take(int tag)
     int peer = -1;
     pthread_mutex_lock(&live.links_lock);
     for (int i = 0; i < live.nlinks && peer < 0; i++)
-        if (live.links[i].comm != MPI_COMM_NULL && take_from(live.links[i].comm, 0, tag) >= 0)
+        if (live.links[i] != MPI_COMM_NULL && take_from(live.links[i], 0, tag) >= 0)
             peer = live.size + i;
     pthread_mutex_unlock(&live.links_lock);
     return peer;
@@ -186,11 +184,25 @@ static bool process_gone(int64_t pid)
     return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
 }
 
-/* Whether rank runs on this node (its process can be looked up). */
-static bool on_this_node(int rank)
+/* Where peer runs (a link's slot may be taken by a new peer meanwhile). */
+static struct where where_of(int peer)
 {
-    return live.where && live.node && live.where[rank].node == live.node &&
-           live.where[rank].pid > 0;
+    if (!live.where)
+        return (struct where){0, 0};
+    if (peer < live.size)
+        return live.where[peer];
+    pthread_mutex_lock(&live.links_lock);
+    struct where w = live.where[peer];
+    pthread_mutex_unlock(&live.links_lock);
+    return w;
+}
+
+/* Whether peer runs on this node: its process, which can be looked up; 0
+ * when not. */
+static int64_t pid_on_this_node(int peer)
+{
+    struct where w = where_of(peer);
+    return live.node && w.node == live.node && w.pid > 0 ? w.pid : 0;
 }
 
 int vocl_live_start(MPI_Comm comm)
@@ -209,7 +221,7 @@ int vocl_live_start(MPI_Comm comm)
     else if (!(live.links = calloc(LINKS_MAX, sizeof(*live.links))))
         goto fail;
     for (int i = 0; live.links && i < LINKS_MAX; i++)
-        live.links[i].comm = MPI_COMM_NULL;
+        live.links[i] = MPI_COMM_NULL;
     live.node = vocl_node_key(false);
     live.where = calloc((size_t)npeers(), sizeof(*live.where));
     live.heard = calloc((size_t)npeers(), sizeof(*live.heard));
@@ -277,12 +289,12 @@ int vocl_live_link(MPI_Comm inter, int64_t *pid)
     int peer = -1;
     pthread_mutex_lock(&live.links_lock);
     for (int i = 0; i < LINKS_MAX && peer < 0; i++)
-        if (live.links[i].comm == MPI_COMM_NULL) {
+        if (live.links[i] == MPI_COMM_NULL) {
             peer = live.size + i;
             live.where[peer] = far;
             atomic_store(&live.heard[peer], vocl_now_ns());
             atomic_store(&live.asked[peer], 0);
-            live.links[i].comm = inter;
+            live.links[i] = inter;
             if (i >= live.nlinks)
                 live.nlinks = i + 1;
         }
@@ -297,7 +309,7 @@ void vocl_live_unlink(int peer)
     if (!live.links || peer < live.size || peer >= npeers())
         return;
     pthread_mutex_lock(&live.links_lock);
-    live.links[peer - live.size].comm = MPI_COMM_NULL;
+    live.links[peer - live.size] = MPI_COMM_NULL;
     /* Pings it sent and no one took stay on its communicator: its owner frees it. */
     pthread_mutex_unlock(&live.links_lock);
 }
@@ -349,8 +361,9 @@ bool vocl_live_ok(struct vocl_live *w)
     }
     /* A peer of this node is dead when its process is gone, whatever the
      * time: a starved process is slow, not dead. */
-    if (on_this_node(w->rank))
-        return now - asked < LOOKUP_NS || !process_gone(live.where[w->rank].pid);
+    int64_t pid = pid_on_this_node(w->rank);
+    if (pid)
+        return now - asked < LOOKUP_NS || !process_gone(pid);
     /* Elsewhere, dead once this process looked for the pong a whole timeout
      * after the ping and found none: a liveness thread of ours that got no
      * CPU (a loaded node, a sanitizer) is no silence of the peer's. */
@@ -359,7 +372,7 @@ bool vocl_live_ok(struct vocl_live *w)
 
 const char *vocl_live_why(int rank)
 {
-    if (rank >= 0 && rank < npeers() && on_this_node(rank))
+    if (rank >= 0 && rank < npeers() && pid_on_this_node(rank))
         return "its process is gone";
     return live.silence;
 }
@@ -382,8 +395,9 @@ int vocl_live_roll_call(const int *ranks, int n, bool *dead)
                 continue; /* answered (or nothing to ask) */
             /* Of this node: alive while its process is (as vocl_live_ok
              * has it), which needs no ping. */
-            if (on_this_node(ranks[i])) {
-                if (process_gone(live.where[ranks[i]].pid)) {
+            int64_t pid = pid_on_this_node(ranks[i]);
+            if (pid) {
+                if (process_gone(pid)) {
                     dead[i] = true;
                     ndead++;
                 }

@@ -59,6 +59,15 @@ void vocl_mpi_name_server(const char *uri)
     }
 }
 
+const char *vocl_mpi_why(int rc, char buf[MPI_MAX_ERROR_STRING])
+{
+    int len = 0;
+    buf[0] = 0;
+    MPI_Error_string(rc, buf, &len);
+    char *last = strrchr(buf, '\n');
+    return last ? last + 1 : buf;
+}
+
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided)
 {
     vocl_mpi_name_server(getenv("VOCL_NAME_SERVER"));

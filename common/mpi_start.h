@@ -34,6 +34,10 @@ void vocl_mpi_name_server(const char *uri);
  * vocl_mpi_name_server. */
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);
 
+/* The last line of MPI's message for the error code rc (MPICH's are
+ * stacks of lines), written into buf: for a message of one line. */
+const char *vocl_mpi_why(int rc, char buf[MPI_MAX_ERROR_STRING]);
+
 /* As MPI_Abort, after a message that must reach the user: MPICH's process
  * manager tears the job down at once, and may drop what the process wrote
  * last to stderr on its way (an error line got lost in 3 of 15 runs of

@@ -136,15 +136,6 @@ static void names_free(struct names *nm)
     free(nm->name_server);
 }
 
-/* The last line of an MPI error, for a message of one line. */
-static const char *mpi_why(int rc, char *buf)
-{
-    int len = 0;
-    MPI_Error_string(rc, buf, &len);
-    char *last = strrchr(buf, '\n');
-    return last ? last + 1 : buf;
-}
-
 /* name's port into port; 0, or -1 with a message. */
 static int resolve(const char *name, char *port)
 {
@@ -172,7 +163,7 @@ static int resolve(const char *name, char *port)
     if (rc != MPI_SUCCESS) {
         vocl_error("proxy %s: %s is not in the name service (%s): is voclproxyd --listen "
                    "running there, with the same name server (VOCL_NAME_SERVER)?",
-                   name, service, mpi_why(rc, err));
+                   name, service, vocl_mpi_why(rc, err));
         return -1;
     }
     return 0;
@@ -236,7 +227,7 @@ static MPI_Comm dial(const char *name, const char *port, uint64_t timeout_ns)
     if (rc != MPI_SUCCESS) {
         vocl_error("proxy %s: cannot connect (%s); this MPI may have no dynamic processes: "
                    "use job mode, vocl-run -n PROXIES -- APP",
-                   name, mpi_why(rc, err));
+                   name, vocl_mpi_why(rc, err));
         return MPI_COMM_NULL;
     }
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);

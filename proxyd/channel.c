@@ -26,14 +26,14 @@
 #include "wire.h"
 
 /* A session's channel (daemon.h). */
-static MPI_Comm session_comm(struct proxyd_session *s)
+static struct proxyd_chan *chan(struct proxyd_session *s)
 {
-    return ((struct proxyd_chan *)s->transport)->comm;
+    return s->transport;
 }
 
-static void session_live_begin(struct proxyd_session *s, struct vocl_live *lw)
+static MPI_Comm session_comm(struct proxyd_session *s)
 {
-    vocl_live_begin(lw, ((struct proxyd_chan *)s->transport)->live);
+    return chan(s)->comm;
 }
 
 /* --- the MPI data channel ---------------------------------------------------------------------- */
@@ -51,7 +51,7 @@ int proxyd_left_told, proxyd_left_untold;
 
 static int client_died(struct proxyd_session *s)
 {
-    if (((struct proxyd_chan *)s->transport)->job)
+    if (chan(s)->job)
         atomic_store(&proxyd_peer_died, true);
     atomic_store(&s->lost, true);
     return -1;
@@ -69,7 +69,7 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
     int flag = 0, count = 0;
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
-    session_live_begin(s, &lw);
+    vocl_live_begin(&lw, chan(s)->live);
     while (!flag) {
         if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
             return -1;
@@ -99,7 +99,7 @@ static int sent(struct proxyd_session *s, MPI_Request *req)
 {
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
-    session_live_begin(s, &lw);
+    vocl_live_begin(&lw, chan(s)->live);
     for (;;) {
         int done = 0;
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)

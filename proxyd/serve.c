@@ -21,6 +21,7 @@
 #include "executor.h"
 #include "liveness.h"
 #include "log.h"
+#include "mpi_start.h"
 #include "protocol.h"
 #include "token.h"
 #include "wire.h"
@@ -31,7 +32,6 @@ struct client {
     struct proxyd_session s;
     struct proxyd_chan chan; /* s.transport */
     int id;                  /* for messages: its rank, or its number since the proxy started */
-    int64_t pid;             /* connect mode: its process */
     bool gone;
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
@@ -71,6 +71,24 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     sv->clients = nc;
     sv->clients[sv->nclients++] = cl;
     sv->live++;
+    pthread_mutex_unlock(&sv->lock);
+    return cl;
+}
+
+/* How many clients there are now, and the i-th of them: the accept thread
+ * may grow the array meanwhile (connect mode); only this thread shrinks it. */
+static int clients_now(struct server *sv)
+{
+    pthread_mutex_lock(&sv->lock);
+    int n = sv->nclients;
+    pthread_mutex_unlock(&sv->lock);
+    return n;
+}
+
+static struct client *client_at(struct server *sv, int i)
+{
+    pthread_mutex_lock(&sv->lock);
+    struct client *cl = sv->clients[i];
     pthread_mutex_unlock(&sv->lock);
     return cl;
 }
@@ -116,13 +134,8 @@ static void sweep_clients(struct server *sv)
 /* Idle: a client that stopped answering pings died; its objects go. */
 static void check_clients(struct server *sv)
 {
-    pthread_mutex_lock(&sv->lock);
-    int n = sv->nclients;
-    pthread_mutex_unlock(&sv->lock);
-    for (int i = 0; i < n; i++) {
-        pthread_mutex_lock(&sv->lock);
-        struct client *cl = sv->clients[i];
-        pthread_mutex_unlock(&sv->lock);
+    for (int i = 0, n = clients_now(sv); i < n; i++) {
+        struct client *cl = client_at(sv, i);
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
             if (sv->job_mode)
                 atomic_store(&proxyd_peer_died, true);
@@ -231,14 +244,9 @@ static bool poll_once(struct server *sv)
         handle(sv, sv->clients[src], &msg, &st);
         return true;
     }
-    pthread_mutex_lock(&sv->lock);
-    int n = sv->nclients;
-    pthread_mutex_unlock(&sv->lock);
     bool any = false;
-    for (int i = 0; i < n; i++) {
-        pthread_mutex_lock(&sv->lock);
-        struct client *cl = sv->clients[i];
-        pthread_mutex_unlock(&sv->lock);
+    for (int i = 0, n = clients_now(sv); i < n; i++) {
+        struct client *cl = client_at(sv, i);
         if (cl->gone)
             continue;
         MPI_Improbe(0, VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
@@ -405,7 +413,6 @@ static void *accept_thread(void *arg)
             MPI_Comm_free(&client);
             continue;
         }
-        cl->pid = pid;
         vocl_info("client %d connected (process %lld)", n, (long long)pid);
     }
 }
@@ -471,12 +478,9 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
     int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, msg, &len);
-        char *last = strrchr(msg, '\n');
         vocl_error("--listen: this MPI does not support dynamic processes (MPI_Open_port: %s). "
                    "Use job mode instead: vocl-run -n PROXIES -- APP",
-                   last ? last + 1 : msg);
+                   vocl_mpi_why(rc, msg));
         return 1;
     }
     if (o->port_file) {
@@ -506,9 +510,9 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
     vocl_info("stopping: %d clients' sessions end", sv.live);
     if (a.service[0])
         MPI_Unpublish_name(a.service, MPI_INFO_NULL, a.port);
-    for (int i = 0; i < sv.nclients; i++)
-        if (!sv.clients[i]->gone)
-            close_client(&sv, sv.clients[i], "the proxy was stopped");
+    for (int i = 0, n = clients_now(&sv); i < n; i++)
+        if (!client_at(&sv, i)->gone)
+            close_client(&sv, client_at(&sv, i), "the proxy was stopped");
     vocl_live_stop();
     if (o->port_file)
         unlink(o->port_file);
