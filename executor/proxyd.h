@@ -125,6 +125,8 @@ struct proxyd_stream_chunk {
 void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chunk *c);
 /* Waits until every queued chunk of session s is sent. */
 void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s);
+/* Whether the stream still has s's chunks (a read may wait for its device). */
+bool proxyd_stream_busy(struct proxyd_node *node, const struct proxyd_session *s);
 
 /* Staging pool (pool.c). */
 struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);

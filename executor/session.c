@@ -224,6 +224,20 @@ static void fail_user_events(struct proxyd_session *s)
     }
 }
 
+void proxyd_session_close(struct proxyd_session *s)
+{
+    proxyd_after_reply(s);
+    atomic_store(&s->closed, true); /* replies still due have no one to go to */
+    if (atomic_load(&s->lost))
+        atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */
+    fail_user_events(s);
+}
+
+bool proxyd_session_draining(struct proxyd_session *s)
+{
+    return proxyd_stream_busy(s->node, s);
+}
+
 void proxyd_session_end(struct proxyd_session *s)
 {
     /*
@@ -237,11 +251,7 @@ void proxyd_session_end(struct proxyd_session *s)
     const struct vocl_native_api *cl = s->node->cl;
     size_t leaked = 0;
 
-    proxyd_after_reply(s);
-    atomic_store(&s->closed, true); /* replies still due have no one to go to */
-    if (atomic_load(&s->lost))
-        atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */
-    fail_user_events(s);
+    proxyd_session_close(s);
     proxyd_stream_flush(s->node, s); /* nothing may still be sending from its objects */
 
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {

@@ -249,6 +249,17 @@ static bool has_jobs(const struct proxyd_stream *st, const struct proxyd_session
     return false;
 }
 
+bool proxyd_stream_busy(struct proxyd_node *node, const struct proxyd_session *s)
+{
+    struct proxyd_stream *st = node->stream;
+    if (!st)
+        return false;
+    pthread_mutex_lock(&st->lock);
+    bool busy = has_jobs(st, s);
+    pthread_mutex_unlock(&st->lock);
+    return busy;
+}
+
 void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s)
 {
     struct proxyd_stream *st = node->stream;

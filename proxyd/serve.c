@@ -32,7 +32,8 @@ struct client {
     struct proxyd_session s;
     struct proxyd_chan chan; /* s.transport */
     int id;                  /* for messages: its rank, or its number since the proxy started */
-    bool gone;
+    bool gone;     /* its session closed: nothing more is served or sent */
+    bool released; /* and everything it held released (release_clients) */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
@@ -40,6 +41,7 @@ struct server {
     struct proxyd_node *node;
     struct client **clients; /* job mode: by rank; connect mode: as they came */
     int nclients, live;
+    int closing; /* clients gone and not yet released (this thread's) */
     bool job_mode;
     pthread_mutex_t lock; /* connect mode: the accept thread adds clients */
     struct vocl_wr reply;
@@ -93,17 +95,16 @@ static struct client *client_at(struct server *sv, int i)
     return cl;
 }
 
-/* Ends cl's session, releasing everything it held; why: NULL after its BYE. */
+/* Ends cl's session; why: NULL after its BYE.  What it held is released
+ * by release_clients, once no read of it is on its way out: one may wait
+ * for its device (a long kernel), and this thread waits for no one. */
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
-    proxyd_session_end(&cl->s);
-    if (!sv->job_mode) {
-        /* Freed, not disconnected: MPI_Comm_disconnect would wait for a
-         * client that is stopped or gone. */
-        vocl_live_unlink(cl->chan.live);
-        MPI_Comm_free(&cl->chan.comm);
-    }
+    proxyd_session_close(&cl->s);
+    if (!sv->job_mode)
+        vocl_live_unlink(cl->chan.live); /* no more pings to it */
     cl->gone = true;
+    sv->closing++;
     pthread_mutex_lock(&sv->lock);
     int left = --sv->live;
     pthread_mutex_unlock(&sv->lock);
@@ -114,15 +115,32 @@ static void close_client(struct server *sv, struct client *cl, const char *why)
         vocl_info("client %d: session closed (%d left)", cl->id, left);
 }
 
-/* Connect mode: the clients that are gone leave the table once nothing
- * still due names their sessions. */
+/* Releases what the closed sessions held, where nothing is on its way out. */
+static void release_clients(struct server *sv)
+{
+    for (int i = 0, n = clients_now(sv); i < n && sv->closing; i++) {
+        struct client *cl = client_at(sv, i);
+        if (!cl->gone || cl->released || proxyd_session_draining(&cl->s))
+            continue;
+        proxyd_session_end(&cl->s); /* (its stream flush returns at once) */
+        /* Freed, not disconnected: MPI_Comm_disconnect would wait for a
+         * client that is stopped or gone. */
+        if (!sv->job_mode)
+            MPI_Comm_free(&cl->chan.comm);
+        cl->released = true;
+        sv->closing--;
+    }
+}
+
+/* Connect mode: the clients released leave the table once nothing still
+ * due names their sessions. */
 static void sweep_clients(struct server *sv)
 {
     pthread_mutex_lock(&sv->lock);
     int kept = 0;
     for (int i = 0; i < sv->nclients; i++) {
         struct client *cl = sv->clients[i];
-        if (cl->gone && !proxyd_session_held(&cl->s))
+        if (cl->released && !proxyd_session_held(&cl->s))
             free(cl);
         else
             sv->clients[kept++] = cl;
@@ -302,9 +320,11 @@ void proxyd_want_stop(int sig)
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
-    while (sv->job_mode ? sv->live > 0 || proxyd_builds_running() : !stop_wanted) {
+    while (sv->job_mode ? sv->live > 0 || sv->closing || proxyd_builds_running()
+                        : !stop_wanted) {
         if (state_wanted)
             report_state(sv);
+        release_clients(sv);
         proxyd_reap(sv->node, false); /* (kept memory, pools of released contexts) */
         bool built = proxyd_builds_answer(&sv->reply) > 0;
         if (poll_once(sv) || built) {

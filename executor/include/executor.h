@@ -169,6 +169,16 @@ void proxyd_node_close(struct proxyd_node *node);
 void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
 /* Releases everything the session's client still held. */
 void proxyd_session_end(struct proxyd_session *s);
+/*
+ * proxyd_session_end in two steps, for a thread that must not wait:
+ * proxyd_session_close ends the session at once (what is due to the client
+ * is dropped, its user events fail); proxyd_session_draining says whether
+ * a read of its objects is still on its way out (it may wait for its
+ * device: a long kernel); once it is not, proxyd_session_end releases the
+ * rest without waiting.
+ */
+void proxyd_session_close(struct proxyd_session *s);
+bool proxyd_session_draining(struct proxyd_session *s);
 /* After proxyd_session_end: whether a reply or build still due names s (its
  * memory must stay until this is false). */
 bool proxyd_session_held(struct proxyd_session *s);
