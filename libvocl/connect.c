@@ -17,17 +17,28 @@
  * Each proxy is connected to in turn, with a deadline: MPI_Comm_connect to
  * a proxy that died (its name still published) never returns, so it runs
  * on a thread of its own and, past VOCL_CONNECT_TIMEOUT seconds (default
- * 5), the proxy is left out with a message.  A connected proxy and this
+ * 5), the proxy is left out with a message.
+ *
+ * Open MPI 4.1 cannot take two MPI_Comm_connect to one port at once: with
+ * two clients connecting together, one connected to nothing and the
+ * proxy's MPI_Comm_accept never returned again (a bare accept loop and
+ * its clients do the same here, 36 of 40 clients lost).  So the processes
+ * of a node connect one at a time, under a lock file (CONNECT_LOCK) every
+ * user may lock; clients on different nodes can still meet (README).  A connected proxy and this
  * process then link their intercommunicator to the liveness thread
  * (liveness.h): either side notices the other's death.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include "backoff.h"
 #include "liveness.h"
@@ -37,6 +48,7 @@
 #include "vocl.h"
 
 #define DEFAULT_TIMEOUT_S 5.0
+#define CONNECT_LOCK "/tmp/.vocl-connect.lock"
 #define NAMES_MAX 1024
 
 /* The proxies' names (owned), and the name service a file named. */
@@ -234,13 +246,37 @@ static MPI_Comm dial(const char *name, const char *port, uint64_t timeout_ns)
     return inter;
 }
 
+/* The node's connect lock (see above) within timeout_ns: its descriptor,
+ * or -1 (no lock file, or held too long: connecting goes on without). */
+static int lock_node(uint64_t timeout_ns)
+{
+    int fd = open(CONNECT_LOCK, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    fchmod(fd, 0644); /* (every user's, whatever the umask of who made it; flock needs no write) */
+    uint64_t start = vocl_now_ns();
+    while (flock(fd, LOCK_EX | LOCK_NB)) {
+        if (errno != EWOULDBLOCK || vocl_now_ns() - start > timeout_ns) {
+            vocl_warn("%s: not locked (%s): connecting anyway", CONNECT_LOCK,
+                      errno == EWOULDBLOCK ? "held too long" : strerror(errno));
+            close(fd);
+            return -1;
+        }
+        vocl_backoff(start, 1000000);
+    }
+    return fd;
+}
+
 /* One proxy, by name: connected, linked and greeted, or left out. */
 static void join(const char *name, uint64_t timeout_ns)
 {
     char port[MPI_MAX_PORT_NAME];
     if (resolve(name, port))
         return;
+    int lock = lock_node(timeout_ns);
     MPI_Comm inter = dial(name, port, timeout_ns);
+    if (lock >= 0)
+        close(lock); /* (the lock goes with it) */
     if (inter == MPI_COMM_NULL)
         return;
     int live = vocl_live_link(inter, NULL);

@@ -123,11 +123,23 @@ overlap)
     round
     ta=$(threads "$pa") tb=$(threads "$pb")
     round
-    [ "$(grep -c 'connected (process' "$tmp/a.log")" -eq 10 ] || fail "daemon a did not see 10 clients"
+    # Four applications started at the same instant (Open MPI cannot take
+    # two connects to one port at once: libvocl/connect.c).
+    for x in 1 2 3 4; do
+        app "$tmp/burst$x" a,b "$examples/gemm" -n 64 -r 1 & burst[$x]=$!
+    done
+    for x in 1 2 3 4; do
+        wait "${burst[$x]}" || fail "burst $x: exit $?: $(tail -3 "$tmp/burst$x")"
+        verified "$tmp/burst$x" "burst $x"
+    done
+    echo "4 applications started at once: all verified"
+    wait_idle "$pa" a 5 >/dev/null
+    wait_idle "$pb" b 5 >/dev/null
+    [ "$(grep -c 'connected (process' "$tmp/a.log")" -eq 14 ] || fail "daemon a did not see 14 clients"
     for d in "a $pa $ta" "b $pb $tb"; do
         set -- $d
         echo "daemon $1: $(grep -c 'connected (process' "$tmp/$1.log") clients; holds $(state "$2" "$1")" \
-             "(sessions objects bytes); threads $3 after the first round, $(threads "$2") after the second"
+             "(sessions objects bytes); threads $3 after the first round, $(threads "$2") after the rest"
         [ "$(threads "$2")" -le "$3" ] || fail "daemon $1: threads $3 -> $(threads "$2")"
     done
     ;;
@@ -172,8 +184,13 @@ deaths)
     app "$tmp/other" a,b "$examples/nbody" -n 2048 -s 10 & other=$!
     VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/gemm" -n 2048 -r 5 >"$tmp/victim" 2>&1 & victim=$!
     pids+=("$victim")
-    for _ in $(seq 200); do grep -q 'rows \[' "$tmp/victim" && break; sleep 0.1; done
+    for _ in $(seq 200); do
+        grep -q 'rows \[' "$tmp/victim" && break
+        kill -0 $victim 2>/dev/null || fail "the client to kill ended first: $(cat "$tmp/victim")"
+        sleep 0.1
+    done
     sleep 0.3
+    kill -0 $victim 2>/dev/null || fail "the client to kill ended first: $(cat "$tmp/victim")"
     kill -9 $victim
     killed=$(ms)
     id=$(sed -nE "s/.*client ([0-9]+) connected \(process $victim\).*/\1/p" "$tmp/a.log")
