@@ -4,9 +4,10 @@
  * Host threads take turns as data setup (DS: read and inflate a batch from
  * the HDF5 file into a host buffer) or processing (DP: run a batch through
  * the pipeline on a free device slot and wait for it).  Each device has an
- * in-order queue for the pipeline and a second queue on which the random
- * words of a batch are made as soon as its ids arrive, while the slot's
- * previous batch still runs: two slots per device give the double buffer.
+ * in-order queue for the pipeline and a second, setup queue on which a
+ * batch's columns and ids are uploaded and its random words made while the
+ * pipeline queue still runs the other slot's batch: two slots per device
+ * are the double buffer, and the device's data setup overlaps processing.
  * After every proposition the survivors' indices are compacted on the
  * device; the counts stay on the device, so the whole pipeline of a batch is
  * queued without one round trip.  A DP thread that completes a batch may hit
@@ -274,8 +275,8 @@ static int open_devices(struct run *r, char *error)
     for (cl_uint i = 0; i < nd; i++) {
         r->devs[i].id = ids[i];
         r->devs[i].q = clCreateCommandQueue(r->ctx, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
-        /* HEP_RNG_SAME_QUEUE=1: no second queue, so no generating ahead
-         * (for measuring what the double buffer gains). */
+        /* HEP_RNG_SAME_QUEUE=1: no second queue, so no uploading and no
+         * generating ahead (for measuring what the double buffer gains). */
         const char *same = getenv("HEP_RNG_SAME_QUEUE");
         if (err == CL_SUCCESS && same && *same == '1')
             r->devs[i].rq = r->devs[i].q, clRetainCommandQueue(r->devs[i].q);
@@ -416,13 +417,24 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
     struct device *d = s->dev;
     cl_uint n = (cl_uint)bt->n;
     size_t global = (bt->n + WG - 1) / WG * WG, local = WG, one = 1;
-    cl_event ev_rng = NULL, ev_ids = NULL, ev_last = NULL, ev_prop[HEP_MAX_PROPS] = {0};
+    cl_event ev_rng = NULL, ev_last = NULL, ev_prop[HEP_MAX_PROPS] = {0};
     int rc = -1;
 
-    /* The ids and the random words, on the second queue: they are made
-     * while the pipeline queue still runs the previous batch of the other
-     * slot.  The first proposition waits for them. */
-    CHECK(clEnqueueWriteBuffer(d->rq, s->ids, CL_FALSE, 0, bt->n * 8, bt->ids, 0, NULL, &ev_ids));
+    /* Data setup on the device, on the slot's second queue: the ids, the
+     * input columns and the random words of this batch travel and are made
+     * while the pipeline queue still runs the other slot's batch (two slots
+     * per device are the double buffer).  The first proposition waits for
+     * the last of them; the queue is in order, so for all of them. */
+    CHECK(clEnqueueWriteBuffer(d->rq, s->ids, CL_FALSE, 0, bt->n * 8, bt->ids, 0, NULL, NULL));
+    size_t in = 0;
+    for (size_t c = 0; c < an->num_columns; c++) {
+        const struct hep_column *col = &an->columns[c];
+        if (col->derived)
+            continue;
+        CHECK(clEnqueueWriteBuffer(d->rq, s->cols[c], CL_FALSE, 0,
+                                   bt->n * col->width * type_size(col->type), bt->cols[in++], 0,
+                                   NULL, NULL));
+    }
     if (an->rng_per_event) {
         size_t rglobal = (size_t)n * (an->rng_per_event / 4);
         cl_uint lo = (cl_uint)an->seed, hi = (cl_uint)(an->seed >> 32);
@@ -433,19 +445,12 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
         CHECK(ARG(s->rng_fill, 4, hi));
         CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, NULL, 0, NULL,
                                      &ev_rng));
+    } else {
+        CHECK(clEnqueueMarkerWithWaitList(d->rq, 0, NULL, &ev_rng));
     }
     CHECK(clFlush(d->rq));
-    cl_event ahead = ev_rng ? ev_rng : ev_ids;
+    cl_event ahead = ev_rng;
 
-    size_t in = 0;
-    for (size_t c = 0; c < an->num_columns; c++) {
-        const struct hep_column *col = &an->columns[c];
-        if (col->derived)
-            continue;
-        CHECK(clEnqueueWriteBuffer(d->q, s->cols[c], CL_FALSE, 0,
-                                   bt->n * col->width * type_size(col->type), bt->cols[in++], 0,
-                                   NULL, NULL));
-    }
     s->counts_host[0] = n;
     CHECK(clEnqueueWriteBuffer(d->q, s->counts, CL_FALSE, 0, 4, s->counts_host, 0, NULL, NULL));
     if (r->bins_total)
@@ -524,17 +529,13 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
 out:
     if (rc && ev_last == NULL)
         clFinish(d->q); /* nothing may still write into the batch */
-    if (rc && ev_rng)
-        clWaitForEvents(1, &ev_rng);
-    if (rc && ev_ids)
-        clWaitForEvents(1, &ev_ids);
+    if (rc)
+        clFinish(d->rq); /* nor upload from it */
     for (size_t k = 0; k < r->np; k++)
         if (ev_prop[k])
             clReleaseEvent(ev_prop[k]);
     if (ev_rng)
         clReleaseEvent(ev_rng);
-    if (ev_ids)
-        clReleaseEvent(ev_ids);
     if (ev_last)
         clReleaseEvent(ev_last);
     return rc;
