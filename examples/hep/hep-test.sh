@@ -9,9 +9,13 @@
 #     events and histograms (ids_hash=, hist_hash=), the adaptive run must
 #     move kin_reco off its bad position, and the output files (ids,
 #     histograms, table, --plot's PNGs) must hold what the RESULT line says.
+#     Then --analysis heavy (two heavy cuts written first) from its written
+#     order, adaptive and fixed, from the good order and from the adaptive
+#     run's final order given by name: verified, one selection, and the
+#     heavy cuts moved off the front.
 #   hep-test.sh vocl VOCL_RUN P D APP
 #     the same file natively and under `VOCL_RUN -n P -d D --`: identical
-#     selected events and histograms.
+#     selected events and histograms, for both analyses.
 #   hep-test.sh bad-input APP
 #     missing, foreign, truncated and damaged files and broken options: each
 #     must end with exit status 2 and a message naming the problem, never a
@@ -114,6 +118,26 @@ native)
         [[ $(head -c 8 "$out/hep-tth-$h.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
             fail "no PNG for $h"
     done
+    # The heavy analysis: met_sig and ht_smear (indices 0 and 1) written
+    # first; reordering must take both off the front.
+    heavy=(--analysis heavy --input "$dir/events.h5" --seed 7 --no-progress --batch 512)
+    mkdir "$dir/heavy-out"
+    run heavy "$app" "${heavy[@]}" --out "$dir/heavy-out"
+    run heavy-fixed "$app" "${heavy[@]}" --no-adapt --out "$dir"
+    run heavy-good "$app" "${heavy[@]}" --order good --no-adapt --out "$dir"
+    names=$(awk 'NR > 1 { print $1 }' "$dir/heavy-out/hep-tth-heavy-props.txt" | paste -sd,)
+    run heavy-named "$app" "${heavy[@]}" --order "$names" --no-adapt --out "$dir"
+    for l in heavy-fixed heavy-good heavy-named; do
+        same $l heavy
+    done
+    h=$(<"$dir/heavy")
+    [[ $(field analysis "$h") == heavy && $(grep -c '^[a-z_]* *[0-9] ' \
+        "$dir/heavy-out/hep-tth-heavy-props.txt") == 20 ]] || fail "--analysis heavy: not 20 propositions"
+    order=$(field final_order "$h")
+    [[ $(cut -d, -f1 <<<"$order") != 0 && $(cut -d, -f1 <<<"$order") != 1 &&
+        $(cut -d, -f2 <<<"$order") != 0 && $(cut -d, -f2 <<<"$order") != 1 ]] ||
+        fail "the adaptive heavy run kept a heavy cut in front (final_order=$order)"
+    [[ $(field order "$(<"$dir/heavy-named")") == "$names" ]] || fail "--order NAMES not taken"
     ;;
 vocl)
     vocl_run=$1 p=$2 d=$3 app=$4
@@ -123,6 +147,9 @@ vocl)
     run vocl "$vocl_run" -n "$p" -d "$d" -- "$app" "${common[@]}" --order shuffle:5
     same vocl native
     [[ $(field devices "$(<"$dir/vocl")") == $((p * d)) ]] || fail "vocl-run: not $((p * d)) devices"
+    run heavy-native env POCL_DEVICES="pthread pthread" "$app" "${common[@]}" --analysis heavy
+    run heavy-vocl "$vocl_run" -n "$p" -d "$d" -- "$app" "${common[@]}" --analysis heavy
+    same heavy-vocl heavy-native
     ;;
 bad-input)
     app=$1
@@ -160,6 +187,14 @@ bad-input)
     expect "needs a value" "$app" --threads
     expect "unknown option" "$app" --frobnicate
     expect "want bad, good" "$app" --order worst
+    expect "want tth or heavy" "$app" --analysis light
+    expect "not a proposition" "$app" --input "$dir/events.h5" --order trigger,nonsense "${o[@]}"
+    expect "names 2 of the 18" "$app" --input "$dir/events.h5" --order trigger,met "${o[@]}"
+    # mtw (after one_lepton and met) first.
+    expect "runs a proposition before one it depends on" "$app" --input "$dir/events.h5" \
+        --analysis heavy "${o[@]}" --order mtw,met_sig,ht_smear,one_lepton,four_jets,kin_reco,\
+top_had,met,met_smear,higgs_window,ht,jets_central,lep_central,lepton_veto,trigger,\
+reco_quality,two_btags,bb_mass,six_jets,three_btags
     expect "DS threads must be" "$app" --input "$dir/events.h5" --threads 4 --ds-threads 4 "${o[@]}"
     expect "does not exist" "$app" --input "$dir/events.h5" --out "$dir/nowhere" --no-progress
     [[ $sums == "$(cd "$dir/out" && md5sum hep-tth-* | sort)" ]] ||

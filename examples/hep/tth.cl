@@ -288,3 +288,58 @@ int tth_met_smear(HEP_PARAMS, uint e)
     }
     return 2 * above >= TTH_MET_SAMPLES;
 }
+
+/* ---- hep-tth --analysis heavy: two heavy cuts more ----
+ * Both cost the same for every event (a fixed number of samples, padded
+ * jets included): written first, they run on every event; run last, on the
+ * few that the cheap, selective cuts keep.  Both keep almost every event
+ * (upper cuts: against mismeasured events), yet each drops some events
+ * that the other propositions select, so that a wrong one changes the
+ * selection.  Their
+ * smearings come from a linear congruential generator seeded by one random
+ * word of the event: integer arithmetic, the same bits on both sides. */
+#define TTH_SIG_SAMPLES  16384
+#define TTH_HT_SAMPLES   2048
+
+HEP_INLINE uint tth_lcg(uint x)
+{
+    return x * 1664525u + 1013904223u;
+}
+
+/* Missing momentum below 120 GeV (not mismeasured) in at least half of
+ * TTH_SIG_SAMPLES smearings by up to +-30 % per axis. */
+int tth_met_sig(HEP_PARAMS, uint e)
+{
+    double mx0 = met[2 * e], my0 = met[2 * e + 1];
+    uint x = HEP_RANDOM(e, 1);
+    int above = 0;
+    for (int s = 0; s < TTH_SIG_SAMPLES; s++) {
+        x = tth_lcg(x);
+        double fx = 0.7 + 0.6 * hep_unit(x);
+        x = tth_lcg(x);
+        double fy = 0.7 + 0.6 * hep_unit(x);
+        double mx = fx * mx0, my = fy * my0;
+        above += mx * mx + my * my < 14400.0;
+    }
+    return 2 * above >= TTH_SIG_SAMPLES;
+}
+
+/* The scalar sum of jet momenta (jets above 25 GeV) below 600 GeV in at
+ * least half of TTH_HT_SAMPLES smearings of every jet by up to +-10 %. */
+int tth_ht_smear(HEP_PARAMS, uint e)
+{
+    uint x = HEP_RANDOM(e, 2);
+    int above = 0;
+    for (int s = 0; s < TTH_HT_SAMPLES; s++) {
+        double sum = 0.0;
+        for (int j = 0; j < TTH_MAXJ; j++) {
+            x = tth_lcg(x);
+            double f = 0.9 + 0.2 * hep_unit(x);
+            double pt2 = f * f * tth_jet_pt2(HEP_ARGS, e, j);
+            if (pt2 > 625.0)
+                sum += sqrt(pt2);
+        }
+        above += sum < 600.0;
+    }
+    return 2 * above >= TTH_HT_SAMPLES;
+}
