@@ -12,7 +12,8 @@
 #     Then --analysis heavy (two heavy cuts written first) from its written
 #     order, adaptive and fixed, from the good order and from the adaptive
 #     run's final order given by name: verified, one selection, and the
-#     heavy cuts moved off the front.
+#     heavy cuts moved off the front.  And --analysis light (no random
+#     numbers): adaptive, from the good order and with fixed splits.
 #   hep-test.sh vocl VOCL_RUN P D APP
 #     the same file natively and under `VOCL_RUN -n P -d D --`: identical
 #     selected events and histograms, for both analyses.
@@ -138,6 +139,16 @@ native)
         $(cut -d, -f2 <<<"$order") != 0 && $(cut -d, -f2 <<<"$order") != 1 ]] ||
         fail "the adaptive heavy run kept a heavy cut in front (final_order=$order)"
     [[ $(field order "$(<"$dir/heavy-named")") == "$names" ]] || fail "--order NAMES not taken"
+    light=(--analysis light --input "$dir/events.h5" --seed 7 --no-progress --batch 512 --out "$dir")
+    run light "$app" "${light[@]}"
+    run light-good "$app" "${light[@]}" --order good --no-adapt
+    run light-ds1 "$app" "${light[@]}" --threads 4 --ds-threads 1
+    run light-ds3 "$app" "${light[@]}" --threads 4 --ds-threads 3
+    for l in light-good light-ds1 light-ds3; do
+        same $l light
+    done
+    [[ $(field selected "$(<"$dir/light")") -gt $(field selected "$bad") ]] ||
+        fail "--analysis light selects no more events than tth"
     ;;
 vocl)
     vocl_run=$1 p=$2 d=$3 app=$4
@@ -150,6 +161,9 @@ vocl)
     run heavy-native env POCL_DEVICES="pthread pthread" "$app" "${common[@]}" --analysis heavy
     run heavy-vocl "$vocl_run" -n "$p" -d "$d" -- "$app" "${common[@]}" --analysis heavy
     same heavy-vocl heavy-native
+    run light-native env POCL_DEVICES="pthread pthread" "$app" "${common[@]}" --analysis light
+    run light-vocl "$vocl_run" -n "$p" -d "$d" -- "$app" "${common[@]}" --analysis light
+    same light-vocl light-native
     ;;
 bad-input)
     app=$1
@@ -187,7 +201,7 @@ bad-input)
     expect "needs a value" "$app" --threads
     expect "unknown option" "$app" --frobnicate
     expect "want bad, good" "$app" --order worst
-    expect "want tth or heavy" "$app" --analysis light
+    expect "want tth, heavy or light" "$app" --analysis medium
     expect "not a proposition" "$app" --input "$dir/events.h5" --order trigger,nonsense "${o[@]}"
     expect "names 2 of the 18" "$app" --input "$dir/events.h5" --order trigger,met "${o[@]}"
     # mtw (after one_lepton and met) first.

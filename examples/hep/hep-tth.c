@@ -6,7 +6,9 @@
  * event) into an HDF5 file, runs 18 propositions over them on every device,
  * starting from a deliberately bad order, and checks the selected events
  * and the histograms against a CPU reference that compiles the same
- * propositions (tth.cl) as C.  See hep-tth(1).
+ * propositions (tth.cl) as C.  See hep-tth(1).  --analysis heavy adds two
+ * heavy cuts written first (for reordering), --analysis light keeps only
+ * the cheap cuts (data-bound, for the DS/DP balance).
  */
 #include "hep.h"
 
@@ -137,6 +139,31 @@ static const struct hep_hist hists[] = {
 #define NHIST (sizeof(hists) / sizeof(hists[0]))
 #define RNG_PER_EVENT 160
 
+/* --analysis light: the cheap propositions only (no random numbers, no
+ * fits), so that reading and inflating the file weighs as much as
+ * processing it: the data-bound case of HEP-Frame's ttH_as, where the
+ * DS/DP balance must give threads to data setup instead. */
+static const struct hep_prop props_light[] = {
+    {"trigger", "tth_trigger", NULL},
+    {"one_lepton", "tth_one_lepton", NULL},
+    {"lepton_veto", "tth_lepton_veto", NULL},
+    {"lep_central", "tth_lep_central", "one_lepton"},
+    {"met", "tth_met", NULL},
+    {"mtw", "tth_mtw", "one_lepton met"},
+    {"four_jets", "tth_four_jets", NULL},
+    {"jets_central", "tth_jets_central", "four_jets"},
+    {"two_btags", "tth_two_btags", NULL},
+    {"bb_mass", "tth_bb_mass", "two_btags"},
+    {"ht", "tth_ht", NULL},
+    {"top_had", "tth_top_had", "four_jets"},
+};
+#define NLIGHT (sizeof(props_light) / sizeof(props_light[0]))
+static const struct hep_hist hists_light[] = {
+    {"m_bb", "m_bb", "leading b-jet pair mass [GeV]", 37, 30.0, 400.0},
+    {"m_top", "m_top", "three-jet mass nearest the top [GeV]", 40, 132.5, 212.5},
+    {"ht", "ht", "HT [GeV]", 50, 300.0, 1300.0},
+};
+
 /* ---- the CPU reference: tth.cl compiled as C ---- */
 
 typedef unsigned int uint;
@@ -231,7 +258,8 @@ struct reference {
 
 /* The pipeline in the given order, one event at a time, on the host. */
 static void cpu_reference(const char *path, uint64_t seed, const struct hep_prop *props,
-                          size_t np, struct reference *ref)
+                          size_t np, const struct hep_hist *hl, size_t nh,
+                          struct reference *ref)
 {
     char error[HEP_ERROR_SIZE];
     double t0 = (double)clock() / CLOCKS_PER_SEC;
@@ -249,8 +277,8 @@ static void cpu_reference(const char *path, uint64_t seed, const struct hep_prop
     uint64_t *ids = xcalloc(chunk, 8);
     ref->ids = xcalloc(total, 8);
     ref->nids = 0;
-    for (size_t h = 0; h < NHIST; h++)
-        ref->hists[h] = xcalloc(hists[h].bins + 2, 8);
+    for (size_t h = 0; h < nh; h++)
+        ref->hists[h] = xcalloc(hl[h].bins + 2, 8);
     prop_fn *fns[MAXPROP];
     for (size_t i = 0; i < np; i++)
         fns[i] = cpu_prop(props[i].function);
@@ -260,9 +288,9 @@ static void cpu_reference(const char *path, uint64_t seed, const struct hep_prop
         data[9], data[10], data[11], data[12], data[13], derived[0], derived[1], derived[2],
         derived[3], derived[4], ids, seed,
     };
-    for (size_t h = 0; h < NHIST; h++)
+    for (size_t h = 0; h < nh; h++)
         for (size_t k = NINPUT; k < NCOL; k++)
-            if (!strcmp(columns[k].name, hists[h].column))
+            if (!strcmp(columns[k].name, hl[h].column))
                 hcol[h] = derived[k - NINPUT];
     for (uint64_t first = 0; first < total; first += chunk) {
         size_t n = total - first < chunk ? (size_t)(total - first) : chunk;
@@ -275,10 +303,9 @@ static void cpu_reference(const char *path, uint64_t seed, const struct hep_prop
             if (k < np)
                 continue;
             ref->ids[ref->nids++] = ids[e];
-            for (size_t h = 0; h < NHIST; h++)
-                ref->hists[h][hep_bin(hcol[h][e], hists[h].lo,
-                                      hists[h].bins / (hists[h].hi - hists[h].lo),
-                                      hists[h].bins)]++;
+            for (size_t h = 0; h < nh; h++)
+                ref->hists[h][hep_bin(hcol[h][e], hl[h].lo, hl[h].bins / (hl[h].hi - hl[h].lo),
+                                      hl[h].bins)]++;
         }
     }
     hep_file_close(f, NULL);
@@ -419,9 +446,10 @@ static void usage(FILE *out)
             "  --seed S            generator and random-number seed (default 1)\n"
             "  --input FILE        read this events file instead of generating one\n"
             "  --generate FILE     only write the generated events to FILE, then exit\n"
-            "  --analysis tth|heavy\n"
-            "                      the 18 propositions (default), or 20 with two heavy,\n"
-            "                      weak cuts written first (hep-tth.c says why)\n"
+            "  --analysis tth|heavy|light\n"
+            "                      the 18 propositions (default), 20 with two heavy,\n"
+            "                      weak cuts written first, or the 12 cheap ones\n"
+            "                      (data-bound; hep-tth.c says why)\n"
             "  --order bad|good|shuffle:K|NAME,NAME,...\n"
             "                      initial order: the deliberately bad, written one\n"
             "                      (default), a good one by hand, a random valid order\n"
@@ -520,7 +548,7 @@ int main(int argc, char **argv)
 {
     uint64_t events = 100000, seed = 1;
     const char *input = NULL, *gen_only = NULL, *out_dir = ".", *order = "bad";
-    bool heavy = false;
+    const char *analysis = "tth";
     bool plot = false, verify = true;
     struct hep_options o;
     hep_options_default(&o);
@@ -542,9 +570,9 @@ int main(int argc, char **argv)
                 die("--generate needs a file");
             i++;
         } else if (!strcmp(a, "--analysis")) {
-            if (!v || (strcmp(v, "tth") && strcmp(v, "heavy")))
-                die("--analysis: want tth or heavy");
-            heavy = !strcmp(v, "heavy"), i++;
+            if (!(analysis = v) || (strcmp(v, "tth") && strcmp(v, "heavy") && strcmp(v, "light")))
+                die("--analysis: want tth, heavy or light");
+            i++;
         } else if (!strcmp(a, "--order")) {
             if (!(order = v) || (strcmp(v, "bad") && strcmp(v, "good") &&
                                  strncmp(v, "shuffle:", 8) && !strchr(v, ',')))
@@ -595,18 +623,20 @@ int main(int argc, char **argv)
     }
 
     /* The written order, which the CPU reference follows. */
+    bool heavy = !strcmp(analysis, "heavy"), light = !strcmp(analysis, "light");
     struct hep_prop written[MAXPROP], props[MAXPROP];
     size_t np = 0;
     for (size_t i = 0; heavy && i < NHEAVY; i++)
         written[np++] = props_heavy_first[i];
-    for (size_t i = 0; i < NPROP; i++)
-        written[np++] = props_bad[i];
+    for (size_t i = 0; i < (light ? NLIGHT : NPROP); i++)
+        written[np++] = light ? props_light[i] : props_bad[i];
     memcpy(props, written, np * sizeof(props[0]));
     if (!strcmp(order, "good")) {
-        for (size_t k = 0; k < np; k++)
+        size_t k = 0;
+        for (size_t g = 0; g < sizeof(good_names) / sizeof(good_names[0]); g++)
             for (size_t i = 0; i < np; i++)
-                if (!strcmp(written[i].name, good_names[k]))
-                    props[k] = written[i];
+                if (!strcmp(written[i].name, good_names[g]))
+                    props[k++] = written[i];
     } else if (!strncmp(order, "shuffle:", 8)) {
         uint64_t k;
         app_parse_u64(order + 8, &k);
@@ -615,15 +645,15 @@ int main(int argc, char **argv)
         list_order(props, np, order);
     }
     struct hep_analysis an = {
-        .name = heavy ? "hep-tth-heavy" : name,
+        .name = heavy ? "hep-tth-heavy" : light ? "hep-tth-light" : name,
         .source = tth_source,
         .columns = columns,
         .num_columns = NCOL,
         .props = props,
         .num_props = np,
-        .hists = hists,
-        .num_hists = NHIST,
-        .rng_per_event = RNG_PER_EVENT,
+        .hists = light ? hists_light : hists,
+        .num_hists = light ? sizeof(hists_light) / sizeof(hists_light[0]) : NHIST,
+        .rng_per_event = light ? 0 : RNG_PER_EVENT,
         .seed = seed,
     };
     o.input = input;
@@ -638,24 +668,24 @@ int main(int argc, char **argv)
     uint64_t ids_hash = 0xCBF29CE484222325ull, hist_hash = 0xCBF29CE484222325ull;
     for (uint64_t i = 0; i < res.selected; i++)
         ids_hash = fnv(ids_hash, res.ids[i]);
-    for (size_t h = 0; h < NHIST; h++)
-        for (unsigned b = 0; b < hists[h].bins + 2; b++)
+    for (size_t h = 0; h < an.num_hists; h++)
+        for (unsigned b = 0; b < an.hists[h].bins + 2; b++)
             hist_hash = fnv(hist_hash, res.hists[h][b]);
     const char *verified = "skipped";
     double ref_seconds = 0.0;
     if (verify) {
         struct reference ref;
-        cpu_reference(input, seed, written, np, &ref);
+        cpu_reference(input, seed, written, np, an.hists, an.num_hists, &ref);
         bool same = ref.nids == res.selected &&
                     !memcmp(ref.ids, res.ids, res.selected * sizeof(uint64_t));
         if (!same)
             fprintf(stderr, "%s: the CPU reference selects %zu events, the devices %" PRIu64
                     "%s\n", name, ref.nids, res.selected,
                     ref.nids == res.selected ? " (different ones)" : "");
-        for (size_t h = 0; h < NHIST; h++) {
-            if (memcmp(ref.hists[h], res.hists[h], (hists[h].bins + 2) * 8)) {
+        for (size_t h = 0; h < an.num_hists; h++) {
+            if (memcmp(ref.hists[h], res.hists[h], (an.hists[h].bins + 2) * 8)) {
                 fprintf(stderr, "%s: histogram %s differs from the CPU reference\n", name,
-                        hists[h].name);
+                        an.hists[h].name);
                 same = false;
             }
             free(ref.hists[h]);
@@ -672,7 +702,7 @@ int main(int argc, char **argv)
            "unit=events/s selected=%" PRIu64 " ids_hash=%016" PRIx64 " hist_hash=%016" PRIx64
            " setup_seconds=%.3f order=%s adapt=%s threads=%u ds=%s final_ds=%u checkpoints=%u ds_seconds=%.3f "
            "ref_seconds=%.3f final_order=%s verified=%s\n",
-           name, heavy ? "heavy" : "tth", res.events, res.devices, res.seconds, res.events / res.seconds, res.selected,
+           name, analysis, res.events, res.devices, res.seconds, res.events / res.seconds, res.selected,
            ids_hash, hist_hash, res.setup_seconds, order, o.adapt ? "yes" : "no", res.threads,
            o.ds_threads < 0 ? "adapt" : "fixed", res.final_ds, res.checkpoints, res.ds_seconds,
            ref_seconds, ord, verified);
