@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """report.py RUNS: the tables of docs/report/hep from run.sh's runs.txt
-(label | command | RESULT line), as Markdown on stdout.  Fails if any two
-runs over the same events file selected different events or filled
-different histograms."""
+(label | command | RESULT line), as Markdown on stdout, for the sections
+that RUNS holds.  Fails if any two runs of one analysis over the same
+events file selected different events or filled different histograms."""
 import re
 import statistics
 import sys
@@ -16,6 +16,7 @@ def parse(path):
         f = dict(kv.split("=", 1) for kv in result.split()[1:] if "=" in kv)
         m = re.search(r"--input (\S+)", cmd)
         f["file"] = m.group(1) if m else "?"
+        f.setdefault("analysis", "tth")
         rows.append((label, cmd, f))
     return rows
 
@@ -26,9 +27,9 @@ def main():
     sel = {}
     for label, _, f in rows:
         key = (f["selected"], f["ids_hash"], f["hist_hash"])
-        if sel.setdefault(f["file"], key) != key:
-            sys.exit("%s: selection differs on %s: %s vs %s" % (label, f["file"], key,
-                                                                  sel[f["file"]]))
+        where = (f["file"], f["analysis"])
+        if sel.setdefault(where, key) != key:
+            sys.exit("%s: selection differs on %s: %s vs %s" % (label, where, key, sel[where]))
     by = OrderedDict()
     for label, cmd, f in rows:
         by.setdefault(label, []).append(f)
@@ -43,13 +44,35 @@ def main():
     p = out.append
     p("Every run over one events file selected the same events and filled the")
     p("same histograms (checked here over runs.txt):\n")
-    p("| events file | selected | ids_hash | hist_hash | runs | verified runs |")
-    p("|---|---:|---|---|---:|---:|")
-    for file, key in sel.items():
-        n = sum(1 for _, _, f in rows if f["file"] == file)
-        v = sum(1 for _, _, f in rows if f["file"] == file and f["verified"] == "yes")
-        p("| %s | %s | %s | %s | %d | %d |" % (file.split("/")[-1], key[0], key[1], key[2], n, v))
+    p("| events file | analysis | selected | ids_hash | hist_hash | runs | verified runs |")
+    p("|---|---|---:|---|---|---:|---:|")
+    for (file, an), key in sel.items():
+        mine = [f for _, _, f in rows if (f["file"], f["analysis"]) == (file, an)]
+        v = sum(1 for f in mine if f["verified"] == "yes")
+        p("| %s | %s | %s | %s | %s | %d | %d |" % (file.split("/")[-1], an, key[0], key[1],
+                                                    key[2], len(mine), v))
 
+    if "order bad fixed" in by:
+        order_tables(by, best, med, p)
+    if "heavy written fixed" in by and "heavy written adapt" in by:
+        heavy_table(by, best, med, p)
+    split_tables(by, best, med, p)
+    if "rng ahead" in by:
+        p("\n### Second queue (10^6 events, good order, best and median of %d)\n"
+          % len(by["rng ahead"]))
+        p("| random words (since issue 38 also ids and columns) | best s | median s |")
+        p("|---|---:|---:|")
+        p("| on the second queue, ahead | %.3f | %.3f |" % (best("rng ahead"), med("rng ahead")))
+        p("| on the pipeline queue (HEP_RNG_SAME_QUEUE=1) | %.3f | %.3f |"
+          % (best("rng same-queue"), med("rng same-queue")))
+    if any(label.startswith("native ") for label in by):
+        devices_table(by, p)
+    if any(label.startswith("vocl2x1 ") for label in by):
+        vocl_table(by, best, med, p)
+    print("\n".join(out))
+
+
+def order_tables(by, best, med, p):
     p("\n### Order (3 x 10^5 events, 2 PoCL devices, best and median of %d)\n"
       % len(by["order bad fixed"]))
     p("| initial order | reordering | best s | median s | events/s (best) "
@@ -75,11 +98,15 @@ def main():
                 p("| %s | %s | %.3f | %.2fx |" % (m.group(1), "yes" if m.group(2) == "adapt"
                                                   else "no", s, b6 / s))
 
-    for order in ("bad", "good"):
+
+def split_tables(by, best, med, p):
+    titles = {"bad": "tth, bad order with reordering", "good": "tth, good order with reordering",
+              "light": "light analysis (data-bound) with reordering"}
+    for order in ("bad", "good", "light"):
         if "split %s adapt" % order not in by:
             continue
-        p("\n### DS/DP split, %s order with reordering (10^6 events, 6 threads, best and "
-          "median of %d)\n" % (order, len(by["split %s adapt" % order])))
+        p("\n### DS/DP split, %s (10^6 events, 6 threads, best and median of %d)\n"
+          % (titles[order], len(by["split %s adapt" % order])))
         p("| DS threads | best s | median s | ds_seconds (best run) | final DS |")
         p("|---|---:|---:|---:|---:|")
         fixed, fixed_m = {}, {}
@@ -99,16 +126,15 @@ def main():
         p("\nBest fixed split: %d DS threads, %.3f s (best of runs); adaptive %.3f s: %.2fx "
           "the best fixed.  By medians: %d DS threads, %.3f s; adaptive %.3f s: %.2fx."
           % (k, fixed[k], a, fixed[k] / a, km, fixed_m[km], am, fixed_m[km] / am))
+        w = max(fixed, key=fixed.get)
+        wm = max(fixed_m, key=fixed_m.get)
+        p("Worst fixed split: %d DS threads, %.3f s; adaptive %.2fx faster (best of runs).  "
+          "By medians: %d DS threads, %.3f s; adaptive %.2fx faster."
+          % (w, fixed[w], fixed[w] / a, wm, fixed_m[wm], fixed_m[wm] / am))
 
-    if "rng ahead" in by:
-        p("\n### Random words (10^6 events, good order, best and median of %d)\n"
-          % len(by["rng ahead"]))
-        p("| random words | best s | median s |")
-        p("|---|---:|---:|")
-        p("| ahead, on a second queue | %.3f | %.3f |" % (best("rng ahead"), med("rng ahead")))
-        p("| on the pipeline queue (HEP_RNG_SAME_QUEUE=1) | %.3f | %.3f |"
-          % (best("rng same-queue"), med("rng same-queue")))
 
+
+def devices_table(by, p):
     p("\n### Devices (5 x 10^4 events, batches of 512, one run each, all verified)\n")
     p("| run | devices | seconds | events/s | selected | ids_hash | verified |")
     p("|---|---:|---:|---:|---:|---|---|")
@@ -118,7 +144,42 @@ def main():
             p("| %s | %s | %s | %s | %s | %s | %s |" % (label, f["devices"], f["seconds"],
                                                        f["rate"], f["selected"], f["ids_hash"],
                                                        f["verified"]))
-    print("\n".join(out))
+
+
+def heavy_table(by, best, med, p):
+    n = len(by["heavy written adapt"])
+    p("\n### Reordering, heavy analysis (3 x 10^5 events, 2 PoCL devices, best and median "
+      "of %d)\n" % n)
+    p("| order | reordering | best s | median s | vs written (best) | (median) |")
+    p("|---|---|---:|---:|---:|---:|")
+    base, base_m = best("heavy written fixed"), med("heavy written fixed")
+    rows = [("written", "no", "heavy written fixed"), ("written", "yes", "heavy written adapt"),
+            ("good, by hand", "no", "heavy good fixed"),
+            ("an adaptive run's final order", "no", "heavy final fixed")]
+    for name, re_, label in rows:
+        if label in by:
+            s, sm = best(label), med(label)
+            p("| %s | %s | %.3f | %.3f | %.2fx | %.2fx |" % (name, re_, s, sm, base / s,
+                                                            base_m / sm))
+    off = min(("heavy good fixed", "heavy final fixed"), key=best)
+    offm = min(("heavy good fixed", "heavy final fixed"), key=med)
+    a, am = best("heavy written adapt"), med("heavy written adapt")
+    p("\nBest order found offline (the faster of the two fixed ones): %s, %.3f s best, "
+      "%.3f s median; run-time reordering from the written order reaches %.2fx (best) and "
+      "%.2fx (median) of it, %.2fx and %.2fx over the written order."
+      % (off.split()[1], best(off), med(offm), best(off) / a, med(offm) / am, base / a,
+         base_m / am))
+
+
+def vocl_table(by, best, med, p):
+    n = len(by.get("vocl2x1 heavy written adapt", []))
+    p("\n### Through vocl-run -n 2 -d 1 (heavy: 3 x 10^5 events; light: 10^6 events, 6 "
+      "threads; best and median of %d)\n" % n)
+    p("| run | best s | median s |")
+    p("|---|---:|---:|")
+    for label in by:
+        if label.startswith("vocl2x1 ") and "verify" not in label:
+            p("| %s | %.3f | %.3f |" % (label[8:], best(label), med(label)))
 
 
 if __name__ == "__main__":
