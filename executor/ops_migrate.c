@@ -25,7 +25,6 @@
 #include "proxyd.h"
 #include "thread.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,23 +35,20 @@ struct peer_link {
     int peer, tag;
 };
 
-/* Checks the peer's rank and the tag of a request (what: "migration", "event"). */
+/* Checks the peer's rank and the tag of a migration's or an event link's
+ * request.  (The reasons are literals: proxyd_fail keeps the pointer.) */
 static void set_peer(struct proxyd_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
-                     const char *what)
+                     bool event)
 {
     l->cl = q->cl;
     l->data = q->s->data;
     l->peer = (int)peer;
     l->tag = (int)tag;
-    char why[96];
-    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer)) {
-        snprintf(why, sizeof(why), "%s peer is not another proxy of this job", what);
-        proxyd_fail(q, why);
-    }
-    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX) {
-        snprintf(why, sizeof(why), "%s tag out of range", what);
-        proxyd_fail(q, why);
-    }
+    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer))
+        proxyd_fail(q, event ? "event peer is not another proxy of this job"
+                             : "migration peer is not another proxy of this job");
+    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
+        proxyd_fail(q, event ? "event tag out of range" : "migration tag out of range");
 }
 
 struct migration {
@@ -431,7 +427,7 @@ static struct migration *new_migration(struct proxyd_req *q, const struct head *
         return NULL;
     }
     *mem = q->r->fail ? NULL : proxyd_h(q, h->mem, VOCL_T_MEM, 0);
-    set_peer(q, &m->l, h->peer, h->tag, "migration");
+    set_peer(q, &m->l, h->peer, h->tag, false);
     m->chunk = (size_t)h->chunk;
     if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
         proxyd_fail(q, "migration chunk size out of range");
@@ -735,7 +731,7 @@ static struct event_link *new_link(struct proxyd_req *q, uint32_t peer, uint32_t
         proxyd_fail(q, "out of memory");
         return NULL;
     }
-    set_peer(q, &l->l, peer, tag, "event");
+    set_peer(q, &l->l, peer, tag, true);
     return l;
 }
 
