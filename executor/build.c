@@ -231,7 +231,7 @@ unsigned proxyd_builds_answer(struct vocl_wr *w)
             answer(&q, &j->b);
             vocl_wr_finish(w);
             if (w->fail || s->reply(s, w))
-                vocl_warn("client %d: the reply to %s could not be sent", s->peer,
+                vocl_warn("client %d: the reply to %s could not be sent", s->who,
                           vocl_op_name(j->b.op));
         }
         job_free(cl, j);

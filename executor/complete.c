@@ -75,7 +75,7 @@ static void later_free(struct later *l)
     atomic_fetch_sub(&l->s->held, 1);
     for (cl_uint i = 0; i < l->nev; i++)
         l->cl->clReleaseEvent(l->ev[i]);
-    free(l->payload);
+    proxyd_host_free(l->payload);
     free(l);
     pthread_mutex_lock(&done.lock);
     if (--done.alive == 0)
@@ -114,7 +114,7 @@ static void *deliver_thread(void *arg)
         if (!atomic_load(&l->s->closed)) {
             build(l, &w);
             if (w.fail || l->s->reply(l->s, &w))
-                vocl_warn("client %d: the reply to %s could not be sent", l->s->peer,
+                vocl_warn("client %d: the reply to %s could not be sent", l->s->who,
                           vocl_op_name(l->op));
         }
         later_free(l);

@@ -208,7 +208,7 @@ int proxyd_req_begin(struct proxyd_req *q)
     else if (q->r->p != q->r->end)
         proxyd_fail(q, "trailing bytes in request");
     if (q->fail) {
-        vocl_warn("rank %d: rejected %s: %s", q->s->peer, vocl_op_name(q->op), q->fail);
+        vocl_warn("client %d: rejected %s: %s", q->s->who, vocl_op_name(q->op), q->fail);
         vocl_wr_i32(q->w, CL_INVALID_VALUE);
         return 0;
     }
@@ -265,7 +265,7 @@ static void op_hello(struct proxyd_req *q)
     struct proxyd_node *node = q->s->node;
     if (node->token && !vocl_token_equal(node->token, token, token_len)) {
         /* One try a connection: the session ends with this reply. */
-        vocl_warn("client %d: refused: %s token", q->s->peer, token ? "a wrong" : "no");
+        vocl_warn("client %d: refused: %s token", q->s->who, token ? "a wrong" : "no");
         atomic_store(&q->s->broken, true);
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
@@ -420,7 +420,7 @@ cl_int proxyd_take_deferred(const struct proxyd_req *q)
     struct proxyd_session *s = q->s;
     cl_int err = s->deferred;
     if (err != CL_SUCCESS)
-        vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->peer,
+        vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->who,
                   vocl_op_name(s->deferred_op), vocl_err_name(err), vocl_op_name(q->op));
     s->deferred = CL_SUCCESS;
     return err;
@@ -436,7 +436,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
     proxyd_after_reply(s); /* (where the transport did not) */
     proxyd_record(msg, len);
     if (!vocl_hdr_get(msg, len, &h)) {
-        vocl_warn("rank %d: malformed message header (%zu bytes): session ended", s->peer, len);
+        vocl_warn("client %d: malformed message header (%zu bytes): session ended", s->who, len);
         return -1;
     }
     vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
@@ -444,12 +444,12 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
     uint64_t start = s->trace ? vocl_now_ns() : 0;
     struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode,
                            .seq = h.seq, .async = !wants_reply};
-    s->data_tag = vocl_data_tag(h.seq);
+    s->data_tag = s->tag_base + vocl_data_tag(h.seq);
 
     vocl_wr_begin(reply, h.opcode, 0, h.seq);
     if (h.opcode == VOCL_OP_BYE) {
         if (s->deferred != CL_SUCCESS)
-            vocl_warn("client %d: %s failed with %s, and no later call reported it", s->peer,
+            vocl_warn("client %d: %s failed with %s, and no later call reported it", s->who,
                       vocl_op_name(s->deferred_op), vocl_err_name(s->deferred));
         s->hello = false;
         /* A peer of the job died: its byte says so (an empty BYE, or any
@@ -470,7 +470,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         return 1;
     }
     if (!s->hello && h.opcode != VOCL_OP_HELLO) {
-        vocl_warn("rank %d: %s before HELLO", s->peer, vocl_op_name(h.opcode));
+        vocl_warn("client %d: %s before HELLO", s->who, vocl_op_name(h.opcode));
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     } else if (h.opcode == VOCL_OP_HELLO) {
         op_hello(&q);
@@ -498,7 +498,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         /* A gen entry on the client; here it must not wait (complete.c). */
         proxyd_op_finish(&q);
     } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
-        vocl_warn("rank %d: unknown opcode %u", s->peer, h.opcode);
+        vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
     for (struct proxyd_tmp *t = q.tmp, *next; t; t = next) {

@@ -132,6 +132,6 @@ void proxyd_op_clCreateImage(struct proxyd_req *q)
         props ? q->cl->clCreateImageWithProperties(ctx, props, flags, &fmt, &desc, host, &err)
               : q->cl->clCreateImage(ctx, flags, &fmt, &desc, host, &err);
     if (owned)
-        free(host);
+        proxyd_host_free(host);
     proxyd_reply_made(q, id, VOCL_T_MEM, img, err);
 }

@@ -131,11 +131,11 @@ void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
  * memory (drained) or when the data channel broke. */
 static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
-    uint8_t *buf = malloc(x->size ? x->size : 1);
+    uint8_t *buf = proxyd_host_alloc(q->s, x->size);
     if (!buf)
         proxyd_xfer_drain(q, x);
     else if (recv_chunks(q, x, buf)) {
-        free(buf);
+        proxyd_host_free(buf);
         buf = NULL;
     }
     return buf;
@@ -160,7 +160,7 @@ static void send_owned(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_
                                                          .free_after = last ? buf : NULL});
     }
     if (x->size == 0)
-        free(buf);
+        proxyd_host_free(buf);
 }
 
 /* The proxy may wait on queues: no user event of the client is still unset.
@@ -211,7 +211,7 @@ static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void 
     vocl_wr_i32(q->w, rc);
     if (rc == CL_SUCCESS)
         vocl_wr_bytes(q->w, out, size);
-    free(out);
+    proxyd_host_free(out);
     return rc;
 }
 
@@ -219,10 +219,10 @@ static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void 
 static void keep_until_done(struct proxyd_req *q, cl_int rc, cl_event e, void *mem)
 {
     if (rc != CL_SUCCESS || !e) {
-        free(mem);
+        proxyd_host_free(mem);
     } else if (proxyd_keep(q->s->node, e, mem)) {
         q->cl->clWaitForEvents(1, &e);
-        free(mem);
+        proxyd_host_free(mem);
     }
 }
 
@@ -333,7 +333,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
         struct proxyd_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
         unsigned slot = 0;
         if (rc == CL_SUCCESS) {
-            uint8_t *stage = own ? malloc(n) : proxyd_pool_take(pool, &slot);
+            uint8_t *stage = own ? proxyd_host_alloc(q->s, n) : proxyd_pool_take(pool, &slot);
             cl_event prev = e;
             e = NULL;
             rc = stage ? q->cl->clEnqueueReadBuffer(queue, buf, serial, offset + done, n, stage,
@@ -351,7 +351,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
                 else
                     c.slot = proxyd_pool_hold(pool, slot);
             } else if (own) {
-                free(stage);
+                proxyd_host_free(stage);
             }
         }
         proxyd_stream_send(q->s->node, &c);
@@ -438,7 +438,7 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
         break;
     default: {
         /* The message is gone after this call: write from a copy. */
-        void *copy = malloc(b.size);
+        void *copy = proxyd_host_alloc(q->s, b.size);
         if (copy)
             memcpy(copy, b.x.inline_data, b.size);
         rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, copy,
@@ -516,7 +516,7 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
         if (b.blocking && !b.ev_id && read_mapped(q, &b))
             return;
         /* The data goes in the reply, once the read has completed. */
-        void *out = malloc(b.size ? b.size : 1);
+        void *out = proxyd_host_alloc(q->s, b.size);
         rc = out ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, out,
                                               b.nwl, b.wl, &e)
                  : CL_OUT_OF_HOST_MEMORY;
@@ -601,13 +601,13 @@ void *proxyd_span_begin(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
     *owned = x->mode == VOCL_DATA_INLINE || x->mode == VOCL_DATA_CHUNKED;
     switch (x->mode) {
     case VOCL_DATA_INLINE: {
-        void *p = malloc(x->size ? x->size : 1);
+        void *p = proxyd_host_alloc(q->s, x->size);
         if (p && write)
             memcpy(p, x->inline_data, x->size);
         return p;
     }
     case VOCL_DATA_HOSTPTR: return x->host;
-    case VOCL_DATA_CHUNKED: return write ? recv_whole(q, x) : malloc(x->size ? x->size : 1);
+    case VOCL_DATA_CHUNKED: return write ? recv_whole(q, x) : proxyd_host_alloc(q->s, x->size);
     default: return NULL;
     }
 }

@@ -271,7 +271,7 @@ void proxyd_reap(struct proxyd_node *node, bool wait)
                 CL_SUCCESS ||
             st <= CL_COMPLETE) {
             cl->clReleaseEvent(k->ev);
-            free(k->mem);
+            proxyd_host_free(k->mem);
         } else {
             node->kept[j++] = *k;
         }

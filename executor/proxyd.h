@@ -118,7 +118,7 @@ struct proxyd_stream_chunk {
     int tag;          /* the transfer's (set by proxyd_stream_send) */
     unsigned depth;   /* the transfer's chunks in flight at most (0: 1) */
     cl_event gate;    /* a user event completed once sent (then released) */
-    void *free_after;
+    void *free_after; /* proxyd_host_alloc'd, freed once sent */
 };
 /* Queues a chunk, sent once ready after the earlier chunks of its transfer
  * (node without a stream: sends it now). */
@@ -152,8 +152,19 @@ uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot);
 void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev);
 /* Marks the buffer in use until the stream clears the flag returned. */
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot);
-/* Frees mem once ev completes; -1 when it cannot be tracked (mem is not taken). */
+/* Frees mem (proxyd_host_alloc'd) once ev completes; -1 when it cannot be tracked (mem is not taken). */
 int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem);
+
+/*
+ * Host memory held for a session (hostmem.c), counted against its limit
+ * (--max-session-host) until freed, which may be after the session ended.
+ * proxyd_host_alloc: NULL when out of memory or over the limit (logged).
+ */
+void proxyd_account_open(struct proxyd_session *s);
+void proxyd_account_close(struct proxyd_session *s);
+void *proxyd_host_alloc(struct proxyd_session *s, size_t n);
+void proxyd_host_free(void *p);
+size_t proxyd_host_held(const struct proxyd_session *s);
 
 /* A session's timeline (trace.c); thread 0: requests, 1: the stream. */
 struct proxyd_trace;
@@ -186,7 +197,7 @@ bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl
  * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, and the handler answers,
  * payload still its own); true when the reply (that status, then payload's
  * npayload bytes if it is CL_SUCCESS) will be sent once they complete: the
- * handler writes nothing, and payload (malloc'd, may be NULL) is freed then.
+ * handler writes nothing, and payload (proxyd_host_alloc'd, may be NULL) is freed then.
  */
 bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, void *payload,
                         size_t npayload, cl_int *status);

@@ -97,8 +97,10 @@ void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int
     memset(s, 0, sizeof(*s));
     s->node = node;
     s->peer = peer;
+    s->who = peer;
     s->serial = proxyd_notify_serial();
     vocl_map_init(&s->objs);
+    proxyd_account_open(s);
 }
 
 /* The device storage a memory object adds: its size, unless it lives in
@@ -124,13 +126,13 @@ cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, v
     uint64_t bytes = t == VOCL_T_MEM ? mem_bytes(node->cl, native) : 0;
     if (node->limits.objects && s->nobjs >= node->limits.objects && t != VOCL_T_DEVICE &&
         t != VOCL_T_EVENT) { /* a command's event: the command ran already */
-        vocl_warn("rank %d: refused an object: the session holds %" PRIu64 " (limit %" PRIu64
-                  ", --max-session-objects)", s->peer, s->nobjs, node->limits.objects);
+        vocl_warn("client %d: refused an object: the session holds %" PRIu64 " (limit %" PRIu64
+                  ", --max-session-objects)", s->who, s->nobjs, node->limits.objects);
         return CL_OUT_OF_RESOURCES;
     }
     if (node->limits.mem && s->bytes + bytes > node->limits.mem) {
-        vocl_warn("rank %d: refused %" PRIu64 " bytes: the session holds %" PRIu64
-                  " (limit %" PRIu64 ", --max-session-mem)", s->peer, bytes, s->bytes,
+        vocl_warn("client %d: refused %" PRIu64 " bytes: the session holds %" PRIu64
+                  " (limit %" PRIu64 ", --max-session-mem)", s->who, bytes, s->bytes,
                   node->limits.mem);
         return CL_MEM_OBJECT_ALLOCATION_FAILURE;
     }
@@ -275,15 +277,16 @@ void proxyd_session_end(struct proxyd_session *s)
         proxyd_forget_obj(s, v);
     vocl_map_free(&s->objs);
     if (!s->in_process)
-        vocl_info("session of rank %d: ended; released %" PRIu64 " objects (%" PRIu64
+        vocl_info("session of %s %d: ended; released %" PRIu64 " objects (%" PRIu64
                   " bytes of memory objects); the proxy holds %" PRIu64 " objects (%" PRIu64
-                  " bytes)", s->peer, nobjs, bytes, (uint64_t)atomic_load(&s->node->nobjs),
+                  " bytes)", s->who == s->peer ? "rank" : "client", s->who, nobjs, bytes, (uint64_t)atomic_load(&s->node->nobjs),
                   (uint64_t)atomic_load(&s->node->bytes));
     proxyd_trace_free(s->trace);
     s->trace = NULL;
     proxyd_notify_drop(s);
     if (leaked)
-        vocl_info("session of rank %d: released %zu references the client left", s->peer, leaked);
+        vocl_info("client %d: released %zu references the client left", s->who, leaked);
+    proxyd_account_close(s); /* (its blocks still out keep the count) */
 }
 
 bool proxyd_session_held(struct proxyd_session *s)

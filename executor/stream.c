@@ -69,7 +69,7 @@ static void post_job(const struct vocl_native_api *cl, struct job *j)
                              : data->send(c->s, c->tag, c->data, j->sent);
     j->posted = data->send_post && rc == 0;
     if (rc) {
-        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->peer);
+        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->who);
         c->s->broken = true;
     }
 }
@@ -79,7 +79,7 @@ static void end_job(const struct vocl_native_api *cl, struct job *j)
 {
     struct proxyd_stream_chunk *c = &j->c;
     if (j->posted && c->s->data->send_wait(c->s, &j->h)) {
-        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->peer);
+        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->who);
         c->s->broken = true;
     }
     if (c->s->trace)
@@ -92,7 +92,7 @@ static void end_job(const struct vocl_native_api *cl, struct job *j)
     }
     if (c->ready)
         cl->clReleaseEvent(c->ready);
-    free(c->free_after);
+    proxyd_host_free(c->free_after);
 }
 
 /* The first ready job that no earlier job of its transfer precedes; NULL if none. */

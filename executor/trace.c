@@ -72,7 +72,7 @@ void proxyd_op_trace(struct proxyd_req *q)
     vocl_enc_TRACE_rep(q->w, &(struct vocl_msg_TRACE_rep){
                                  .events = {.n = (uint32_t)t->n, .v = t->ev}});
     if (t->dropped)
-        vocl_warn("client %d: trace full: %zu events not recorded", q->s->peer, t->dropped);
+        vocl_warn("client %d: trace full: %zu events not recorded", q->s->who, t->dropped);
     t->n = 0;
     pthread_mutex_unlock(&t->lock);
 }

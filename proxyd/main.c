@@ -13,6 +13,7 @@
  * the MPI channels in channel.c.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <unistd.h>
 #include <sys/resource.h>
@@ -32,6 +33,8 @@
 #include "wire.h"
 
 #define VOCLPROXYD_VERSION "0.1.0"
+#define LIMIT_UNSET UINT64_MAX  /* a limit not given: its mode's default */
+#define LISTEN_MAX_OBJECTS 65536u
 
 static void usage(FILE *f)
 {
@@ -60,9 +63,15 @@ static void usage(FILE *f)
             "      --no-driver-staging stage in the proxy's own locked memory, not in a\n"
             "                          pinned buffer of each context (the driver's)\n"
             "      --max-session-mem BYTES      memory objects one client may hold, in\n"
-            "                          bytes with K, M or G (default: no limit)\n"
-            "      --max-session-objects N      OpenCL objects one client may hold\n"
-            "                          (default: no limit)\n"
+            "                          bytes with K, M or G; 0: no limit (default: none\n"
+            "                          in job mode; with --listen, what the largest\n"
+            "                          device holds)\n"
+            "      --max-session-objects N      OpenCL objects one client may hold, events\n"
+            "                          aside (default: none; with --listen, %u)\n"
+            "      --max-session-host BYTES     host memory the proxy may hold for one\n"
+            "                          client: staged spans, copies of non-blocking\n"
+            "                          writes (default: none; with --listen, a quarter\n"
+            "                          of this node's memory)\n"
             "      --poll-us N         how long a command a client waits for is polled\n"
             "                          before its reply is left to the driver's\n"
             "                          callback; 0: never (default %u)\n"
@@ -75,13 +84,13 @@ static void usage(FILE *f)
             "VOCL_PIPELINE=0, VOCL_DIRECT=0 and VOCL_DRIVER_STAGING=0: as --no-pipeline,\n"
             "--no-direct and --no-driver-staging;\n"
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
-            "VOCL_MAX_SESSION_MEM and VOCL_MAX_SESSION_OBJECTS: defaults of the limits;\n"
+            "VOCL_MAX_SESSION_MEM, _OBJECTS and _HOST: defaults of the limits;\n"
             "VOCL_POLL_US: default of --poll-us;\n"
             "VOCL_PEER_TIMEOUT: seconds a silent client or proxy has to answer a ping\n"
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
-            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20, PROXYD_POLL_NS / 1000);
+            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS, PROXYD_POLL_NS / 1000);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -157,17 +166,43 @@ static int set_poll(struct options *o, const char *what, const char *arg)
     return 0;
 }
 
+/* A limit: a size (K, M, G) or a count; 0: none. */
 static int set_limit(uint64_t *limit, const char *what, const char *arg, bool size)
 {
     char *end;
-    uint64_t v = size ? parse_size(arg) : strtoull(arg, &end, 10);
-    if (v == 0 || (!size && *end)) {
-        fprintf(stderr, "voclproxyd: %s must be a positive %s, not '%s'\n", what,
+    uint64_t v = !strcmp(arg, "0") ? 0 : size ? parse_size(arg) : strtoull(arg, &end, 10);
+    if (strcmp(arg, "0") && (v == 0 || (!size && *end))) {
+        fprintf(stderr, "voclproxyd: %s must be a %s, or 0 for none, not '%s'\n", what,
                 size ? "size (K, M, G)" : "count", arg);
         return -1;
     }
     *limit = v;
     return 0;
+}
+
+/*
+ * The limits not given (LIMIT_UNSET): none in job mode, whose clients are
+ * one application; in connect mode, where strangers share the node, what
+ * keeps one from taking it all: the memory of its largest device, 65536
+ * objects, a quarter of its host memory.
+ */
+static void default_limits(struct proxyd_limits *l, bool listen, const struct proxyd_node *node)
+{
+    uint64_t dev_mem = 0;
+    for (cl_uint d = 0; listen && d < node->ndev; d++) {
+        cl_ulong m = 0;
+        if (node->cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(m), &m,
+                                      NULL) == CL_SUCCESS && m > dev_mem)
+            dev_mem = m;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t host = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 0;
+    if (l->mem == LIMIT_UNSET)
+        l->mem = listen ? dev_mem : 0;
+    if (l->objects == LIMIT_UNSET)
+        l->objects = listen ? LISTEN_MAX_OBJECTS : 0;
+    if (l->host == LIMIT_UNSET)
+        l->host = listen ? host : 0;
 }
 
 static bool env_off(const char *name)
@@ -179,7 +214,7 @@ static bool env_off(const char *name)
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
-           OPT_POLL, OPT_NAME_SERVER };
+           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -194,6 +229,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"no-driver-staging", no_argument, NULL, OPT_NO_DRIVER_STAGING},
         {"max-session-mem", required_argument, NULL, OPT_MAX_MEM},
         {"max-session-objects", required_argument, NULL, OPT_MAX_OBJS},
+        {"max-session-host", required_argument, NULL, OPT_MAX_HOST},
         {"poll-us", required_argument, NULL, OPT_POLL},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
@@ -213,10 +249,14 @@ static int parse_args(int argc, char **argv, struct options *o)
         return 2;
     if (sz && *sz && set_pool_size(o, sz))
         return 2;
-    const char *mm = getenv("VOCL_MAX_SESSION_MEM"), *mo = getenv("VOCL_MAX_SESSION_OBJECTS");
+    o->limits = (struct proxyd_limits){LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET};
+    const char *mm = getenv("VOCL_MAX_SESSION_MEM"), *mo = getenv("VOCL_MAX_SESSION_OBJECTS"),
+               *mh = getenv("VOCL_MAX_SESSION_HOST");
     if (mm && *mm && set_limit(&o->limits.mem, "VOCL_MAX_SESSION_MEM", mm, true))
         return 2;
     if (mo && *mo && set_limit(&o->limits.objects, "VOCL_MAX_SESSION_OBJECTS", mo, false))
+        return 2;
+    if (mh && *mh && set_limit(&o->limits.host, "VOCL_MAX_SESSION_HOST", mh, true))
         return 2;
     const char *poll = getenv("VOCL_POLL_US");
     o->poll_ns = PROXYD_POLL_NS;
@@ -252,6 +292,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case OPT_MAX_OBJS:
             if (set_limit(&o->limits.objects, "--max-session-objects", optarg, false))
+                return 2;
+            break;
+        case OPT_MAX_HOST:
+            if (set_limit(&o->limits.host, "--max-session-host", optarg, true))
                 return 2;
             break;
         case OPT_POLL:
@@ -340,6 +384,7 @@ int main(int argc, char **argv)
     if (node.ndev == 0)
         vocl_warn("no OpenCL device of the requested type on this node");
     node.xfer = o.xfer;
+    default_limits(&o.limits, o.listen, &node);
     node.limits = o.limits;
     node.poll_ns = o.poll_ns;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
@@ -351,6 +396,10 @@ int main(int argc, char **argv)
               o.xfer.driver_staging ? " per context" : "",
               o.xfer.pipeline ? ", pipelined" : ", not pipelined",
               o.xfer.direct ? ", direct where possible" : "");
+    if (o.listen)
+        vocl_info("per session at most: %" PRIu64 " MiB of memory objects, %" PRIu64
+                  " objects, %" PRIu64 " MiB of host memory (0: no limit; --max-session-*)",
+                  o.limits.mem >> 20, o.limits.objects, o.limits.host >> 20);
 
     /* After the native library is loaded: PoCL's LLVM puts its own handler there. */
     sigaction(SIGUSR1, &(struct sigaction){.sa_handler = proxyd_want_state, .sa_flags = SA_RESTART},

@@ -62,6 +62,7 @@ struct proxyd_ctx_pool {
 struct proxyd_limits {
     uint64_t mem;     /* bytes of memory objects */
     uint64_t objects; /* objects of any kind */
+    uint64_t host;    /* bytes of host memory held for it (hostmem.c) */
 };
 
 /* The native devices this proxy serves. */
@@ -126,7 +127,8 @@ struct proxyd_session {
     struct proxyd_node *node;
     struct vocl_map objs; /* id -> struct proxyd_obj */
     const struct proxyd_data_ops *data;
-    int peer;        /* the client's rank, for logs and the data channel */
+    int peer;        /* the client's rank on its channel */
+    int who;         /* the client's number in logs (its rank in job mode) */
     void *transport; /* the transport's own state (an MPI communicator) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;
@@ -143,9 +145,11 @@ struct proxyd_session {
     void (*leave)(struct proxyd_session *s);
     void (*enter)(struct proxyd_session *s);
     int data_tag; /* the tag of the current request's transfer */
+    int tag_base; /* connect mode: its connection's (vocl_tag_base_draw); 0 in job mode */
     atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
     bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
     uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
+    struct proxyd_account *account; /* its host memory (hostmem.c) */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (vocl_op_syncs, from the table). */
     cl_int deferred;
