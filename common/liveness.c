@@ -256,11 +256,17 @@ fail:
  * that connects and says nothing holds no thread for long). */
 #define LINK_HELLO_NS (10ull * 1000000000u)
 
-int vocl_live_link(MPI_Comm inter, int64_t *pid)
+/* What each side of a link says: where it runs, and its tag base. */
+struct link_hello {
+    struct where where;
+    int64_t tag_base;
+};
+
+int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base)
 {
     if (!live.running || !live.links)
         return -1;
-    struct where me = {live.node, (int64_t)getpid()}, far = {0, 0};
+    struct link_hello me = {{live.node, (int64_t)getpid()}, tag_base}, far = {{0, 0}, 0};
     MPI_Request r[2];
     if (MPI_Irecv(&far, sizeof(far), MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[0]) != MPI_SUCCESS)
         return -1;
@@ -291,7 +297,7 @@ int vocl_live_link(MPI_Comm inter, int64_t *pid)
     for (int i = 0; i < LINKS_MAX && peer < 0; i++)
         if (live.links[i] == MPI_COMM_NULL) {
             peer = live.size + i;
-            live.where[peer] = far;
+            live.where[peer] = far.where;
             atomic_store(&live.heard[peer], vocl_now_ns());
             atomic_store(&live.asked[peer], 0);
             live.links[i] = inter;
@@ -300,7 +306,9 @@ int vocl_live_link(MPI_Comm inter, int64_t *pid)
         }
     pthread_mutex_unlock(&live.links_lock);
     if (pid)
-        *pid = far.pid;
+        *pid = far.where.pid;
+    if (far_tag_base)
+        *far_tag_base = (int)far.tag_base;
     return peer;
 }
 

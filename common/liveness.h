@@ -38,9 +38,10 @@
 int vocl_live_start(MPI_Comm comm);
 /* Connect mode: both sides of the intercommunicator inter (one process
  * each) call this right after connecting; they tell each other where they
- * run (*pid: the far side's process).  The peer's number, or -1 when the
- * other side said nothing in 10 s (or too many are linked). */
-int vocl_live_link(MPI_Comm inter, int64_t *pid);
+ * run (*pid: the far side's process) and their tag bases (the proxy's:
+ * vocl_tag_base in wire.h; the client's: 0).  The peer's number, or -1
+ * when the other side said nothing in 10 s (or too many are linked). */
+int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base);
 /* Before its intercommunicator is freed: the peer is no longer pinged. */
 void vocl_live_unlink(int peer);
 /* Stops the liveness thread, before comm goes. */

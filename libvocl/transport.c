@@ -278,7 +278,7 @@ int vocl_xport_post(struct vocl_call *c)
         vocl_wr_free(&notes);
         return rc < 0 ? -1 : 0;
     }
-    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, VOCL_TAG_REQ, px->comm,
+    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, px->tag_base + VOCL_TAG_REQ, px->comm,
                   &c->sreq) != MPI_SUCCESS) {
         fail_locked(px, "send failed");
         return -1;
@@ -389,7 +389,7 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
     size_t chunk = c->cut.chunk; /* as its message says (vocl_xfer_out, vocl_xfer_in) */
     size_t nchunks = (n + chunk - 1) / chunk;
     struct vocl_pending *pd = &px->pending;
-    int tag = vocl_data_tag(c->seq);
+    int tag = px->tag_base + vocl_data_tag(c->seq);
     if (pd->n + nchunks > pd->cap) {
         size_t cap = pd->cap ? pd->cap : 64;
         while (cap < pd->n + nchunks)

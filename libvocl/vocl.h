@@ -93,6 +93,7 @@ struct vocl_proxy {
     int rank;   /* MPI rank on comm; -1 in-process */
     MPI_Comm comm; /* job mode: vocl.comm; connect mode: an intercommunicator of its own */
     int live;      /* its number in liveness.h (job mode: its rank) */
+    int tag_base;  /* connect mode: added to the tags of requests and data (wire.h); 0 */
     char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
     bool local; /* in-process executor (local passthrough) */
     atomic_bool dead; /* the transport failed: every call fails fast */

@@ -34,6 +34,7 @@ struct client {
     int id;                  /* for messages: its rank, or its number since the proxy started */
     bool gone;     /* its session closed: nothing more is served or sent */
     bool released; /* and everything it held released (release_clients) */
+    bool freed;    /* connect mode: and its connection freed, its process gone (let_go) */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
@@ -49,8 +50,9 @@ struct server {
     size_t cap;
 };
 
-/* A client on comm (rank peer of it; live: its number in liveness.h). */
-static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int live, int id)
+/* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h). */
+static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int live, int id,
+                                  int tag_base)
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
@@ -58,6 +60,8 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode};
     cl->id = id;
     proxyd_session_init(&cl->s, sv->node, peer);
+    cl->s.who = id;
+    cl->s.tag_base = tag_base;
     cl->s.data = &proxyd_mpi_data;
     cl->s.reply = proxyd_mpi_reply;
     cl->s.transport = &cl->chan;
@@ -101,8 +105,6 @@ static struct client *client_at(struct server *sv, int i)
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
     proxyd_session_close(&cl->s);
-    if (!sv->job_mode)
-        vocl_live_unlink(cl->chan.live); /* no more pings to it */
     cl->gone = true;
     sv->closing++;
     pthread_mutex_lock(&sv->lock);
@@ -123,24 +125,54 @@ static void release_clients(struct server *sv)
         if (!cl->gone || cl->released || proxyd_session_draining(&cl->s))
             continue;
         proxyd_session_end(&cl->s); /* (its stream flush returns at once) */
-        /* Freed, not disconnected: MPI_Comm_disconnect would wait for a
-         * client that is stopped or gone. */
-        if (!sv->job_mode)
-            MPI_Comm_free(&cl->chan.comm);
         cl->released = true;
         sv->closing--;
     }
 }
 
-/* Connect mode: the clients released leave the table once nothing still
- * due names their sessions. */
+/*
+ * Connect mode: a released client's connection is freed only once its
+ * process is gone (a process of this node) or silent (elsewhere).  Open
+ * MPI gives the next connection the context id of the last one freed and
+ * orders each sender's messages by a sequence number of that context: what
+ * a client still sends after its connection was freed here (a reply to a
+ * ping, or anything at all after its session was closed for a protocol
+ * error) would land in the next client's connection and take the place of
+ * one of its messages, which would never be served.  Until then its
+ * requests are read and dropped.  (Freed, not disconnected:
+ * MPI_Comm_disconnect would wait for a client that is stopped.)
+ */
+static void let_go(struct server *sv)
+{
+    for (int i = 0, n = clients_now(sv); i < n; i++) {
+        struct client *cl = client_at(sv, i);
+        if (!cl->released || cl->freed)
+            continue;
+        MPI_Message msg;
+        MPI_Status st;
+        char dummy;
+        int flag = 1;
+        while (flag && MPI_Improbe(0, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg,
+                                   &st) == MPI_SUCCESS && flag)
+            MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* (cut short: dropped) */
+        if (vocl_live_ok(&cl->lw))
+            continue;
+        vocl_live_unlink(cl->chan.live);
+        MPI_Comm_free(&cl->chan.comm);
+        cl->freed = true;
+        vocl_info("client %d: connection freed (%s)", cl->id, vocl_live_why(cl->chan.live));
+    }
+}
+
+/* Connect mode: the clients let go leave the table once nothing still due
+ * names their sessions. */
 static void sweep_clients(struct server *sv)
 {
     pthread_mutex_lock(&sv->lock);
     int kept = 0;
     for (int i = 0; i < sv->nclients; i++) {
         struct client *cl = sv->clients[i];
-        if (cl->released && !proxyd_session_held(&cl->s))
+        if (cl->freed && !proxyd_session_held(&cl->s))
             free(cl);
         else
             sv->clients[kept++] = cl;
@@ -267,7 +299,7 @@ static bool poll_once(struct server *sv)
         struct client *cl = client_at(sv, i);
         if (cl->gone)
             continue;
-        MPI_Improbe(0, VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
+        MPI_Improbe(0, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
         if (flag) {
             handle(sv, cl, &msg, &st);
             any = true;
@@ -332,8 +364,10 @@ static void serve(struct server *sv)
             continue;
         }
         check_clients(sv);
-        if (!sv->job_mode)
+        if (!sv->job_mode) {
+            let_go(sv);
             sweep_clients(sv);
+        }
         vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
     }
 }
@@ -382,7 +416,7 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (!add_client(&sv, comm, r, r, r)) {
+        if (!add_client(&sv, comm, r, r, r, 0)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -412,21 +446,26 @@ struct acceptor {
 static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
-    for (int n = 0;; n++) {
+    for (int n = 1;; n++) { /* (from 1: rank 0 is its peer, in logs too) */
         MPI_Comm client;
         if (MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS) {
             vocl_error("MPI_Comm_accept failed: no more clients");
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        /* Its requests and data come on tags of its own (wire.h).  (Open
+         * MPI gives MPI_TAG_UB to MPI_COMM_WORLD only.) */
+        int *tag_ub = NULL, flag = 0;
+        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+        int tag_base = vocl_tag_base_draw(flag ? *tag_ub : 32767);
         int64_t pid = 0;
-        int live = vocl_live_link(client, &pid);
+        int live = vocl_live_link(client, tag_base, &pid, NULL);
         if (live < 0) {
             vocl_warn("client %d: said nothing after connecting (or too many clients): dropped", n);
             MPI_Comm_free(&client);
             continue;
         }
-        struct client *cl = add_client(a->sv, client, 0, live, n);
+        struct client *cl = add_client(a->sv, client, 0, live, n, tag_base);
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", n);
             vocl_live_unlink(live);

@@ -3,11 +3,12 @@
 # that connect to them by name, as deployed: a name server (Open MPI's
 # ompi-server), daemons started once, applications started alone (no
 # mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
-#   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST
-# MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths.
+#   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE]
+# MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
+# hostile (which runs tests/reliability/hostile, HOSTILE).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
-mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5
+mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-}
 fail() { echo "FAIL: $*"; exit 1; }
 if [ "$mpi" != openmpi ]; then
     echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $mpi" \
@@ -36,13 +37,14 @@ pids+=($!)
 for _ in $(seq 100); do [ -s "$VOCL_NAME_SERVER" ] && break; sleep 0.1; done
 [ -s "$VOCL_NAME_SERVER" ] || fail "ompi-server wrote no URI"
 
-# start_daemon NAME NDEV: a daemon, published as vocl.NAME; its pid in $dpid.
+# start_daemon NAME NDEV [OPTION...]: a daemon, published as vocl.NAME; its pid in $dpid.
 start_daemon() {
     local name=$1 ndev=$2 devs="" i
+    shift 2
     for ((i = 0; i < ndev; i++)); do devs="$devs pthread"; done
     # (No MALLOC_PERTURB_, which meson sets: it writes into memory as it
     # is freed, so resident memory would count the free parts of the heap.)
-    POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v \
+    POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v "$@" \
         >"$tmp/$name.log" 2>&1 &
     dpid=$!
     pids+=("$dpid")
@@ -99,6 +101,12 @@ overlap)
     # use stay).
     start_daemon a 2; pa=$dpid
     start_daemon b 1; pb=$dpid
+    # Limits on by default: a quarter of the node's memory for host copies.
+    limits=$(grep -o 'per session at most: .*' "$tmp/a.log") || fail "no limits logged"
+    quarter=$(($(awk '/^MemTotal:/{print $2}' /proc/meminfo) / 4096))
+    echo "$limits" | grep -Eq "[1-9][0-9]* MiB of memory objects, 65536 objects, $quarter MiB of host" ||
+        fail "default limits: $limits (a quarter of memory: $quarter MiB)"
+    echo "daemon a: $limits"
     round() {
         local x g n t
         for x in 1 2; do
@@ -255,6 +263,37 @@ deaths)
     app "$tmp/gone" a "$examples/gemm" -n 32 -r 1 || rc=$?
     grep -q 'vocl.a is not in the name service' "$tmp/gone" || fail "after SIGTERM: $(tail -3 "$tmp/gone")"
     echo "daemon a stopped (SIGTERM) in $((SECONDS - start)) s; then a client: $(grep 'proxy a' "$tmp/gone" | head -1)"
+    ;;
+hostile)
+    # The reliability suite's hostile client on a daemon that an ordinary
+    # application uses all the while (hostile.c says what it tries); the
+    # applications verify, one after another, until it is done.
+    [ -x "$hostile" ] || fail "no hostile program"
+    start_daemon a 1 --max-session-host 1G; pa=$dpid
+    (
+        i=0
+        while [ ! -e "$tmp/done" ]; do
+            i=$((i + 1))
+            rc=0; app "$tmp/victim$i" a "$examples/gemm" -n 128 -r 2 || rc=$?; [ $rc -eq 0 ] || { echo "run $i failed (exit $rc): $(tail -3 "$tmp/victim$i")"; exit 1; }
+            grep -q 'verified=yes' "$tmp/victim$i" || { echo "run $i did not verify"; exit 1; }
+        done
+        echo "$i runs verified"
+    ) >"$tmp/victims" 2>&1 & victims=$!
+    rc=0
+    timeout 300 "$hostile" --connect a >"$tmp/hostile.out" 2>&1 || rc=$?
+    touch "$tmp/done"
+    wait $victims || fail "the application beside it: $(cat "$tmp/victims")"
+    cat "$tmp/hostile.out"
+    [ "$rc" -eq 0 ] || fail "hostile: exit $rc"
+    echo "beside it: $(cat "$tmp/victims")"
+    ! grep -l 'nobody waits for' "$tmp"/victim[0-9]* || fail "an application got replies to requests it never sent"
+    grep -q 'refused: a wrong token' "$tmp/a.log" || fail "no log line for the wrong token"
+    for w in 'migration peer is not another proxy' 'event peer is not another proxy' \
+             'refused [0-9]* bytes of host memory'; do
+        grep -q "$w" "$tmp/a.log" || fail "the daemon did not log: $w"
+        echo "daemon: $(grep -o "client [0-9]*: .*$w.*" "$tmp/a.log" | head -1)"
+    done
+    echo "daemon a idle $(wait_idle "$pa" a 5) s after: holds $(state "$pa" a)"
     ;;
 *)
     fail "unknown test $what"

@@ -22,19 +22,36 @@
  * proxies make, and answers the proxy's pings on it with libvocl's liveness
  * thread (common/liveness.c).  libvocl is preloaded in it too, and told to stay out of the
  * way (VOCL_IN_PROXY), or its MPI_Finalize would make a dup of its own.
+ *
+ * Daemon mode (tests/daemon): one process, the hostile client alone,
+ *
+ *   hostile --connect NAME
+ *
+ * connects to the daemon published as vocl.NAME (VOCL_NAME_SERVER) as
+ * libvocl does, while an ordinary application of the test's uses it.  First
+ * with a wrong token: refused, and its connection ends.  Then with the
+ * token (VOCL_TOKEN_FILE), everything above, and what only strangers on a
+ * shared daemon try: requests to other proxies (migrations, event links),
+ * which a daemon refuses, and a rectangular read whose host rows are 60 GiB
+ * apart, which would make the proxy stage 60 GiB (refused by the daemon's
+ * --max-session-host, which the test sets to 1G).
  */
 #include <CL/cl.h>
 #include <mpi.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 
 #include "liveness.h"
+#include "mpi_start.h"
 #include "protocol.h"
+#include "token.h"
 #include "vocl_api.h"
 #include "wire.h"
 
@@ -105,12 +122,16 @@ static int victim(void)
 
 static MPI_Comm comm;
 static int proxy;          /* the proxy's rank */
+static int tag_base;       /* daemon mode: the connection's (wire.h) */
 static double reply_wait;  /* seconds a reply may take */
 static int checks, failures;
 static struct vocl_wr w;
 static uint8_t *rep;       /* the last reply */
 static int rep_len;
 static uint32_t seq;
+static bool daemon_mode;        /* hostile --connect: the token, then the checks of a daemon */
+static struct vocl_token token; /* daemon mode: the one the daemon takes */
+static uint64_t chunk;          /* the proxy's chunk size (HELLO's reply) */
 
 static void begin(unsigned op, bool want_reply)
 {
@@ -119,7 +140,7 @@ static void begin(unsigned op, bool want_reply)
 
 static void send_raw(const void *p, size_t n)
 {
-    MPI_Send(p, (int)n, MPI_BYTE, proxy, VOCL_TAG_REQ, comm);
+    MPI_Send(p, (int)n, MPI_BYTE, proxy, tag_base + VOCL_TAG_REQ, comm);
 }
 
 /* The reply to the last request sent (seq): replies come in any order (a
@@ -238,12 +259,124 @@ static void read_buffer(uint64_t queue, uint64_t mem, size_t n)
     vocl_wr_u8(&w, VOCL_DATA_INLINE);
 }
 
+/* HELLO, with t's token if not NULL; its status. */
+static cl_int hello(const struct vocl_token *t, const char *what)
+{
+    begin(VOCL_OP_HELLO, true);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, VOCL_FEAT_NONE);
+    vocl_wr_u32(&w, t ? VOCL_HELLO_TOKEN : 0);
+    if (t)
+        vocl_wr_bytes(&w, t->bytes, t->len);
+    cl_int got = call(what);
+    if (got == CL_SUCCESS) {
+        struct vocl_rd r;
+        vocl_rd_init(&r, rep + VOCL_HDR_SIZE, (size_t)rep_len - VOCL_HDR_SIZE);
+        vocl_rd_i32(&r);
+        vocl_rd_u32(&r); /* version */
+        vocl_rd_u32(&r); /* features */
+        chunk = vocl_rd_u64(&r);
+    }
+    return got;
+}
+
 static void refcount(bool retain, uint64_t id, uint8_t last)
 {
     begin(retain ? VOCL_OP_RETAIN : VOCL_OP_RELEASE, true);
     vocl_wr_u64(&w, id);
     if (!retain)
         vocl_wr_u8(&w, last);
+}
+
+/* A request without a reply that must be refused: the next clFinish of
+ * queue reports it (a deferred error), the one after succeeds. */
+static void refused_quietly(uint64_t queue, const char *what)
+{
+    vocl_wr_finish(&w);
+    send_raw(w.buf, w.len);
+    begin(VOCL_OP_clFinish, true);
+    vocl_wr_u64(&w, queue);
+    expect_fail(what);
+    begin(VOCL_OP_clFinish, true);
+    vocl_wr_u64(&w, queue);
+    expect(CL_SUCCESS, "the finish after it");
+}
+
+/* Daemon mode: what a stranger on a shared daemon might try. */
+static void strangers(uint64_t ctx, uint64_t queue)
+{
+    uint64_t mem = ctx + 10;
+    int data[64] = {0};
+    create_buffer(ctx, mem, data, sizeof(data));
+    expect(CL_SUCCESS, "a buffer for the stranger's requests");
+
+    /* Another proxy's traffic: a daemon has no peers, and takes no tag. */
+    begin(VOCL_OP_MIGRATE_OUT, false);
+    vocl_wr_u64(&w, mem);
+    vocl_wr_u32(&w, 1);    /* peer */
+    vocl_wr_u32(&w, 2000); /* tag */
+    vocl_wr_u64(&w, 1u << 20);
+    vocl_wr_u64(&w, 0);    /* no twin */
+    vocl_wr_u32(&w, 0);    /* queues */
+    vocl_wr_u32(&w, 0);    /* events */
+    refused_quietly(queue, "a migration to another proxy");
+    begin(VOCL_OP_EVENT_OUT, false);
+    vocl_wr_u64(&w, VOCL_ID_CLIENT_MIN + 3);
+    vocl_wr_u32(&w, 1);
+    vocl_wr_u32(&w, 2001);
+    refused_quietly(queue, "an event link to another proxy");
+
+    /* Two rows 60 GiB apart: the proxy would stage a span of 60 GiB. */
+    const uint64_t pitch = 60ull << 30, span = pitch + 16;
+    begin(VOCL_OP_clEnqueueReadBufferRect, true);
+    vocl_wr_u64(&w, queue);
+    vocl_wr_u64(&w, mem);
+    vocl_wr_u8(&w, 1);
+    vocl_wr_va3(&w, &(struct vocl_va3){1, {0, 0, 0}});
+    vocl_wr_va3(&w, &(struct vocl_va3){1, {0, 0, 0}});
+    vocl_wr_va3(&w, &(struct vocl_va3){1, {16, 2, 1}});
+    vocl_wr_u64(&w, 16);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, pitch);
+    vocl_wr_u64(&w, 0);
+    vocl_wr_u32(&w, 0); /* no wait list */
+    vocl_wr_u64(&w, 0); /* no event */
+    vocl_wr_u64(&w, span);
+    vocl_wr_data(&w, &(struct vocl_data){.mode = VOCL_DATA_CHUNKED, .depth = 1, .arg = chunk},
+                 false);
+    int tag = tag_base + vocl_data_tag(seq);
+    expect(CL_OUT_OF_HOST_MEMORY, "a 60 GiB span over the session's host memory");
+    /* As many empty chunks as the read would have had. */
+    uint64_t want = (span + chunk - 1) / chunk, got = 0;
+    double until = now() + reply_wait;
+    while (got < want && now() < until) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(proxy, tag, comm, &flag, &st);
+        if (!flag) {
+            usleep(200);
+            continue;
+        }
+        int n = -1;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        MPI_Recv(NULL, 0, MPI_BYTE, proxy, tag, comm, MPI_STATUS_IGNORE);
+        got += n == 0;
+    }
+    check(got == want, "the refused read's empty chunks", (cl_int)got);
+    refcount(false, mem, 1);
+    expect(CL_SUCCESS, "the release of the stranger's buffer");
+}
+
+/* The session has ended: a HELLO gets no reply. */
+static void no_more_replies(void)
+{
+    begin(VOCL_OP_HELLO, true);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, VOCL_FEAT_NONE);
+    vocl_wr_u32(&w, 0);
+    vocl_wr_finish(&w);
+    send_raw(w.buf, w.len);
+    check(await_reply(2.0) != 0, "no reply once the session has ended", 0);
 }
 
 static void hostile(void)
@@ -254,11 +387,8 @@ static void hostile(void)
     info(VOCL_OP_clGetDeviceInfo, 1, CL_DEVICE_TYPE);
     expect(CL_INVALID_OPERATION, "a request before HELLO");
 
-    begin(VOCL_OP_HELLO, true);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, VOCL_FEAT_NONE);
-    vocl_wr_u32(&w, 0);
-    expect(CL_SUCCESS, "HELLO");
+    cl_int got = hello(daemon_mode ? &token : NULL, "HELLO");
+    check(got == CL_SUCCESS && chunk >= 4096, "HELLO", got);
 
     begin(4321, true);
     vocl_wr_u64(&w, 1);
@@ -348,7 +478,7 @@ static void hostile(void)
     vocl_wr_u64(&w, queue);
     expect(CL_SUCCESS, "a queue of our own");
     read_buffer(queue, mem, sizeof(data));
-    cl_int got = call("a read of our own buffer");
+    got = call("a read of our own buffer");
     struct vocl_rd r;
     vocl_rd_init(&r, rep + VOCL_HDR_SIZE, (size_t)rep_len - VOCL_HDR_SIZE);
     vocl_rd_i32(&r);
@@ -380,6 +510,9 @@ static void hostile(void)
     vocl_wr_u64(&w, queue);
     expect(CL_SUCCESS, "the next finish");
 
+    if (daemon_mode)
+        strangers(ctx, queue);
+
     /* Last, a broken header: the proxy ends this session (everything in it
      * released), answers nothing more, and serves rank 0 on. */
     begin(VOCL_OP_clFinish, true);
@@ -387,21 +520,106 @@ static void hostile(void)
     vocl_wr_finish(&w);
     w.buf[0] ^= 0xff;
     send_raw(w.buf, w.len);
-    begin(VOCL_OP_HELLO, true);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, VOCL_FEAT_NONE);
-    vocl_wr_u32(&w, 0);
-    vocl_wr_finish(&w);
-    send_raw(w.buf, w.len);
-    check(await_reply(2.0) != 0, "no reply once the session has ended", 0);
+    no_more_replies();
 
     vocl_wr_free(&w);
     free(rep);
     printf("hostile: %d checks, %d failed\n", checks, failures);
 }
 
-int main(void)
+/* Connects to the daemon published as vocl.NAME, as libvocl does (its
+ * number in liveness.h in *live); 0 or -1. */
+static int connect_to(const char *name, int *live)
 {
+    char service[300], port[MPI_MAX_PORT_NAME];
+    snprintf(service, sizeof(service), "vocl.%s", name);
+    /* One connect at a time on a node, under libvocl's lock (libvocl/connect.c). */
+    int fd = open("/tmp/.vocl-connect.lock", O_RDWR | O_CREAT, 0644);
+    if (fd >= 0)
+        flock(fd, LOCK_EX);
+    int rc = MPI_Lookup_name(service, MPI_INFO_NULL, port);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &comm);
+    if (fd >= 0)
+        close(fd);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "hostile: cannot connect to %s\n", service);
+        return -1;
+    }
+    *live = vocl_live_link(comm, 0, NULL, &tag_base);
+    return *live < 0 ? -1 : 0;
+}
+
+/* Leaves the daemon as libvocl does: no more pings, the channel freed. */
+static void leave(int live)
+{
+    vocl_live_unlink(live);
+    MPI_Comm_free(&comm);
+}
+
+static int daemon_main(const char *name)
+{
+    char why[128];
+    if (vocl_token_path(&token, NULL) || vocl_token_read(&token, why, sizeof(why))) {
+        fprintf(stderr, "hostile: no token (VOCL_TOKEN_FILE)\n");
+        return 2;
+    }
+    int provided;
+    vocl_mpi_start(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    reply_wait = 30.0;
+    proxy = 0;
+    daemon_mode = true;
+    vocl_live_start(MPI_COMM_NULL);
+    vocl_wr_init(&w);
+
+    /* A wrong token (the right one with its last byte changed): refused,
+     * and the connection is of no more use. */
+    int live, old_live;
+    if (connect_to(name, &live))
+        return 1;
+    struct vocl_token wrong = token;
+    wrong.bytes[wrong.len - 1] ^= 1;
+    cl_int got = hello(&wrong, "a HELLO with a wrong token");
+    check(got == CL_INVALID_OPERATION, "a HELLO with a wrong token", got);
+    no_more_replies();
+    /* Once the daemon has let the connection go, requests on it: a HELLO
+     * with the right token, releases, a finish.  Open MPI gives the next
+     * connection the freed one's context id (wire.h): the next client's
+     * session (the application's beside, or ours below) must not take them. */
+    usleep(500000);
+    begin(VOCL_OP_HELLO, false);
+    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
+    vocl_wr_u32(&w, VOCL_FEAT_NONE);
+    vocl_wr_u32(&w, VOCL_HELLO_TOKEN);
+    vocl_wr_bytes(&w, token.bytes, token.len);
+    vocl_wr_finish(&w);
+    send_raw(w.buf, w.len);
+    for (uint64_t id = VOCL_ID_CLIENT_MIN; id < VOCL_ID_CLIENT_MIN + 16; id++) {
+        refcount(false, id, 1);
+        vocl_wr_finish(&w);
+        send_raw(w.buf, w.len);
+    }
+    vocl_wr_free(&w);
+    MPI_Comm old = comm;
+    old_live = live;
+
+    if (connect_to(name, &live))
+        return 1;
+    hostile();
+    leave(live);
+    comm = old;
+    leave(old_live);
+    vocl_live_stop();
+    vocl_live_drain();
+    MPI_Finalize();
+    return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--connect"))
+        return daemon_main(argv[2]);
     int provided, rank, size;
     MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
