@@ -9,7 +9,8 @@
  *   HELLO   req: the client's wire version, its features (VOCL_FEAT_SHM: it
  *           offers shared buffers, node_key says which node it is on, shm.h)
  *           and flags (VOCL_HELLO_TRACE: record a timeline; VOCL_HELLO_TOKEN:
- *           the shared secret, connect mode: token.h)
+ *           the shared secret, connect mode: token.h; VOCL_HELLO_USER: the
+ *           client's user name, whose token it is with voclproxyd --users)
  *           rep: the proxy's version, the features it took (VOCL_FEAT_SHM: the
  *           same node, buffers shared), its chunk size, and per root device
  *           its cl_device_type and max mem alloc size

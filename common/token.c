@@ -3,8 +3,10 @@
  */
 #include "token.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,44 @@ int vocl_token_path(struct vocl_token *t, const char *path)
     else
         return -1;
     return n > 0 && (size_t)n < sizeof(t->path) ? 0 : -1;
+}
+
+bool vocl_user_name_ok(const char *p, size_t n)
+{
+    if (n < 1 || n > 64 || p[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '.' && p[i] != '_' && p[i] != '-')
+            return false;
+    return true;
+}
+
+int vocl_token_of_user(struct vocl_token *t, const char *dir, const char *user, size_t n,
+                       char *err, size_t errlen)
+{
+    t->len = 0;
+    if (!vocl_user_name_ok(user, n)) {
+        snprintf(err, errlen, "not a user name");
+        return -1;
+    }
+    int len = snprintf(t->path, sizeof(t->path), "%s/%.*s", dir, (int)n, user);
+    if (len < 0 || (size_t)len >= sizeof(t->path)) {
+        snprintf(err, errlen, "path too long");
+        return -1;
+    }
+    return vocl_token_read(t, err, errlen);
+}
+
+const char *vocl_user_name(char *buf, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char work[1024];
+    const char *env = getenv("USER");
+    if (getpwuid_r(getuid(), &pw, work, sizeof(work), &found) == 0 && found)
+        snprintf(buf, len, "%s", found->pw_name);
+    else
+        snprintf(buf, len, "%s", env ? env : "");
+    return buf;
 }
 
 int vocl_token_read(struct vocl_token *t, char *err, size_t errlen)

@@ -250,12 +250,36 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 
 /* --- protocol messages ------------------------------------------------------------------------- */
 
+/* Why a HELLO is refused (NULL: it is not): in connect mode its token must
+ * be the proxy's, or with --users that of the user it names (token.h). */
+static const char *refusal(struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
+{
+    const struct proxyd_node *node = s->node;
+    const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
+    size_t len = token ? m->token.len : 0;
+    bool named = (m->flags & VOCL_HELLO_USER) && vocl_user_name_ok(m->user.p, m->user.len);
+    if (named)
+        snprintf(s->user, sizeof(s->user), "%.*s", (int)m->user.len, m->user.p);
+    if (node->users) {
+        struct vocl_token mine;
+        char why[128];
+        if (!named)
+            return "no user name";
+        if (vocl_token_of_user(&mine, node->users, m->user.p, m->user.len, why, sizeof(why))) {
+            vocl_warn("client %d: user %s: token file %s: %s", s->who, s->user, mine.path, why);
+            return "no token for its user";
+        }
+        return vocl_token_equal(&mine, token, len) ? NULL : token ? "a wrong token" : "no token";
+    }
+    if (node->token && !vocl_token_equal(node->token, token, len))
+        return token ? "a wrong token" : "no token";
+    return NULL;
+}
+
 static void op_hello(struct proxyd_req *q)
 {
     struct vocl_msg_HELLO_req m;
     vocl_dec_HELLO_req(q->r, &m); /* (no counts: truncation is all that fails) */
-    size_t token_len = m.token.len;
-    const uint8_t *token = m.flags & VOCL_HELLO_TOKEN ? m.token.p : NULL;
     if (!proxyd_req_begin(q))
         return;
     if (m.version != VOCL_WIRE_VERSION || q->s->hello) {
@@ -263,13 +287,17 @@ static void op_hello(struct proxyd_req *q)
         return;
     }
     struct proxyd_node *node = q->s->node;
-    if (node->token && !vocl_token_equal(node->token, token, token_len)) {
+    const char *refused = refusal(q->s, &m);
+    if (refused) {
         /* One try a connection: the session ends with this reply. */
-        vocl_warn("client %d: refused: %s token", q->s->who, token ? "a wrong" : "no");
+        vocl_warn("client %d: refused: %s%s%s%s", q->s->who, refused, *q->s->user ? " (user " : "",
+                  q->s->user, *q->s->user ? ")" : "");
         atomic_store(&q->s->broken, true);
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
     }
+    if (*q->s->user)
+        vocl_info("client %d: user %s", q->s->who, q->s->user);
     struct vocl_rec_hello_device *devs = proxyd_tmp(q, node->ndev * sizeof(*devs));
     for (cl_uint i = 0; devs && i < node->ndev; i++)
         devs[i] = (struct vocl_rec_hello_device){node->types[i], node->max_alloc[i]};

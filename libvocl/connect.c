@@ -337,6 +337,8 @@ bool vocl_connect_mode(void)
         return true;
     }
     vocl.token = &token;
+    static char user[65];
+    vocl.user = vocl_user_name(user, sizeof(user));
     const char *ns = getenv("VOCL_NAME_SERVER");
     vocl_mpi_name_server(ns && *ns ? ns : nm.name_server);
     if (vocl_open_mpi()) {

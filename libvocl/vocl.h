@@ -257,6 +257,7 @@ struct vocl_state {
     int app_rank; /* job mode: this process's rank, 0 .. app_ranks - 1 */
     struct proxyd_node *local_node;
     struct vocl_token *token; /* connect mode: presented in HELLO */
+    const char *user;         /* connect mode: named in HELLO, whose token it is */
     const char *init_error; /* why there are no devices, for the one line on stderr */
     atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
     atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */

@@ -19,6 +19,7 @@ struct options {
     const char *port_file;
     const char *name; /* connect mode: published as "vocl.NAME" (default: the host name) */
     const char *token_file;
+    const char *users; /* connect mode: --users DIR, a token per user (token.h) */
     struct proxyd_xfer_cfg xfer;
     struct proxyd_limits limits;
     uint64_t poll_ns;

@@ -55,6 +55,8 @@ static void usage(FILE *f)
             "  -k, --token-file FILE   connect mode: the secret clients must present\n"
             "                          (default $VOCL_TOKEN_FILE, else ~/.vocl/token;\n"
             "                          made, mode 0600, if missing)\n"
+            "  -u, --users DIR         connect mode: a token per user instead, each in\n"
+            "                          DIR/USER (mode 0600); clients name their user\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -222,6 +224,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"name", required_argument, NULL, 'n'},
         {"name-server", required_argument, NULL, OPT_NAME_SERVER},
         {"token-file", required_argument, NULL, 'k'},
+        {"users", required_argument, NULL, 'u'},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
         {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
@@ -262,7 +265,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->poll_ns = PROXYD_POLL_NS;
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
-    while ((c = getopt_long(argc, argv, "t:lp:n:k:b:s:vqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:lp:n:k:u:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->type)) {
@@ -275,6 +278,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'n': o->name = optarg; break;
         case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
         case 'k': o->token_file = optarg; break;
+        case 'u': o->users = optarg; break;
         case 'b':
             if (set_pool_n(o, optarg))
                 return 2;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <mpi.h>
 
@@ -518,22 +519,34 @@ int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
     static struct acceptor a;
     a.sv = &sv;
-    /* A listening proxy serves only clients that present its token. */
+    /* A listening proxy serves only clients that present its token, or
+     * with --users the token of the user they name. */
     static struct vocl_token token;
     char why[256];
-    if (vocl_token_path(&token, o->token_file)) {
+    if (o->users) {
+        struct stat st;
+        if (stat(o->users, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 022)) {
+            vocl_error("--users %s: not a directory of this user's that only it may write",
+                       o->users);
+            return 1;
+        }
+        node->users = o->users;
+        vocl_info("tokens per user: %s/USER", o->users);
+    } else if (vocl_token_path(&token, o->token_file)) {
         vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
         return 1;
     }
     bool fresh;
-    if (vocl_token_create(&token, &fresh, why, sizeof(why))) {
+    if (!o->users && vocl_token_create(&token, &fresh, why, sizeof(why))) {
         vocl_error("--listen: token file %s: %s", token.path, why);
         return 1;
     }
-    if (fresh)
+    if (!o->users && fresh)
         vocl_warn("made a new token in %s: clients need the same file (VOCL_TOKEN_FILE)",
                   token.path);
-    node->token = &token;
+    if (!o->users)
+        node->token = &token;
     int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];

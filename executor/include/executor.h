@@ -80,6 +80,7 @@ struct proxyd_node {
      * (complete.c); 0: never polls. */
     uint64_t poll_ns;
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
+    const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
     struct proxyd_pool *pool;     /* made on first use */
@@ -129,6 +130,7 @@ struct proxyd_session {
     const struct proxyd_data_ops *data;
     int peer;        /* the client's rank on its channel */
     int who;         /* the client's number in logs (its rank in job mode) */
+    char user[65];   /* the user its HELLO named (connect mode), or "" */
     void *transport; /* the transport's own state (an MPI communicator) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;

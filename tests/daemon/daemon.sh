@@ -252,6 +252,28 @@ deaths)
     grep -q 'refused: a wrong token' "$tmp/b.log" || fail "no log line on the daemon"
     echo "wrong token: exit $rc: $(grep 'libvocl' "$tmp/intruder" | head -1); daemon: $(grep 'wrong token' "$tmp/b.log")"
 
+    # A token per user (--users DIR): the client names its user, and must
+    # present DIR/USER; another one's bytes, or none there, are refused.
+    me=$(id -un)
+    mkdir -m 700 "$tmp/users"
+    install -m 600 "$HOME/.vocl/token" "$tmp/users/$me"
+    start_daemon c 1 --users "$tmp/users"; pc=$dpid
+    app "$tmp/peruser" c "$examples/gemm" -n 64 -r 1 || fail "per-user token: $(tail -3 "$tmp/peruser")"
+    verified "$tmp/peruser" "per-user token"
+    grep -q "client [0-9]*: user $me\$" "$tmp/c.log" || fail "the daemon did not log the user"
+    head -c 48 /dev/urandom | base64 >"$tmp/users/$me"
+    rc=0
+    app "$tmp/peruser2" c "$examples/gemm" -n 64 -r 1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "another token than the user's was served"
+    grep -q "refused: a wrong token (user $me)" "$tmp/c.log" || fail "no refusal for $me: $(tail -3 "$tmp/c.log")"
+    rm "$tmp/users/$me"
+    rc=0
+    app "$tmp/peruser3" c "$examples/gemm" -n 64 -r 1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "a user without a token file was served"
+    grep -q "refused: no token for its user (user $me)" "$tmp/c.log" || fail "no refusal without a file"
+    echo "per-user tokens: $me served, then refused: $(grep -o 'refused: .*' "$tmp/c.log" | paste -sd ';')"
+    kill -TERM "$pc"
+
     # SIGTERM: the daemon ends within 5 s, and its name goes with it.
     kill -TERM "$pa"
     start=$SECONDS
