@@ -5,7 +5,8 @@
 # mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
 #   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE]
 # MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
-# hostile (which runs tests/reliability/hostile, HOSTILE).
+# hostile (which runs tests/reliability/hostile, HOSTILE), or bench
+# (vocl-bench --daemons, given as HOSTILE's place: its path).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-}
@@ -316,6 +317,14 @@ hostile)
         echo "daemon: $(grep -o "client [0-9]*: .*$w.*" "$tmp/a.log" | head -1)"
     done
     echo "daemon a idle $(wait_idle "$pa" a 5) s after: holds $(state "$pa" a)"
+    ;;
+bench)
+    # vocl-bench --daemons, tiny: the table comes, with the connect row.
+    "$hostile" --daemons 4 --quick --csv "$tmp/bench.csv" >"$tmp/bench.out" 2>&1 ||
+        fail "vocl-bench --daemons: $(tail -20 "$tmp/bench.out")"
+    grep -E 'first call, connecting to 4 daemons +\| +[0-9.]+ [mu]?s +\| +[0-9.]+ [mu]?s' \
+        "$tmp/bench.out" || fail "no connect row: $(cat "$tmp/bench.out")"
+    grep -E '^read 4 B, blocking' "$tmp/bench.out" || fail "no round trip row"
     ;;
 *)
     fail "unknown test $what"

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 # The shared helpers (tools/pylib): the source tree's for the build tree's
 # script; for the installed one, those installed with it, found from its
@@ -36,6 +37,8 @@ WORKER_CANDIDATES = ["@BUILD_WORKER@", "@WORKER@"]
 VOCL_RUN_CANDIDATES = ["@BUILD_VOCL_RUN@", "@VOCL_RUN@"]
 PINGPONG_CANDIDATES = ["@BUILD_PINGPONG@", "@PINGPONG@"]
 CLUSTER_CANDIDATES = ["@BUILD_VOCL_CLUSTER@"]
+LIBVOCL_CANDIDATES = ["@BUILD_LIBVOCL@", "@LIBVOCL@"]
+PROXYD_CANDIDATES = ["@BUILD_PROXYD@", "@PROXYD@"]
 
 PROG = "vocl-bench"
 SECTIONS = {"a": "call", "b": "bw", "c": "lat", "d": "launch"}
@@ -597,6 +600,102 @@ finally:  # (a script may end with sys.exit)
 SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
 
 
+def start_daemons(tmp, proxyd, n, env):
+    """ompi-server and n daemons (bench1..benchN, one PoCL device each) on
+    this node, Open MPI kept on loopback; (their processes, the clients'
+    environment).  Dies with the daemon's own message where it cannot
+    listen (a build against MPICH)."""
+    uri = os.path.join(tmp, "ns.uri")
+    env = dict(env, HOME=os.path.join(tmp, "home"), VOCL_NAME_SERVER=uri,
+               OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_btl_tcp_if_include="lo",
+               OMPI_MCA_btl="self,vader,tcp", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", POCL_DEVICES="pthread")
+    for k in ("VOCL_APP_RANKS", "VOCL_CONNECT", "VOCL_PROXIES", "VOCL_PROXIES_FILE"):
+        env.pop(k, None)
+    os.makedirs(env["HOME"])
+    server = shutil.which("ompi-server")
+    if not server:
+        die("--daemons needs Open MPI's ompi-server (setup-debian.sh --openmpi)")
+    procs = [subprocess.Popen([server, "--no-daemonize", "-r", uri], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    wait_for(lambda: os.path.exists(uri) and os.path.getsize(uri) > 0, 10, "ompi-server's URI")
+    for i in range(1, n + 1):
+        log = os.path.join(tmp, "bench%d.log" % i)
+        with open(log, "w") as f:
+            procs.append(subprocess.Popen([proxyd, "--listen", "--name", "bench%d" % i, "-v"],
+                                          env=env, stdout=f, stderr=subprocess.STDOUT))
+
+        def listening():
+            if procs[-1].poll() is not None:
+                die("voclproxyd --listen ended: %s (daemon mode needs the build against "
+                    "Open MPI, README)" % open(log).read().strip()[-300:], EXIT_RUN_FAILED)
+            return "listening on" in open(log).read()
+        wait_for(listening, 30, "daemon bench%d" % i)
+    return procs, env
+
+
+def wait_for(ready, seconds, what):
+    for _ in range(int(seconds * 10)):
+        if ready():
+            return
+        time.sleep(0.1)
+    die("%s: not there after %d s" % (what, seconds), EXIT_RUN_FAILED)
+
+
+def daemon_main(a, worker):
+    """Native, and the worker alone under LD_PRELOAD against daemons
+    (voclproxyd --listen) of this node: one daemon for every section, and
+    all of them (--daemons) for the first call, which connects to each."""
+    libvocl = find_first(LIBVOCL_CANDIDATES)
+    proxyd = find_first(PROXYD_CANDIDATES)
+    if not libvocl or not proxyd:
+        die("--daemons needs libvocl.so and voclproxyd (a build tree's, or installed)")
+    wargs = worker_args(a)
+    base = dict(os.environ)
+    base.pop("VOCL_PIPELINE", None)
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        procs, env = start_daemons(tmp, proxyd, a.daemons, base)
+        try:
+            native = Run("native", [worker] + wargs, env)
+            one = Run("VOCL, 1 daemon", [worker] + wargs,
+                      dict(env, LD_PRELOAD=libvocl, VOCL_PROXIES="bench1"))
+            names = ",".join("bench%d" % i for i in range(1, a.daemons + 1))
+            every = Run("VOCL, %d daemons" % a.daemons, [worker, "--sections", "call", "--quick"],
+                        dict(env, LD_PRELOAD=libvocl, VOCL_PROXIES=names))
+            runs = [native, one, every]
+            for run in runs:
+                run_worker(run, a.timeout)
+        finally:
+            for p in reversed(procs):
+                p.terminate()
+            for p in procs:
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    device = native.info.get("device") or one.info.get("device") or "?"
+    print("%s %s: device '%s', natively and through voclproxyd --listen on this node "
+          "(daemon mode; the application alone under LD_PRELOAD, no mpiexec)"
+          % (PROG, VERSION, device))
+    rows = build_rows(native, one, None)
+    first = ("call", "clGetPlatformIDs", "first")
+    rows.insert(0, Row("call", "first call, connecting to %d daemons" % a.daemons, "first", "s",
+                       value_of(native, first), value_of(every, first), None,
+                       target="report"))
+    print_rows("columns: native | 1 daemon | ratio", rows)
+    ok = all(r.ok for r in runs)
+    for r in runs:
+        if not r.ok:
+            print("the %s run FAILED: %s" % (r.label, r.error))
+    try:
+        write_rows(a.csv, rows)
+        print("CSV written to %s" % a.csv)
+    except OSError as e:
+        note("cannot write %s: %s" % (a.csv, e))
+        ok = False
+    return EXIT_OK if ok else EXIT_RUN_FAILED
+
+
 def run_script(label, cmd, env, timeout):
     """(wall seconds, script seconds), or None with a note on failure."""
     rc, out, err, wall, timed_out = run_cmd(cmd, env, timeout)
@@ -703,6 +802,10 @@ def parse_args(argv):
     p.add_argument("--worker", metavar="PATH", help="the vocl-bench-worker to use")
     p.add_argument("--no-pipeline-run", action="store_true",
                    help="skip the third run (VOCL with VOCL_PIPELINE=0)")
+    p.add_argument("--daemons", metavar="N", type=int, default=0,
+                   help="instead: natively and through voclproxyd --listen on this node "
+                        "(daemon mode: the build against Open MPI), N daemons for the "
+                        "first call's connect time, one for the rest")
     p.add_argument("--cluster", action="store_true",
                    help="instead: native, raw MPI and VOCL between two hosts of a "
                         "vocl-cluster (network namespaces, needs root) on a shaped link")
@@ -770,6 +873,8 @@ def main(argv):
         return cluster_main(a, worker, vocl_run)
     if a.pyopencl:
         return pyopencl_main(a, vocl_run)
+    if a.daemons:
+        return daemon_main(a, worker)
 
     wargs = worker_args(a)
     base_env = dict(os.environ)
