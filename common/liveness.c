@@ -205,6 +205,16 @@ static int64_t pid_on_this_node(int peer)
     return live.node && w.node == live.node && w.pid > 0 ? w.pid : 0;
 }
 
+int64_t vocl_live_local_pid(int peer)
+{
+    return peer >= 0 && peer < npeers() ? pid_on_this_node(peer) : 0;
+}
+
+bool vocl_live_pid_gone(int64_t pid)
+{
+    return process_gone(pid);
+}
+
 int vocl_live_start(MPI_Comm comm)
 {
     const char *t = getenv("VOCL_PEER_TIMEOUT");

@@ -42,6 +42,10 @@ int vocl_live_start(MPI_Comm comm);
  * vocl_tag_base in wire.h; the client's: 0).  The peer's number, or -1
  * when the other side said nothing in 10 s (or too many are linked). */
 int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base);
+/* A linked peer's process if it runs on this node, else 0; and whether such
+ * a process is gone (or a zombie). */
+int64_t vocl_live_local_pid(int peer);
+bool vocl_live_pid_gone(int64_t pid);
 /* Before its intercommunicator is freed: the peer is no longer pinged. */
 void vocl_live_unlink(int peer);
 /* Stops the liveness thread, before comm goes. */

@@ -36,6 +36,8 @@ struct client {
     bool gone;     /* its session closed: nothing more is served or sent */
     bool released; /* and everything it held released (release_clients) */
     bool freed;    /* connect mode: and its connection freed, its process gone (let_go) */
+    int64_t pid;   /* connect mode: its process, if on this node (else 0) */
+    uint64_t closed_ns; /* when its session was closed */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
@@ -51,9 +53,10 @@ struct server {
     size_t cap;
 };
 
-/* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h). */
+/* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h;
+ * pid: its process, if on this node). */
 static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int live, int id,
-                                  int tag_base)
+                                  int tag_base, int64_t pid)
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
@@ -63,6 +66,7 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.who = id;
     cl->s.tag_base = tag_base;
+    cl->pid = pid;
     cl->s.data = &proxyd_mpi_data;
     cl->s.reply = proxyd_mpi_reply;
     cl->s.transport = &cl->chan;
@@ -106,7 +110,10 @@ static struct client *client_at(struct server *sv, int i)
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
     proxyd_session_close(&cl->s);
+    if (!sv->job_mode)
+        vocl_live_unlink(cl->chan.live); /* no more pongs: a client still waiting learns */
     cl->gone = true;
+    cl->closed_ns = vocl_now_ns();
     sv->closing++;
     pthread_mutex_lock(&sv->lock);
     int left = --sv->live;
@@ -133,18 +140,23 @@ static void release_clients(struct server *sv)
 
 /*
  * Connect mode: a released client's connection is freed only once its
- * process is gone (a process of this node) or silent (elsewhere).  Open
- * MPI gives the next connection the context id of the last one freed and
- * orders each sender's messages by a sequence number of that context: what
- * a client still sends after its connection was freed here (a reply to a
- * ping, or anything at all after its session was closed for a protocol
- * error) would land in the next client's connection and take the place of
- * one of its messages, which would never be served.  Until then its
- * requests are read and dropped.  (Freed, not disconnected:
+ * process is gone (a process of this node), or QUARANTINE_NS after its
+ * session closed (elsewhere: its process cannot be looked up, and by then
+ * libvocl has long taken the proxy for dead, pongs having stopped at the
+ * close).  Open MPI gives the next connection the context id of the last
+ * one freed and orders each sender's messages by a sequence number of that
+ * context: what a client still sent after its connection was freed here
+ * (a pong in flight, or anything at all after its session was closed for a
+ * protocol error) would land in the next client's connection and take the
+ * place of one of its messages, which would never be served.  Until then
+ * its requests are read and dropped.  (Freed, not disconnected:
  * MPI_Comm_disconnect would wait for a client that is stopped.)
  */
+#define QUARANTINE_NS (60ull * 1000000000u)
+
 static void let_go(struct server *sv)
 {
+    uint64_t now = vocl_now_ns();
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
         if (!cl->released || cl->freed)
@@ -156,12 +168,12 @@ static void let_go(struct server *sv)
         while (flag && MPI_Improbe(0, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg,
                                    &st) == MPI_SUCCESS && flag)
             MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* (cut short: dropped) */
-        if (vocl_live_ok(&cl->lw))
+        if (cl->pid ? !vocl_live_pid_gone(cl->pid) : now - cl->closed_ns < QUARANTINE_NS)
             continue;
-        vocl_live_unlink(cl->chan.live);
         MPI_Comm_free(&cl->chan.comm);
         cl->freed = true;
-        vocl_info("client %d: connection freed (%s)", cl->id, vocl_live_why(cl->chan.live));
+        vocl_info("client %d: connection freed (%s)", cl->id,
+                  cl->pid ? "its process is gone" : "a minute after its session closed");
     }
 }
 
@@ -417,7 +429,7 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (!add_client(&sv, comm, r, r, r, 0)) {
+        if (!add_client(&sv, comm, r, r, r, 0, 0)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -466,14 +478,16 @@ static void *accept_thread(void *arg)
             MPI_Comm_free(&client);
             continue;
         }
-        struct client *cl = add_client(a->sv, client, 0, live, n, tag_base);
+        int64_t local = vocl_live_local_pid(live);
+        struct client *cl = add_client(a->sv, client, 0, live, n, tag_base, local);
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", n);
             vocl_live_unlink(live);
             MPI_Comm_free(&client);
             continue;
         }
-        vocl_info("client %d connected (process %lld)", n, (long long)pid);
+        vocl_info("client %d connected (process %lld%s)", n, (long long)pid,
+                  local ? "" : ", on another node");
     }
 }
 
