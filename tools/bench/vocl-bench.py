@@ -340,6 +340,17 @@ def write_rows(path, rows):
 # ---- the plot ----
 
 
+def save_rows(path, rows):
+    """The table as CSV at path (said on stdout); False when it cannot be written."""
+    try:
+        write_rows(path, rows)
+    except OSError as e:
+        note("cannot write %s: %s" % (path, e))
+        return False
+    print("CSV written to %s" % path)
+    return True
+
+
 def plot_backend():
     if pyplot_or_reason(PROG)[0] is not None:
         return "matplotlib"
@@ -621,9 +632,11 @@ def start_daemons(tmp, proxyd, n, env):
     wait_for(lambda: os.path.exists(uri) and os.path.getsize(uri) > 0, 10, "ompi-server's URI")
     for i in range(1, n + 1):
         log = os.path.join(tmp, "bench%d.log" % i)
+        # bench1 serves every section: its peak memory at exit (SIGTERM).
+        denv = dict(env, VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage")) if i == 1 else env
         with open(log, "w") as f:
             procs.append(subprocess.Popen([proxyd, "--listen", "--name", "bench%d" % i, "-v"],
-                                          env=env, stdout=f, stderr=subprocess.STDOUT))
+                                          env=denv, stdout=f, stderr=subprocess.STDOUT))
 
         def listening():
             if procs[-1].poll() is not None:
@@ -666,13 +679,16 @@ def daemon_main(a, worker):
             for run in runs:
                 run_worker(run, a.timeout)
         finally:
-            for p in reversed(procs):
-                p.terminate()
-            for p in procs:
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            # The daemons first: on SIGTERM each unpublishes its name.
+            for group in (procs[1:], procs[:1]):
+                for p in group:
+                    p.terminate()
+                for p in group:
+                    try:
+                        p.wait(10)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+        one.proxy_rss_kib = read_proxy_rusage(os.path.join(tmp, "rusage"))
     device = native.info.get("device") or one.info.get("device") or "?"
     print("%s %s: device '%s', natively and through voclproxyd --listen on this node "
           "(daemon mode; the application alone under LD_PRELOAD, no mpiexec)"
@@ -687,12 +703,7 @@ def daemon_main(a, worker):
     for r in runs:
         if not r.ok:
             print("the %s run FAILED: %s" % (r.label, r.error))
-    try:
-        write_rows(a.csv, rows)
-        print("CSV written to %s" % a.csv)
-    except OSError as e:
-        note("cannot write %s: %s" % (a.csv, e))
-        ok = False
+    ok = save_rows(a.csv, rows) and ok
     return EXIT_OK if ok else EXIT_RUN_FAILED
 
 
@@ -931,12 +942,7 @@ def main(argv):
     for n in notes:
         print(n)
 
-    try:
-        write_rows(a.csv, rows)
-        print("CSV written to %s" % a.csv)
-    except OSError as e:
-        note("cannot write %s: %s" % (a.csv, e))
-        ok = False
+    ok = save_rows(a.csv, rows) and ok
     if a.plot:
         try:
             plot(a.plot, backend, bw_series(native, vocl, nopipe),
