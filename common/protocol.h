@@ -27,6 +27,10 @@
  *           rep: (status)
  *   TRACE   rep: the session's timeline (thread 0 requests, 1 stream), when
  *           HELLO asked for one (VOCL_HELLO_TRACE)
+ *   STATE   rep: what the proxy holds (objects, bytes of memory objects),
+ *           each open session (its number, user, process (0: another
+ *           node), seconds since it connected, objects, bytes, host bytes
+ *           held for it) and each device (name, global memory): vocl-smi
  *   MIGRATE_OUT  req: mem, peer rank, tag, chunk, twin: a new twin (0: none)
  *           and twin_event its copy, queues (those that wrote mem here; a
  *           queue already released is skipped), events: no reply.  Reads

@@ -319,6 +319,52 @@ static void op_hello(struct proxyd_req *q)
                                  .devices = {.n = node->ndev, .v = devs}});
 }
 
+/* STATE: what the proxy holds, its open sessions and its devices (vocl-smi). */
+static void op_state(struct proxyd_req *q)
+{
+    struct vocl_msg_STATE_req m;
+    vocl_dec_STATE_req(q->r, &m); /* (empty: trailing bytes are all that fails) */
+    if (!proxyd_req_begin(q))
+        return;
+    struct proxyd_node *node = q->s->node;
+    enum { MAX = 4096 };
+    struct proxyd_session_state *open = proxyd_tmp(q, MAX * sizeof(*open));
+    size_t n = open && node->sessions ? node->sessions(node->sessions_ctx, open, MAX) : 0;
+    n = n < MAX ? n : MAX;
+    struct vocl_rec_session_state *ss = proxyd_tmp(q, (n ? n : 1) * sizeof(*ss));
+    struct vocl_rec_device_state *ds = proxyd_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*ds));
+    char (*names)[128] = proxyd_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*names));
+    if (!ss || !ds || !names) {
+        vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
+        return;
+    }
+    uint64_t now = vocl_now_ns();
+    for (size_t i = 0; i < n; i++)
+        ss[i] = (struct vocl_rec_session_state){
+            .id = (uint32_t)open[i].id,
+            .user = {open[i].user, strlen(open[i].user), 0},
+            .pid = (uint64_t)open[i].pid,
+            .seconds = (now - open[i].since_ns) / 1000000000u,
+            .objects = open[i].s->nobjs,
+            .bytes = open[i].s->bytes,
+            .host = proxyd_host_held(open[i].s)};
+    for (cl_uint d = 0; d < node->ndev; d++) {
+        cl_ulong mem = 0;
+        names[d][0] = 0;
+        node->cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_NAME, sizeof(names[d]), names[d], NULL);
+        names[d][sizeof(names[d]) - 1] = 0;
+        node->cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem,
+                                  NULL);
+        ds[d] = (struct vocl_rec_device_state){{names[d], strlen(names[d]), 0}, mem};
+    }
+    vocl_wr_i32(q->w, CL_SUCCESS);
+    vocl_enc_STATE_rep(q->w, &(struct vocl_msg_STATE_rep){
+                                 .objects = atomic_load(&node->nobjs),
+                                 .bytes = atomic_load(&node->bytes),
+                                 .sessions = {.n = (uint32_t)n, .v = ss},
+                                 .devices = {.n = node->ndev, .v = ds}});
+}
+
 static void op_refcount(struct proxyd_req *q, bool retain)
 {
     uint64_t id;
@@ -510,6 +556,8 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         proxyd_op_shm_map(&q);
     } else if (h.opcode == VOCL_OP_TRACE) {
         proxyd_op_trace(&q);
+    } else if (h.opcode == VOCL_OP_STATE) {
+        op_state(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_OUT) {
         proxyd_op_migrate_out(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_IN) {

@@ -37,6 +37,7 @@ struct client {
     bool released; /* and everything it held released (release_clients) */
     bool freed;    /* connect mode: and its connection freed, its process gone (let_go) */
     int64_t pid;   /* connect mode: its process, if on this node (else 0) */
+    uint64_t since_ns;  /* when it connected */
     uint64_t closed_ns; /* when its session was closed */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
@@ -67,6 +68,7 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     cl->s.who = id;
     cl->s.tag_base = tag_base;
     cl->pid = pid;
+    cl->since_ns = vocl_now_ns();
     cl->s.data = &proxyd_mpi_data;
     cl->s.reply = proxyd_mpi_reply;
     cl->s.transport = &cl->chan;
@@ -84,6 +86,25 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     sv->live++;
     pthread_mutex_unlock(&sv->lock);
     return cl;
+}
+
+/* STATE (vocl-smi): the open sessions, on the serving thread. */
+static size_t list_sessions(void *ctx, struct proxyd_session_state *out, size_t max)
+{
+    struct server *sv = ctx;
+    size_t n = 0;
+    pthread_mutex_lock(&sv->lock);
+    for (int i = 0; i < sv->nclients; i++) {
+        struct client *cl = sv->clients[i];
+        if (cl->gone)
+            continue;
+        if (n < max)
+            out[n] = (struct proxyd_session_state){cl->id, cl->s.user, cl->pid, cl->since_ns,
+                                                   &cl->s};
+        n++;
+    }
+    pthread_mutex_unlock(&sv->lock);
+    return n;
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread
@@ -416,6 +437,8 @@ static void server_free(struct server *sv)
 int proxyd_job_mode(struct proxyd_node *node, int nclients)
 {
     struct server sv = {.node = node, .job_mode = true, .lock = PTHREAD_MUTEX_INITIALIZER};
+    node->sessions = list_sessions;
+    node->sessions_ctx = &sv;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -531,6 +554,8 @@ static const char *proxy_name(const struct options *o, char *buf, size_t n)
 int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
 {
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
+    node->sessions = list_sessions;
+    node->sessions_ctx = &sv;
     static struct acceptor a;
     a.sv = &sv;
     /* A listening proxy serves only clients that present its token, or

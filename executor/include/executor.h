@@ -58,6 +58,15 @@ struct proxyd_ctx_pool {
     struct proxyd_pool *pool; /* NULL: the driver could not make one */
 };
 
+/* One open session, as the proxy's STATE reply lists it (vocl-smi). */
+struct proxyd_session_state {
+    int id;
+    const char *user; /* "" when its HELLO named none */
+    int64_t pid;      /* 0: on another node, or not known */
+    uint64_t since_ns; /* vocl_now_ns() when it connected */
+    const struct proxyd_session *s;
+};
+
 /* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
 struct proxyd_limits {
     uint64_t mem;     /* bytes of memory objects */
@@ -81,6 +90,10 @@ struct proxyd_node {
     uint64_t poll_ns;
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
+    /* The open sessions, for STATE, into out (at most max); how many there
+     * are.  On the serving thread.  NULL: STATE lists none. */
+    size_t (*sessions)(void *ctx, struct proxyd_session_state *out, size_t max);
+    void *sessions_ctx;
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
     struct proxyd_pool *pool;     /* made on first use */

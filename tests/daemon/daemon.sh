@@ -3,13 +3,13 @@
 # that connect to them by name, as deployed: a name server (Open MPI's
 # ompi-server), daemons started once, applications started alone (no
 # mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
-#   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE]
+#   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE [VOCL-SMI]]
 # MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
 # hostile (which runs tests/reliability/hostile, HOSTILE), or bench
 # (vocl-bench --daemons, given as HOSTILE's place: its path).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
-mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-}
+mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
 fail() { echo "FAIL: $*"; exit 1; }
 if [ "$mpi" != openmpi ]; then
     echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $mpi" \
@@ -119,6 +119,13 @@ overlap)
         app "$tmp/nbody" b,a "$examples/nbody" -n 2048 -s 5 & n=$!
         sleep 0.3
         app "$tmp/transpose" a "$examples/transpose" & t=$!
+        # vocl-smi meanwhile: each daemon lists this user's sessions.
+        if [ -n "$smi" ]; then
+            "$smi" a b >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+            grep -Eq "^proxy a: 2 devices, [1-9][0-9]* sessions?, " "$tmp/smi" &&
+                grep -Eq "^  [0-9]+ +$(id -un) +[0-9]+ +00:00:" "$tmp/smi" ||
+                fail "vocl-smi while applications run: $(cat "$tmp/smi")"
+        fi
         wait $g || fail "gemm: exit $?: $(tail -3 "$tmp/gemm")"
         wait $n || fail "nbody: exit $?: $(tail -3 "$tmp/nbody")"
         wait $t || fail "transpose: exit $?: $(tail -3 "$tmp/transpose")"
@@ -130,6 +137,7 @@ overlap)
         wait_idle "$pb" b 5 >/dev/null
     }
     round
+    cat "$tmp/smi"
     ta=$(threads "$pa") tb=$(threads "$pb")
     round
     # Four applications started at the same instant (Open MPI cannot take
@@ -144,7 +152,16 @@ overlap)
     echo "4 applications started at once: all verified"
     wait_idle "$pa" a 5 >/dev/null
     wait_idle "$pb" b 5 >/dev/null
-    [ "$(grep -c 'connected (process' "$tmp/a.log")" -eq 14 ] || fail "daemon a did not see 14 clients"
+    # Idle: no session but vocl-smi's own (which it leaves out); a name
+    # that does not answer gets libvocl's line, the others still listed.
+    "$smi" a b nosuch >"$tmp/smi" 2>&1 || fail "vocl-smi when idle: $(cat "$tmp/smi")"
+    grep -q "^proxy a: 2 devices, 0 sessions" "$tmp/smi" &&
+        grep -q "^proxy b: 1 device, 0 sessions" "$tmp/smi" &&
+        grep -q "proxy nosuch: vocl.nosuch is not in the name service" "$tmp/smi" ||
+        fail "vocl-smi when idle: $(cat "$tmp/smi")"
+    cat "$tmp/smi"
+    [ "$(grep -c 'connected (process' "$tmp/a.log")" -eq 17 ] ||
+        fail "daemon a did not see 17 clients (14 applications, 3 vocl-smi)"
     for d in "a $pa $ta" "b $pb $tb"; do
         set -- $d
         echo "daemon $1: $(grep -c 'connected (process' "$tmp/$1.log") clients; holds $(state "$2" "$1")" \
