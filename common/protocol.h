@@ -10,7 +10,8 @@
  *           offers shared buffers, node_key says which node it is on, shm.h)
  *           and flags (VOCL_HELLO_TRACE: record a timeline; VOCL_HELLO_TOKEN:
  *           the shared secret, connect mode: token.h; VOCL_HELLO_USER: the
- *           client's user name, whose token it is with voclproxyd --users)
+ *           client's user name, whose token it is with voclproxyd --users,
+ *           and its host name)
  *           rep: the proxy's version, the features it took (VOCL_FEAT_SHM: the
  *           same node, buffers shared), its chunk size, and per root device
  *           its cl_device_type and max mem alloc size
@@ -28,7 +29,7 @@
  *   TRACE   rep: the session's timeline (thread 0 requests, 1 stream), when
  *           HELLO asked for one (VOCL_HELLO_TRACE)
  *   STATE   rep: what the proxy holds (objects, bytes of memory objects),
- *           each open session (its number, user, process (0: another
+ *           each open session (its number, user, host, process (0: another
  *           node), seconds since it connected, objects, bytes, host bytes
  *           held for it) and each device (name, global memory): vocl-smi
  *   MIGRATE_OUT  req: mem, peer rank, tag, chunk, twin: a new twin (0: none)

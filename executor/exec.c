@@ -13,6 +13,7 @@
 
 #include "backoff.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,8 +259,13 @@ static const char *refusal(struct proxyd_session *s, const struct vocl_msg_HELLO
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
     bool named = (m->flags & VOCL_HELLO_USER) && vocl_user_name_ok(m->user.p, m->user.len);
-    if (named)
+    if (named) {
         snprintf(s->user, sizeof(s->user), "%.*s", (int)m->user.len, m->user.p);
+        size_t n = m->host.len < sizeof(s->host) ? m->host.len : sizeof(s->host) - 1;
+        for (size_t i = 0; i < n; i++) /* (for logs and vocl-smi: printable only) */
+            s->host[i] = isgraph((unsigned char)m->host.p[i]) ? m->host.p[i] : '?';
+        s->host[n] = 0;
+    }
     if (node->users) {
         struct vocl_token mine;
         char why[128];
@@ -297,7 +303,7 @@ static void op_hello(struct proxyd_req *q)
         return;
     }
     if (*q->s->user)
-        vocl_info("client %d: user %s", q->s->who, q->s->user);
+        vocl_info("client %d: user %s on %s", q->s->who, q->s->user, q->s->host);
     struct vocl_rec_hello_device *devs = proxyd_tmp(q, node->ndev * sizeof(*devs));
     for (cl_uint i = 0; devs && i < node->ndev; i++)
         devs[i] = (struct vocl_rec_hello_device){node->types[i], node->max_alloc[i]};
@@ -343,11 +349,12 @@ static void op_state(struct proxyd_req *q)
         ss[i] = (struct vocl_rec_session_state){
             .id = (uint32_t)open[i].id,
             .user = {open[i].user, strlen(open[i].user), 0},
+            .host = {open[i].s->host, strlen(open[i].s->host), 0},
             .pid = (uint64_t)open[i].pid,
             .seconds = (now - open[i].since_ns) / 1000000000u,
             .objects = open[i].s->nobjs,
             .bytes = open[i].s->bytes,
-            .host = proxyd_host_held(open[i].s)};
+            .host_mem = proxyd_host_held(open[i].s)};
     for (cl_uint d = 0; d < node->ndev; d++) {
         cl_ulong mem = 0;
         names[d][0] = 0;

@@ -96,9 +96,12 @@ int vocl_greet(struct vocl_proxy *px)
         };
         if (vocl.token)
             hello.token = (struct vocl_bytes){vocl.token->bytes, vocl.token->len};
+        char host[256] = "";
         if (vocl.user && vocl_user_name_ok(vocl.user, strlen(vocl.user))) {
+            gethostname(host, sizeof(host) - 1);
             hello.flags |= VOCL_HELLO_USER;
             hello.user = (struct vocl_str){vocl.user, strlen(vocl.user), 0};
+            hello.host = (struct vocl_str){host, strlen(host), 0};
         }
         vocl_enc_HELLO_req(c.w, &hello);
         vocl_call_send(&c);

@@ -144,6 +144,7 @@ struct proxyd_session {
     int peer;        /* the client's rank on its channel */
     int who;         /* the client's number in logs (its rank in job mode) */
     char user[65];   /* the user its HELLO named (connect mode), or "" */
+    char host[65];   /* and the host it runs on, or "" */
     void *transport; /* the transport's own state (an MPI communicator) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;

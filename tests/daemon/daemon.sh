@@ -123,7 +123,7 @@ overlap)
         if [ -n "$smi" ]; then
             "$smi" a b >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
             grep -Eq "^proxy a: 2 devices, [1-9][0-9]* sessions?, " "$tmp/smi" &&
-                grep -Eq "^  [0-9]+ +$(id -un) +[0-9]+ +00:00:" "$tmp/smi" ||
+                grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +[0-9]+ +00:00:" "$tmp/smi" ||
                 fail "vocl-smi while applications run: $(cat "$tmp/smi")"
         fi
         wait $g || fail "gemm: exit $?: $(tail -3 "$tmp/gemm")"
@@ -281,7 +281,7 @@ deaths)
     start_daemon c 1 --users "$tmp/users"; pc=$dpid
     app "$tmp/peruser" c "$examples/gemm" -n 64 -r 1 || fail "per-user token: $(tail -3 "$tmp/peruser")"
     verified "$tmp/peruser" "per-user token"
-    grep -q "client [0-9]*: user $me\$" "$tmp/c.log" || fail "the daemon did not log the user"
+    grep -q "client [0-9]*: user $me on $(hostname)\$" "$tmp/c.log" || fail "the daemon did not log the user"
     head -c 48 /dev/urandom | base64 >"$tmp/users/$me"
     rc=0
     app "$tmp/peruser2" c "$examples/gemm" -n 64 -r 1 || rc=$?

@@ -90,8 +90,8 @@ static bool show(int i, int *shown)
         printf("  device %" PRIu32 "  %-40.*s %10s\n", k, (int)d.name.len, d.name.p,
                size_text(d.global_mem, a, sizeof(a)));
     if (others)
-        printf("  %-8s %-12s %-9s %-10s %8s %11s %11s\n", "session", "user", "process",
-               "connected", "objects", "memory", "host");
+        printf("  %-8s %-12s %-16s %-9s %-10s %8s %11s %11s\n", "session", "user", "host",
+               "process", "connected", "objects", "memory", "host mem");
     vocl_rd_init(&it, st.sessions.raw, st.sessions.raw_len);
     while (vocl_next_session_state(&it, &s)) {
         char pid[24], since[24];
@@ -103,9 +103,10 @@ static bool show(int i, int *shown)
             snprintf(pid, sizeof(pid), "-");
         snprintf(since, sizeof(since), "%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64,
                  s.seconds / 3600, s.seconds / 60 % 60, s.seconds % 60);
-        printf("  %-8" PRIu32 " %-12.*s %-9s %-10s %8" PRIu64 " %11s %11s\n", s.id,
-               (int)(s.user.len ? s.user.len : 1), s.user.len ? s.user.p : "-", pid, since,
-               s.objects, size_text(s.bytes, a, sizeof(a)), size_text(s.host, b, sizeof(b)));
+        printf("  %-8" PRIu32 " %-12.*s %-16.*s %-9s %-10s %8" PRIu64 " %11s %11s\n", s.id,
+               (int)(s.user.len ? s.user.len : 1), s.user.len ? s.user.p : "-",
+               (int)(s.host.len ? s.host.len : 1), s.host.len ? s.host.p : "-", pid, since,
+               s.objects, size_text(s.bytes, a, sizeof(a)), size_text(s.host_mem, b, sizeof(b)));
     }
     free(rep);
     return true;
