@@ -88,3 +88,10 @@ void vocl_mpi_abort(MPI_Comm comm, int code)
     MPI_Abort(comm, code);
     _Exit(code); /* (MPI_Abort does not return) */
 }
+
+int vocl_mpi_tag_ub(void)
+{
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    return flag && ub ? *ub : 32767;
+}

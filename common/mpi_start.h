@@ -30,6 +30,10 @@
  * before MPI starts; a setting of the user's own is kept. */
 void vocl_mpi_name_server(const char *uri);
 
+/* MPI_COMM_WORLD's MPI_TAG_UB (Open MPI gives it to no other communicator),
+ * or the standard's least, 32767. */
+int vocl_mpi_tag_ub(void);
+
 /* As MPI_Init_thread (argc and argv may be NULL); VOCL_NAME_SERVER set, as
  * vocl_mpi_name_server. */
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);

@@ -251,27 +251,32 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 
 /* --- protocol messages ------------------------------------------------------------------------- */
 
+/* The user and host a HELLO names, into s (for logs and vocl-smi), where
+ * the name is one (token.h). */
+static void note_user(struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
+{
+    if (!(m->flags & VOCL_HELLO_USER) || !vocl_user_name_ok(m->user.p, m->user.len))
+        return;
+    snprintf(s->user, sizeof(s->user), "%.*s", (int)m->user.len, m->user.p);
+    size_t n = m->host.len < sizeof(s->host) ? m->host.len : sizeof(s->host) - 1;
+    for (size_t i = 0; i < n; i++) /* (printable only) */
+        s->host[i] = isgraph((unsigned char)m->host.p[i]) ? m->host.p[i] : '?';
+    s->host[n] = 0;
+}
+
 /* Why a HELLO is refused (NULL: it is not): in connect mode its token must
- * be the proxy's, or with --users that of the user it names (token.h). */
-static const char *refusal(struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
+ * be the proxy's, or with --users that of the user it names (note_user). */
+static const char *refusal(const struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
 {
     const struct proxyd_node *node = s->node;
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
-    bool named = (m->flags & VOCL_HELLO_USER) && vocl_user_name_ok(m->user.p, m->user.len);
-    if (named) {
-        snprintf(s->user, sizeof(s->user), "%.*s", (int)m->user.len, m->user.p);
-        size_t n = m->host.len < sizeof(s->host) ? m->host.len : sizeof(s->host) - 1;
-        for (size_t i = 0; i < n; i++) /* (for logs and vocl-smi: printable only) */
-            s->host[i] = isgraph((unsigned char)m->host.p[i]) ? m->host.p[i] : '?';
-        s->host[n] = 0;
-    }
     if (node->users) {
         struct vocl_token mine;
         char why[128];
-        if (!named)
+        if (!*s->user)
             return "no user name";
-        if (vocl_token_of_user(&mine, node->users, m->user.p, m->user.len, why, sizeof(why))) {
+        if (vocl_token_of_user(&mine, node->users, s->user, strlen(s->user), why, sizeof(why))) {
             vocl_warn("client %d: user %s: token file %s: %s", s->who, s->user, mine.path, why);
             return "no token for its user";
         }
@@ -293,6 +298,7 @@ static void op_hello(struct proxyd_req *q)
         return;
     }
     struct proxyd_node *node = q->s->node;
+    note_user(q->s, &m);
     const char *refused = refusal(q->s, &m);
     if (refused) {
         /* One try a connection: the session ends with this reply. */

@@ -279,10 +279,9 @@ static void join(const char *name, uint64_t timeout_ns)
         close(lock); /* (the lock goes with it) */
     if (inter == MPI_COMM_NULL)
         return;
-    int tag_base = 0, *tag_ub = NULL, flag = 0;
+    int tag_base = 0;
     int live = vocl_live_link(inter, 0, NULL, &tag_base);
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag); /* (world's only, in Open MPI) */
-    if (live >= 0 && !vocl_tag_base_ok(tag_base, flag ? *tag_ub : 32767)) {
+    if (live >= 0 && !vocl_tag_base_ok(tag_base, vocl_mpi_tag_ub())) {
         vocl_error("proxy %s: gave an unusable tag base (%d): a proxy of another version?", name,
                    tag_base);
         vocl_live_unlink(live);

@@ -489,11 +489,8 @@ static void *accept_thread(void *arg)
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
-        /* Its requests and data come on tags of its own (wire.h).  (Open
-         * MPI gives MPI_TAG_UB to MPI_COMM_WORLD only.) */
-        int *tag_ub = NULL, flag = 0;
-        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-        int tag_base = vocl_tag_base_draw(flag ? *tag_ub : 32767);
+        /* Its requests and data come on tags of its own (wire.h). */
+        int tag_base = vocl_tag_base_draw(vocl_mpi_tag_ub());
         int64_t pid = 0;
         int live = vocl_live_link(client, tag_base, &pid, NULL);
         if (live < 0) {

@@ -259,15 +259,21 @@ static void read_buffer(uint64_t queue, uint64_t mem, size_t n)
     vocl_wr_u8(&w, VOCL_DATA_INLINE);
 }
 
-/* HELLO, with t's token if not NULL; its status. */
-static cl_int hello(const struct vocl_token *t, const char *what)
+/* A HELLO request in w, with t's token if not NULL. */
+static void put_hello(bool want_reply, const struct vocl_token *t)
 {
-    begin(VOCL_OP_HELLO, true);
+    begin(VOCL_OP_HELLO, want_reply);
     vocl_wr_u32(&w, VOCL_WIRE_VERSION);
     vocl_wr_u32(&w, VOCL_FEAT_NONE);
     vocl_wr_u32(&w, t ? VOCL_HELLO_TOKEN : 0);
     if (t)
         vocl_wr_bytes(&w, t->bytes, t->len);
+}
+
+/* HELLO, with t's token if not NULL; its status. */
+static cl_int hello(const struct vocl_token *t, const char *what)
+{
+    put_hello(true, t);
     cl_int got = call(what);
     if (got == CL_SUCCESS) {
         struct vocl_rd r;
@@ -370,10 +376,7 @@ static void strangers(uint64_t ctx, uint64_t queue)
 /* The session has ended: a HELLO gets no reply. */
 static void no_more_replies(void)
 {
-    begin(VOCL_OP_HELLO, true);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, VOCL_FEAT_NONE);
-    vocl_wr_u32(&w, 0);
+    put_hello(true, NULL);
     vocl_wr_finish(&w);
     send_raw(w.buf, w.len);
     check(await_reply(2.0) != 0, "no reply once the session has ended", 0);
@@ -588,11 +591,7 @@ static int daemon_main(const char *name)
      * connection the freed one's context id (wire.h): the next client's
      * session (the application's beside, or ours below) must not take them. */
     usleep(500000);
-    begin(VOCL_OP_HELLO, false);
-    vocl_wr_u32(&w, VOCL_WIRE_VERSION);
-    vocl_wr_u32(&w, VOCL_FEAT_NONE);
-    vocl_wr_u32(&w, VOCL_HELLO_TOKEN);
-    vocl_wr_bytes(&w, token.bytes, token.len);
+    put_hello(false, &token);
     vocl_wr_finish(&w);
     send_raw(w.buf, w.len);
     for (uint64_t id = VOCL_ID_CLIENT_MIN; id < VOCL_ID_CLIENT_MIN + 16; id++) {
