@@ -63,7 +63,9 @@ run() {
     left || { echo "skipped (budget): $label $where $n"; return; }
     local pre=(env OCL_ICD_VENDORS=/tmp/vend-pocl)
     case $where in
-    native) pre+=(POCL_DEVICES="$(devices "$n")") ;;
+    # PoCL's pthread devices of one process share one pool of threads, so
+    # natively the pool grows with the devices: 2 threads each, as in a proxy.
+    native) pre+=(POCL_DEVICES="$(devices "$n")" POCL_MAX_PTHREAD_COUNT=$((2 * n))) ;;
     vocl) pre+=(build/tools/vocl-run -n "$n" -d 1 --) ;;
     gpu) pre=(env OCL_ICD_VENDORS=/tmp/vend-gpu) ;;
     gpu-vocl) pre=(env OCL_ICD_VENDORS=/tmp/vend-gpu build/tools/vocl-run -n 1 -t gpu --) ;;

@@ -9,7 +9,8 @@
 #   .gpu/stubs/        stand-ins for libxml2, libz3 and libcurl (stubs.py)
 #   .gpu/build.tar.xz  the programs of build/ that run.sh runs
 #
-#   docs/report/runtimes-gpu-node/stage.sh     (from the source tree, after ninja -C build)
+#   docs/report/runtimes-gpu-node/stage.sh [build]   (from the source tree, after ninja -C build;
+#                                                     "build": only build.tar.xz again)
 #
 # Only the kernel library variants for AVX2 and AVX-512 CPUs are kept (an
 # H100 node's host has one of them); the whole stays under the 64 MiB a
@@ -17,6 +18,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${DEST:-.gpu}
+pack_build() {
+    tar -cf - --exclude='*.p' build/tools/vocl-run build/tools/guard/vocl-guard build/proxyd/voclproxyd \
+        build/libvocl/libvocl.so* build/libvocl/*.icd build/examples/allpairs/allpairs-prnu \
+        build/examples/dag/dag-nbody build/examples/hep/hep-tth build/examples/kmer/kmer-assemble \
+        build/examples/kmer/kmer-gen | xz -9 -T0 >"$dest/build.tar.xz"
+}
+[ "${1:-}" = build ] && { pack_build; exit; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkgs="libpocl2 libpocl2-common libllvm15 libclang-cpp15 libhwloc15 libltdl7 libedit2
@@ -44,8 +52,5 @@ python3 "$here/stubs.py" "$dest/stubs" libxml2.so.2 'LIBXML2|^xml' "$S/lib/x86_6
 python3 "$here/stubs.py" "$dest/stubs" libz3.so.4 '^Z3_' "$S/lib/x86_64-linux-gnu/libLLVM-15.so.1"
 python3 "$here/stubs.py" "$dest/stubs" libcurl.so.4 'CURL' "$S/lib/x86_64-linux-gnu/libhdf5_serial.so.103"
 tar -C "$S" -cf - . | xz -9 -T0 >"$dest/sys.tar.xz"
-tar -cf - --exclude='*.p' --exclude='*.a' --exclude='meson-*' --exclude='*.ninja' \
-    build/tools/vocl-run build/proxyd/voclproxyd build/libvocl/libvocl.so* build/libvocl/*.icd \
-    build/examples/allpairs/allpairs-prnu build/examples/dag/dag-nbody build/examples/hep/hep-tth \
-    build/examples/kmer/kmer-assemble build/examples/kmer/kmer-gen | xz -9 -T0 >"$dest/build.tar.xz"
+pack_build
 du -ab "$dest"
