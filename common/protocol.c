@@ -122,6 +122,16 @@ size_t vocl_image_host_size(const cl_image_format *f, const cl_image_desc *d)
     X(CL_INVALID_DEVICE_QUEUE) X(CL_INVALID_SPEC_ID) X(CL_MAX_SIZE_RESTRICTION_EXCEEDED)           \
     X(CL_PLATFORM_NOT_FOUND_KHR)
 
+bool vocl_node_name_ok(const char *p, size_t n)
+{
+    if (n < 1 || n > VOCL_NODE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] <= ' ' || p[i] > '~')
+            return false;
+    return true;
+}
+
 const char *vocl_err_name(int err)
 {
 #define VOCL_ERR_CASE(e) case e: return #e;

@@ -13,8 +13,10 @@
  *           client's user name, whose token it is with voclproxyd --users,
  *           and its host name)
  *           rep: the proxy's version, the features it took (VOCL_FEAT_SHM: the
- *           same node, buffers shared), its chunk size, and per root device
- *           its cl_device_type and max mem alloc size
+ *           same node, buffers shared), its chunk size, the name of its
+ *           node (cl_vocl_device_location: VOCL_NODE_NAME, else its host
+ *           name), and per root device its cl_device_type and max mem
+ *           alloc size
  *   SHM_MAP req: mem  rep: proxy pid, fd (UINT32_MAX: the buffer is not
  *           shared), size, token: the memfd whose name vocl_shm_name(token)
  *           gives holds the buffer (shm.h)
@@ -128,6 +130,10 @@ enum vocl_arg_kind {
 const char *vocl_type_name(enum vocl_type t);
 int vocl_type_invalid_err(enum vocl_type t); /* CL_INVALID_CONTEXT for a context, ... */
 const char *vocl_err_name(int err);
+/* A node's name, as HELLO gives it (cl_vocl_device_location): 1 to 255
+ * printable characters, no space. */
+#define VOCL_NODE_NAME_MAX 255u
+bool vocl_node_name_ok(const char *p, size_t n);
 #include <stddef.h>
 struct _cl_image_format;
 struct _cl_image_desc;

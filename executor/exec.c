@@ -328,6 +328,7 @@ static void op_hello(struct proxyd_req *q)
                                  .version = VOCL_WIRE_VERSION,
                                  .features = q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE,
                                  .chunk = node->xfer.pool_size,
+                                 .node = {node->node_name, strlen(node->node_name), 0},
                                  .devices = {.n = node->ndev, .v = devs}});
 }
 

@@ -7,8 +7,10 @@
 #include "proxyd.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- node: the devices this process serves ---------------------------------------------- */
 
@@ -26,6 +28,19 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
                                           .direct = true,
                                           .driver_staging = true};
     node->poll_ns = PROXYD_POLL_NS;
+    _Static_assert(sizeof(node->node_name) == VOCL_NODE_NAME_MAX + 1, "a node name and its NUL");
+    const char *named = getenv("VOCL_NODE_NAME");
+    if (named && !vocl_node_name_ok(named, strlen(named))) {
+        vocl_warn("VOCL_NODE_NAME \"%.64s\" is not a node name (1 to %u printable characters, "
+                  "no space): the host's name is used",
+                  named, VOCL_NODE_NAME_MAX);
+        named = NULL;
+    }
+    if (named)
+        snprintf(node->node_name, sizeof(node->node_name), "%s", named);
+    else if (gethostname(node->node_name, sizeof(node->node_name) - 1) != 0 ||
+             !vocl_node_name_ok(node->node_name, strlen(node->node_name)))
+        strcpy(node->node_name, "localhost");
     if (cl->clGetPlatformIDs(16, plats, &nplat) != CL_SUCCESS || nplat == 0)
         return 0; /* no native platform: a node with no devices */
     if (nplat > 16)

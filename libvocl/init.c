@@ -112,8 +112,10 @@ int vocl_greet(struct vocl_proxy *px)
         px->shm = rep.features & VOCL_FEAT_SHM;
         px->chunk = (size_t)rep.chunk;
         if (why || rep.devices.n > 4096 || c.r.fail || px->chunk < (4u << 10) ||
-            px->chunk > (64u << 20))
+            px->chunk > (64u << 20) || !vocl_node_name_ok(rep.node.p, rep.node.len))
             c.err = CL_OUT_OF_RESOURCES;
+        else
+            memcpy(px->node, rep.node.p, rep.node.len); /* (px->node was zeroed) */
     }
     uint32_t ndev = c.err == CL_SUCCESS ? rep.devices.n : 0;
     struct vocl_obj **devs = NULL;

@@ -10,10 +10,16 @@
  * vendor or version sees VOCL, never half of PoCL).  Its other info
  * (profile, extensions, numeric version) is that native platform's; device
  * info comes from the real device, which keeps its own identity.
+ *
+ * To both lists of extensions VOCL adds its own, cl_vocl_device_location
+ * (CL/cl_ext_vocl.h): each device's node (the name its proxy gave in HELLO)
+ * and proxy, for runtimes that place work by where devices are.
  */
 #include "vocl.h"
 
+#include <CL/cl_ext_vocl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void vocl_warn_once_unsupported(const char *fn)
@@ -117,6 +123,64 @@ static cl_int native_platform_info(cl_platform_info param_name, size_t param_val
     return c.err;
 }
 
+/* Set while this thread asks the driver a device query that the hook below
+ * answers itself (the lists of extensions): the hook lets it through. */
+static _Thread_local bool asking_driver;
+
+/* The driver's whole answer to a query of device d (NULL: of the native
+ * platform), into *out (malloc'd, *len bytes): its size, then its value. */
+static cl_int native_answer(struct vocl_obj *d, cl_uint param, void **out, size_t *len)
+{
+    *out = NULL;
+    asking_driver = true;
+    cl_int err = d ? clGetDeviceInfo((cl_device_id)d, param, 0, NULL, len)
+                   : native_platform_info(param, 0, NULL, len);
+    if (err == CL_SUCCESS && !(*out = malloc(*len ? *len : 1)))
+        err = CL_OUT_OF_HOST_MEMORY;
+    if (err == CL_SUCCESS)
+        err = d ? clGetDeviceInfo((cl_device_id)d, param, *len, *out, NULL)
+                : native_platform_info(param, *len, *out, NULL);
+    asking_driver = false;
+    if (err != CL_SUCCESS) {
+        free(*out);
+        *out = NULL;
+    }
+    return err;
+}
+
+/* An extensions answer with cl_vocl_device_location added, into *out
+ * (malloc'd; *len in and out): a string of names separated by spaces, or,
+ * versioned (the _WITH_VERSION queries), an array of cl_name_version. */
+static cl_int with_location(bool versioned, const void *native, size_t *len, void **out)
+{
+    static const char name[] = CL_VOCL_DEVICE_LOCATION_EXTENSION_NAME;
+    if (versioned) {
+        size_t n = *len / sizeof(cl_name_version);
+        cl_name_version *v = malloc((n + 1) * sizeof(*v));
+        if (!v)
+            return CL_OUT_OF_HOST_MEMORY;
+        memcpy(v, native, n * sizeof(*v));
+        v[n] = (cl_name_version){.version = CL_MAKE_VERSION(1, 0, 0)};
+        memcpy(v[n].name, name, sizeof(name));
+        *out = v;
+        *len = (n + 1) * sizeof(*v);
+        return CL_SUCCESS;
+    }
+    size_t k = strnlen(native, *len);
+    while (k && ((const char *)native)[k - 1] == ' ')
+        k--;
+    char *t = malloc(k + 1 + sizeof(name));
+    if (!t)
+        return CL_OUT_OF_HOST_MEMORY;
+    memcpy(t, native, k);
+    if (k)
+        t[k++] = ' ';
+    memcpy(t + k, name, sizeof(name));
+    *out = t;
+    *len = k + sizeof(name);
+    return CL_SUCCESS;
+}
+
 /* "OpenCL X.Y VOCL <version> over <native version>" (the spec's form:
  * "OpenCL", the version it supports, then anything). */
 static cl_int version_string(char *out, size_t size)
@@ -147,6 +211,20 @@ cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
     char version[640];
     const char *own = NULL;
     switch (param_name) {
+    case CL_PLATFORM_EXTENSIONS:
+    case CL_PLATFORM_EXTENSIONS_WITH_VERSION: {
+        void *native, *ours;
+        size_t len;
+        err = native_answer(NULL, param_name, &native, &len);
+        if (err == CL_SUCCESS)
+            err = with_location(param_name == CL_PLATFORM_EXTENSIONS_WITH_VERSION, native, &len,
+                                &ours);
+        free(native);
+        if (err == CL_SUCCESS)
+            err = vocl_info_answer(ours, len, param_value_size, param_value, param_value_size_ret);
+        free(err == CL_SUCCESS ? ours : NULL);
+        return err;
+    }
     case CL_PLATFORM_NAME:
     case CL_PLATFORM_ICD_SUFFIX_KHR: own = "VOCL"; break;
     case CL_PLATFORM_VENDOR: own = "The VOCL project"; break;
@@ -199,16 +277,57 @@ cl_int CL_API_CALL vocl_hand_clGetDeviceIDs(cl_platform_id platform, cl_device_t
     return n ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
 }
 
+/* A device's extensions with VOCL's own added; kept (under a key of its
+ * own: the driver's answer is kept under key 0 by the generated path). */
+static cl_int device_extensions(struct vocl_obj *d, cl_device_info param, size_t size, void *value,
+                                size_t *size_ret)
+{
+    enum { OURS = 1 };
+    cl_int err;
+    uint32_t gen;
+    if (vocl_info_cached(d, VOCL_OP_clGetDeviceInfo, param, OURS, size, value, size_ret, &err,
+                         &gen))
+        return err;
+    void *native, *ours;
+    size_t len;
+    err = native_answer(d, param, &native, &len);
+    if (err == CL_SUCCESS)
+        err = with_location(param == CL_DEVICE_EXTENSIONS_WITH_VERSION, native, &len, &ours);
+    free(native);
+    if (err != CL_SUCCESS)
+        return err;
+    vocl_info_keep(d, VOCL_OP_clGetDeviceInfo, param, OURS, gen, len,
+                   &(struct vocl_bytes){ours, len});
+    err = vocl_info_answer(ours, len, size, value, size_ret);
+    free(ours);
+    return err;
+}
+
 int vocl_hook_clGetDeviceInfo(cl_device_id device, cl_device_info param_name,
                               size_t param_value_size, void *param_value,
                               size_t *param_value_size_ret, cl_int *ret)
 {
     struct vocl_obj *d = vocl_lookup(device, VOCL_T_DEVICE);
-    if (!d)
-        return 0; /* the generated path reports the invalid handle */
+    if (!d || asking_driver)
+        return 0; /* the generated path reports the invalid handle, or asks */
     const void *h;
     cl_device_svm_capabilities none = 0;
     switch (param_name) {
+    case CL_DEVICE_EXTENSIONS:
+    case CL_DEVICE_EXTENSIONS_WITH_VERSION:
+        *ret = device_extensions(d, param_name, param_value_size, param_value,
+                                 param_value_size_ret);
+        return 1;
+    case CL_DEVICE_NODE_NAME_VOCL:
+        *ret = vocl_info_answer(d->px->node, strlen(d->px->node) + 1, param_value_size,
+                                param_value, param_value_size_ret);
+        return 1;
+    case CL_DEVICE_PROXY_VOCL: {
+        cl_uint proxy = (cl_uint)d->px->index;
+        *ret = vocl_info_answer(&proxy, sizeof(proxy), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
     case CL_DEVICE_PLATFORM:
         h = vocl.platform;
         break;

@@ -95,6 +95,7 @@ struct vocl_proxy {
     int live;      /* its number in liveness.h (job mode: its rank) */
     int tag_base;  /* connect mode: added to the tags of requests and data (wire.h); 0 */
     char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
+    char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
     bool local; /* in-process executor (local passthrough) */
     atomic_bool dead; /* the transport failed: every call fails fast */
     /* Posting a request (its seq, message and chunks), the waiters, the

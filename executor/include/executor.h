@@ -88,6 +88,7 @@ struct proxyd_node {
      * waits for, before the reply is left to the driver's callback
      * (complete.c); 0: never polls. */
     uint64_t poll_ns;
+    char node_name[256]; /* for clients (HELLO): VOCL_NODE_NAME, else the host's */
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
     /* The open sessions, for STATE, into out (at most max); how many there
