@@ -4,11 +4,13 @@
 #include "clutil.h"
 
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
+#include <CL/cl_ext_vocl.h>
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *app_cl_error_name(cl_int err)
 {
@@ -122,4 +124,64 @@ void app_progress(const char *name, const char *unit, uint64_t done, uint64_t to
         fprintf(stderr, "%s: %d%% of %" PRIu64 " %s\n", name, percent, total, unit);
     }
     *shown = percent;
+}
+
+bool app_device_has_extension(cl_device_id device, const char *name)
+{
+    size_t size = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS || size == 0)
+        return false;
+    char *list = malloc(size + 1);
+    if (!list)
+        return false;
+    bool found = false;
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, list, NULL) == CL_SUCCESS) {
+        list[size] = '\0';
+        size_t len = strlen(name);
+        /* Tokens are separated by spaces; drivers differ in leading and
+         * trailing ones. */
+        for (const char *at = list; *at && !found;) {
+            at += strspn(at, " ");
+            size_t token = strcspn(at, " ");
+            found = token == len && len > 0 && memcmp(at, name, len) == 0;
+            at += token;
+        }
+    }
+    free(list);
+    return found;
+}
+
+void app_device_location(cl_device_id device, struct app_location *loc)
+{
+    *loc = (struct app_location){.known = false, .node = "", .proxy = APP_PROXY_NONE};
+    if (!app_device_has_extension(device, CL_VOCL_DEVICE_LOCATION_EXTENSION_NAME))
+        return;
+    size_t size = 0;
+    cl_uint proxy = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_NODE_NAME_VOCL, 0, NULL, &size) != CL_SUCCESS ||
+        size == 0 || size > sizeof(loc->node) ||
+        clGetDeviceInfo(device, CL_DEVICE_NODE_NAME_VOCL, size, loc->node, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(device, CL_DEVICE_PROXY_VOCL, sizeof(proxy), &proxy, NULL) !=
+            CL_SUCCESS) {
+        loc->node[0] = '\0';
+        return;
+    }
+    loc->node[size - 1] = '\0'; /* the answer counts its terminator */
+    loc->proxy = proxy;
+    loc->known = true;
+}
+
+void app_number_nodes(const struct app_location *locs, size_t n, int *node)
+{
+    int distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        node[i] = -1;
+        /* Quadratic, but over a device list: tens, not thousands. */
+        for (size_t j = 0; j < i && node[i] < 0; j++) {
+            if (strcmp(locs[j].node, locs[i].node) == 0)
+                node[i] = node[j];
+        }
+        if (node[i] < 0)
+            node[i] = distinct++;
+    }
 }
