@@ -60,6 +60,10 @@ int dag_device_index(const dag_device *device);
 int dag_device_node(const dag_device *device);
 const char *dag_device_name(const dag_device *device);
 
+/* The host name of its node, as a driver with cl_vocl_device_location
+ * reports it; "" for a device of a driver without it (this node). */
+const char *dag_device_node_name(const dag_device *device);
+
 /* Waits for every command, stops the scheduler, releases everything, and
  * writes the DAG_TRACE files.  Returns the first error, if any. */
 int dag_shutdown(void);

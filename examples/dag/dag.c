@@ -58,6 +58,7 @@ struct context {
 struct dag_device {
     int index, node;
     char *name;
+    char *node_name; /* cl_vocl_device_location's host name; "" without it */
     cl_device_id id;
     struct context *ctx;
     cl_command_queue queue;
@@ -1474,9 +1475,27 @@ static void dcr(void)
         positions = len[d] < positions ? len[d] : positions;
     struct cmd **t = xcalloc(p, sizeof(*t));
     struct dcr_transfer *desc = xcalloc(p, sizeof(*desc));
+    /* The tree enters each node once (the devices' nodes, as DQL numbers
+     * them), so that a collective's bytes cross between hosts as few
+     * times as they can.  A scatter or a gather needs each subtree's
+     * devices consecutive (its staging buffer holds their slices in
+     * order): where a node's devices are not, they take the binomial tree
+     * over the device order. */
+    int *nodes = xcalloc(p, sizeof(*nodes));
+    for (size_t d = 0; d < p; d++)
+        nodes[d] = rt.devices[d].node;
     size_t *parent = xcalloc(p, sizeof(*parent)), *child = xcalloc(p, sizeof(*child));
     size_t *span = xcalloc(p, sizeof(*span));
-    size_t edges = dcr_tree(p, parent, child, span);
+    bool consecutive;
+    size_t edges = dcr_node_tree(p, nodes, parent, child, span, &consecutive);
+    size_t *sg_parent = parent, *sg_child = child, *sg_span = span, sg_edges = edges;
+    if (!consecutive) {
+        sg_parent = xcalloc(p, sizeof(*sg_parent));
+        sg_child = xcalloc(p, sizeof(*sg_child));
+        sg_span = xcalloc(p, sizeof(*sg_span));
+        sg_edges = dcr_tree(p, sg_parent, sg_child, sg_span);
+    }
+    free(nodes);
     for (size_t j = 0; j < positions; j++) {
         for (size_t d = 0; d < p; d++) {
             t[d] = lists[d][j];
@@ -1508,9 +1527,14 @@ static void dcr(void)
         if (pattern == DCR_BROADCAST)
             dcr_broadcast(t, p, parent, child, edges);
         else if (pattern == DCR_SCATTER)
-            dcr_scatter(t, p, parent, child, span, edges);
+            dcr_scatter(t, p, sg_parent, sg_child, sg_span, sg_edges);
         else
-            dcr_gather(t, p, parent, child, span, edges);
+            dcr_gather(t, p, sg_parent, sg_child, sg_span, sg_edges);
+    }
+    if (!consecutive) {
+        free(sg_parent);
+        free(sg_child);
+        free(sg_span);
     }
     for (size_t d = 0; d < p; d++)
         free(lists[d]);
@@ -1860,6 +1884,7 @@ struct candidates {
     size_t n;
     cl_device_id *ids;
     cl_platform_id *platforms;
+    struct app_location *locs; /* NULL in dag_query_device's, which needs no names */
     int *nodes;
     char *string; /* the last string attribute read */
 };
@@ -1916,16 +1941,23 @@ static int get_attr(void *ctx, size_t index, const struct dql_attr *attr, struct
     return -1;
 }
 
-/* A device's node: natively every device is on node 0.  VOCL lists the
- * devices of its proxies in order (proxy rank, then each proxy's own order)
- * but reports no proxy identity in any device attribute, so
- * DAG_NODE_SIZE=K says that each node (proxy) has K devices: device i of
- * the platform order is on node i / K. */
-static int node_of(size_t index)
+/* The devices' nodes.  A driver with cl_vocl_device_location (VOCL) says
+ * which host each device is on: nodes are numbered in the order they first
+ * appear among all candidates, so under vocl-run node k is the k-th
+ * distinct host of the proxies (by rank).  A driver without it means every
+ * device is on this node: node 0 natively.  DAG_NODE_SIZE=K overrides both
+ * (an experiment, or a driver that places devices and does not say so):
+ * device i of the platform order is on node i / K. */
+static void number_nodes(struct candidates *cand)
 {
     const char *s = getenv("DAG_NODE_SIZE");
     long k = s ? strtol(s, NULL, 10) : 0;
-    return k > 0 ? (int)(index / (size_t)k) : 0;
+    if (k > 0) {
+        for (size_t i = 0; i < cand->n; i++)
+            cand->nodes[i] = (int)(i / (size_t)k);
+        return;
+    }
+    app_number_nodes(cand->locs, cand->n, cand->nodes);
 }
 
 static int parse_query(const char *text, struct dql_query *q)
@@ -1954,16 +1986,18 @@ static int find_candidates(struct candidates *cand)
         cand->ids = xrealloc(cand->ids, (cand->n + nd) * sizeof(*cand->ids));
         cand->platforms = xrealloc(cand->platforms, (cand->n + nd) * sizeof(*cand->platforms));
         cand->nodes = xrealloc(cand->nodes, (cand->n + nd) * sizeof(*cand->nodes));
+        cand->locs = xrealloc(cand->locs, (cand->n + nd) * sizeof(*cand->locs));
         clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, cand->ids + cand->n, NULL);
         for (cl_uint d = 0; d < nd; d++) {
             cand->platforms[cand->n + d] = platforms[p];
-            cand->nodes[cand->n + d] = node_of(cand->n + d);
+            app_device_location(cand->ids[cand->n + d], &cand->locs[cand->n + d]);
         }
         cand->n += nd;
     }
     free(platforms);
     if (cand->n == 0)
         return set_error(CL_DEVICE_NOT_FOUND, "no OpenCL device found on any platform");
+    number_nodes(cand);
     return CL_SUCCESS;
 }
 
@@ -1971,6 +2005,7 @@ static void free_candidates(struct candidates *cand)
 {
     free(cand->ids);
     free(cand->platforms);
+    free(cand->locs);
     free(cand->nodes);
     free(cand->string);
 }
@@ -1986,6 +2021,7 @@ static int open_devices(struct candidates *cand, const size_t *sel, size_t n)
         dev->index = (int)i;
         dev->id = cand->ids[sel[i]];
         dev->node = cand->nodes[sel[i]];
+        dev->node_name = xstrdup(cand->locs[sel[i]].node);
         struct dql_value v;
         get_attr(cand, sel[i], dql_find_attr("NAME"), &v);
         dev->name = xstrdup(v.string);
@@ -2130,6 +2166,11 @@ int dag_device_node(const dag_device *dev)
     return dev ? dev->node : -1;
 }
 
+const char *dag_device_node_name(const dag_device *dev)
+{
+    return dev ? dev->node_name : "";
+}
+
 const char *dag_device_name(const dag_device *dev)
 {
     return dev ? dev->name : "";
@@ -2207,6 +2248,7 @@ int dag_shutdown(void)
         cmd_unref(dev->last);
         clReleaseCommandQueue(dev->queue);
         free(dev->name);
+        free(dev->node_name);
     }
     for (unsigned c = 0; c < rt.num_contexts; c++) {
         for (struct program *p = rt.contexts[c].programs, *next; p; p = next) {

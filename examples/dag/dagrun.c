@@ -37,9 +37,14 @@ int dagapp_init(const struct dagapp_opts *opts)
         dagapp_check(n, "dag_init");
     if (opts->devices && (uint64_t)n < opts->devices)
         app_die("%" PRIu64 " device(s) requested, only %d available", opts->devices, n);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "device %d (node %d): %s\n", i, dag_device_node(dag_get_device(i)),
-                dag_device_name(dag_get_device(i)));
+    /* With its node, and the node's name where the driver says it
+     * (cl_vocl_device_location), so that a test can see the placement. */
+    for (int i = 0; i < n; i++) {
+        dag_device *dev = dag_get_device(i);
+        const char *host = dag_device_node_name(dev);
+        fprintf(stderr, "device %d (node %d%s%s): %s\n", i, dag_device_node(dev), *host ? " " : "",
+                host, dag_device_name(dev));
+    }
     return n;
 }
 

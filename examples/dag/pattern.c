@@ -76,6 +76,60 @@ size_t dcr_tree(size_t n, size_t *parent, size_t *child, size_t *span)
     return count;
 }
 
+size_t dcr_node_tree(size_t n, const int *node, size_t *parent, size_t *child, size_t *span,
+                     bool *consecutive)
+{
+    *consecutive = true;
+    size_t *order = malloc((n ? n : 1) * sizeof(*order)); /* position -> rank */
+    size_t *start = malloc((n + 1) * sizeof(*start));     /* node g's first position */
+    if (!order || !start) {
+        free(order);
+        free(start);
+        return dcr_tree(n, parent, child, span);
+    }
+    /* Positions: the ranks node by node.  Rank 0 stays at position 0, the
+     * root, as every tree here is rooted at rank 0. */
+    size_t m = 0, k = 0;
+    for (size_t r = 0; r < n; r++) {
+        bool seen = false;
+        for (size_t q = 0; q < r && !seen; q++)
+            seen = node[q] == node[r];
+        if (seen)
+            continue;
+        start[m++] = k;
+        for (size_t q = r; q < n; q++) {
+            if (node[q] == node[r])
+                order[k++] = q;
+        }
+    }
+    start[m] = n;
+    /* Between nodes: a tree over the node indices, then each edge moved to
+     * the nodes' first positions, its span counted in positions. */
+    size_t count = 0;
+    if (m > 1)
+        tree(0, m, parent, child, span, &count);
+    for (size_t e = 0; e < count; e++) {
+        size_t g = child[e], last = child[e] + span[e];
+        parent[e] = start[parent[e]];
+        child[e] = start[g];
+        span[e] = start[last] - start[g];
+    }
+    /* Inside each node, from its first position. */
+    for (size_t g = 0; g < m; g++) {
+        if (start[g + 1] - start[g] > 1)
+            tree(start[g], start[g + 1] - start[g], parent, child, span, &count);
+    }
+    for (size_t e = 0; e < count; e++) {
+        parent[e] = order[parent[e]];
+        child[e] = order[child[e]];
+    }
+    for (size_t p = 0; p < n; p++)
+        *consecutive &= order[p] == p;
+    free(order);
+    free(start);
+    return count;
+}
+
 static int by_host(const void *a, const void *b, const struct dhdcr_read *reads)
 {
     uintptr_t x = reads[*(const size_t *)a].host, y = reads[*(const size_t *)b].host;

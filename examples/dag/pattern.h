@@ -16,6 +16,7 @@
 #ifndef DAG_PATTERN_H
 #define DAG_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,21 @@ const char *dcr_pattern_name(enum dcr_pattern pattern);
  * subtree (child[i] .. child[i] + span[i] - 1).  Arrays need n - 1 slots.
  * The depth is ceil(log2 n). */
 size_t dcr_tree(size_t n, size_t *parent, size_t *child, size_t *span);
+
+/* The same kind of tree, made to cross from one node to another as little
+ * as possible: node[r] is rank r's node (any numbers; equal means one
+ * node).  A binomial tree over the nodes joins each node's first rank, and
+ * one binomial tree inside each node spreads from there, so every node is
+ * entered once (n - 1 edges, of which nodes - 1 between nodes; those come
+ * first).  The ranks are taken node by node, in the order of each node's
+ * first rank: when a node's ranks are not consecutive (0 and 2 on one
+ * node, 1 on another), neither are a subtree's, and *consecutive is set
+ * false: span[] still counts a subtree's ranks, but they are not child[i]
+ * .. child[i] + span[i] - 1, which a scatter or a gather needs.  With one
+ * node, or one rank per node, it is dcr_tree's tree.  Arrays need n - 1
+ * slots. */
+size_t dcr_node_tree(size_t n, const int *node, size_t *parent, size_t *child, size_t *span,
+                     bool *consecutive);
 
 /* A host range that a read filled. */
 struct dhdcr_read {

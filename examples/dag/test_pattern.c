@@ -96,6 +96,108 @@ static void test_tree(void **state)
     }
 }
 
+/* Checks a tree of dcr_node_tree's: n - 1 edges, each rank but 0 receives
+ * once from one that already has the data, each node is entered by one
+ * edge, the between-node edges come first, and span[] counts each
+ * subtree's ranks (which, when *consecutive, are child .. child + span - 1
+ * inside the parent's).  Returns how many edges cross between nodes. */
+static size_t check_node_tree(size_t n, const int *node, bool *consecutive)
+{
+    size_t parent[64], child[64], span[64];
+    size_t edges = dcr_node_tree(n, node, parent, child, span, consecutive);
+    assert_int_equal(edges, n ? n - 1 : 0);
+    bool has[64] = {true}, entered[64] = {false};
+    size_t crossing = 0;
+    entered[node[0]] = true;
+    for (size_t e = 0; e < edges; e++) {
+        size_t p = parent[e], c = child[e];
+        assert_true(c < n && p < n);
+        assert_true(has[p]);
+        assert_false(has[c]);
+        has[c] = true;
+        if (node[p] != node[c]) {
+            assert_int_equal(crossing, e); /* the crossings come first */
+            assert_false(entered[node[c]]);
+            entered[node[c]] = true;
+            crossing++;
+        }
+    }
+    for (size_t r = 0; r < n; r++)
+        assert_true(has[r]);
+    /* span[e]: child[e] and all ranks below it. */
+    for (size_t e = 0; e < edges; e++) {
+        bool below[64] = {false};
+        below[child[e]] = true;
+        size_t count = 1;
+        for (size_t f = e + 1; f < edges; f++) {
+            if (below[parent[f]]) {
+                below[child[f]] = true;
+                count++;
+            }
+        }
+        assert_int_equal(span[e], count);
+        if (*consecutive) {
+            for (size_t r = 0; r < n; r++)
+                assert_int_equal(below[r], r >= child[e] && r < child[e] + span[e]);
+        }
+    }
+    return crossing;
+}
+
+/* The tree that enters each node once. */
+static void test_node_tree(void **state)
+{
+    (void)state;
+    size_t parent[64], child[64], span[64], p2[64], c2[64], s2[64];
+    int node[64];
+    bool consecutive;
+    /* One node, or a rank per node: the binomial tree itself. */
+    for (size_t n = 1; n <= 64; n++) {
+        for (int each = 0; each < 2; each++) {
+            for (size_t r = 0; r < n; r++)
+                node[r] = each ? (int)r : 7;
+            size_t edges = dcr_node_tree(n, node, parent, child, span, &consecutive);
+            assert_true(consecutive);
+            assert_int_equal(dcr_tree(n, p2, c2, s2), edges);
+            for (size_t e = 0; e < edges; e++) {
+                assert_int_equal(parent[e], p2[e]);
+                assert_int_equal(child[e], c2[e]);
+                assert_int_equal(span[e], s2[e]);
+            }
+        }
+    }
+    /* Three nodes of two: the binomial tree of 6 enters the third node
+     * twice (3 -> 5, 3 -> 4), this one once. */
+    int three[] = {0, 0, 1, 1, 2, 2};
+    assert_int_equal(check_node_tree(6, three, &consecutive), 2);
+    assert_true(consecutive);
+    /* Nodes whose ranks are not consecutive (proxies placed on hosts in
+     * turn): 0, 1, 4, 5 on one node, 2, 3, 6, 7 on another; one crossing,
+     * where the binomial tree has two (0 -> 2, 4 -> 6). */
+    int turns[] = {5, 5, 9, 9, 5, 5, 9, 9};
+    assert_int_equal(check_node_tree(8, turns, &consecutive), 1);
+    assert_false(consecutive);
+    dcr_node_tree(8, turns, parent, child, span, &consecutive);
+    assert_int_equal(parent[0], 0);
+    assert_true(child[0] == 2);
+    /* Every assignment of up to 5 ranks to up to 3 nodes. */
+    for (size_t n = 1; n <= 5; n++) {
+        size_t total = 1;
+        for (size_t r = 0; r < n; r++)
+            total *= 3;
+        for (size_t code = 0; code < total; code++) {
+            size_t x = code, distinct = 0;
+            bool used[3] = {false};
+            for (size_t r = 0; r < n; r++, x /= 3) {
+                node[r] = (int)(x % 3);
+                distinct += !used[node[r]];
+                used[node[r]] = true;
+            }
+            assert_int_equal(check_node_tree(n, node, &consecutive), distinct - 1);
+        }
+    }
+}
+
 static void test_cover(void **state)
 {
     (void)state;
@@ -144,6 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect),
         cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_node_tree),
         cmocka_unit_test(test_cover),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
