@@ -20,7 +20,7 @@
  *    the last h devices that asked for it);
  *  - divide-and-conquer scheduling: the upper-triangular pair matrix split
  *    recursively into quadrants, one worker per device, idle workers steal
- *    the largest task of a random peer (peers of the same group first), a
+ *    the largest task of a random peer (peers of the same node first), a
  *    concurrent-job limit per device;
  *  - an asynchronous pipeline: one thread reads files, a pool parses, one
  *    thread per device enqueues, three in-order queues per device (to the
@@ -74,8 +74,10 @@ struct allpairs_app {
 struct allpairs_config {
     uint32_t items;        /* n */
     uint32_t devices;      /* the first `devices` devices; 0: all */
-    uint32_t group;        /* workers steal first from the devices of their group of
-                              `group` consecutive devices (devices of one node); 0: one group */
+    uint32_t group;        /* workers steal first from the devices of their own node:
+                              0: nodes as the driver says (cl_vocl_device_location;
+                              without it, one node); K: overrides, K consecutive
+                              devices a node */
     uint32_t device_slots; /* slots of each device cache, at least 3 */
     uint32_t host_slots;   /* slots of the host cache; 0: no host cache */
     uint32_t jobs;         /* concurrent-job limit per device (at most (device_slots - 1) / 2) */
@@ -86,6 +88,7 @@ struct allpairs_config {
                               on the first device before the run; 0: no T_min */
     const char *trace;     /* write a Chrome trace of every thread here; NULL: none */
     bool progress;         /* a progress bar on stderr once the run takes over a second */
+    bool verbose;          /* each device's node and steal order on stderr, at the start */
 };
 
 /* What a run did; the levels count each of a job's two items once. */

@@ -150,6 +150,7 @@ struct export {
 struct device {
     uint32_t index;
     cl_device_id id;
+    struct app_location loc; /* where it is (cl_vocl_device_location) */
     cl_command_queue to_dev, exec, from_dev;
     cl_kernel preprocess, compare; /* used by the submitter only */
     cl_mem cache;
@@ -184,6 +185,7 @@ struct engine {
     struct allpairs_config cfg;
     struct allpairs_stats st;
     uint32_t p;
+    uint32_t *nodes; /* each device's node, for the steal order */
     uint64_t total_pairs, done_pairs;
     double t_start, t_end;
 
@@ -597,7 +599,7 @@ static void *worker_main(void *arg)
         bool got = ap_deque_pop_newest(&d->deque, &t);
         if (!got) {
             double t0 = now();
-            ap_steal_order(dev, e->p, e->cfg.group, &d->rng, d->order);
+            ap_steal_order(dev, e->p, e->nodes, &d->rng, d->order);
             for (uint32_t k = 0; k + 1 < e->p && !got; k++)
                 got = ap_deque_pop_oldest(&e->devs[d->order[k]].deque, &t);
             if (got) {
@@ -1101,6 +1103,61 @@ static void *done_main(void *arg)
         }                                                                                          \
     } while (0)
 
+/* Each device's node, for stealing from peers of the same node first
+ * (Rocket's local peers: a steal brings work whose items the thief then
+ * loads, from its node's caches where they are).  --group K says it: K
+ * consecutive devices a node.  Without it the driver does where it has
+ * cl_vocl_device_location (VOCL: the proxies' hosts); a driver without it
+ * has every device on this node. */
+static int number_nodes(struct engine *e)
+{
+    e->nodes = calloc(e->p, sizeof(*e->nodes));
+    struct app_location *locs = calloc(e->p, sizeof(*locs));
+    int *numbers = calloc(e->p, sizeof(*numbers));
+    int rc = 0;
+    if (!e->nodes || !locs || !numbers) {
+        snprintf(e->error, e->error_size, "out of memory");
+        rc = -1;
+    } else {
+        for (uint32_t d = 0; d < e->p; d++) {
+            app_device_location(e->devs[d].id, &e->devs[d].loc);
+            locs[d] = e->devs[d].loc;
+        }
+        app_number_nodes(locs, e->p, numbers);
+        for (uint32_t d = 0; d < e->p; d++)
+            e->nodes[d] = e->cfg.group ? d / e->cfg.group : (uint32_t)numbers[d];
+    }
+    free(locs);
+    free(numbers);
+    return rc;
+}
+
+/* With cfg.verbose: each device's node and the order of its first steal
+ * (the same function and random state its worker will use), on stderr. */
+static void print_steal_orders(struct engine *e)
+{
+    uint32_t *order = calloc(e->p, sizeof(*order));
+    if (!order)
+        return;
+    for (uint32_t d = 0; d < e->p; d++) {
+        uint64_t rng = e->devs[d].rng;
+        ap_steal_order(d, e->p, e->nodes, &rng, order);
+        fprintf(stderr, "%s: device %u: node %u \"%s\"%s, steal order", e->app->name, d,
+                e->nodes[d], e->devs[d].loc.node, e->cfg.group ? " (--group)" : "");
+        /* The peers of its own node, "|", the others. */
+        bool bar = false;
+        for (uint32_t k = 0; k + 1 < e->p; k++) {
+            if (!bar && e->nodes[order[k]] != e->nodes[d]) {
+                fputs(" |", stderr);
+                bar = true;
+            }
+            fprintf(stderr, " %u", order[k]);
+        }
+        fputs(bar ? "\n" : " |\n", stderr);
+    }
+    free(order);
+}
+
 static int open_devices(struct engine *e)
 {
     cl_uint np = 0;
@@ -1142,6 +1199,10 @@ static int open_devices(struct engine *e)
     }
     for (uint32_t d = 0; d < e->p; d++)
         e->devs[d].id = ids[d];
+    if (number_nodes(e) != 0) {
+        free(ids);
+        return -1;
+    }
     /* One context over every device: what lets a copy go device to device. */
     e->context = clCreateContext(NULL, e->p, ids, NULL, NULL, &err);
     free(ids);
@@ -1550,6 +1611,7 @@ static void release_all(struct engine *e)
         }
     }
     free(e->devs);
+    free(e->nodes);
     for (struct job *job = e->jobs, *next; job; job = next) {
         next = job->next;
         if (job->kernel)
@@ -1607,6 +1669,8 @@ int allpairs_run(const struct allpairs_app *app, const struct allpairs_config *c
     int rc = check_config(e) == 0 && open_devices(e) == 0 ? 0 : -1;
     for (uint32_t d = 0; rc == 0 && d < e->p; d++)
         rc = setup_device(e, d);
+    if (rc == 0 && e->cfg.verbose)
+        print_steal_orders(e);
     if (rc == 0 && (ap_cache_init(&e->host_slots, e->cfg.host_slots, e->cfg.items) != 0 ||
                     ap_contacts_init(&e->contacts, e->cfg.items, e->p, e->cfg.hops) != 0 ||
                     !(e->host_waiters = calloc(e->cfg.host_slots + 1, sizeof(*e->host_waiters))))) {

@@ -122,18 +122,16 @@ static void shuffle(uint32_t *a, uint32_t n, uint64_t *rng)
     }
 }
 
-void ap_steal_order(uint32_t self, uint32_t p, uint32_t group, uint64_t *rng, uint32_t *out)
+void ap_steal_order(uint32_t self, uint32_t p, const uint32_t *node, uint64_t *rng,
+                    uint32_t *out)
 {
-    if (group == 0 || group > p)
-        group = p;
-    uint32_t first = self / group * group, last = first + group < p ? first + group : p;
     uint32_t n = 0;
-    for (uint32_t d = first; d < last; d++)
-        if (d != self)
+    for (uint32_t d = 0; d < p; d++)
+        if (d != self && node[d] == node[self])
             out[n++] = d;
     uint32_t local = n;
     for (uint32_t d = 0; d < p; d++)
-        if (d < first || d >= last)
+        if (node[d] != node[self])
             out[n++] = d;
     shuffle(out, local, rng);
     shuffle(out + local, n - local, rng);

@@ -46,10 +46,12 @@ bool ap_deque_pop_oldest(struct ap_deque *q, struct ap_task *t);
 /* splitmix64 */
 uint64_t ap_random(uint64_t *state);
 
-/* The peers worker `self` of p tries, in order, into out[p - 1]: those of
- * its own group (`group` consecutive devices; 0: all one group) in random
- * order, then the others in random order. */
-void ap_steal_order(uint32_t self, uint32_t p, uint32_t group, uint64_t *rng, uint32_t *out);
+/* The peers worker `self` of p tries, in order, into out[p - 1]: those on
+ * its own node (node[d] == node[self]) in random order, then the others in
+ * random order.  node[] holds any numbers: a node's devices need not be
+ * consecutive (proxies placed on hosts in turn). */
+void ap_steal_order(uint32_t self, uint32_t p, const uint32_t *node, uint64_t *rng,
+                    uint32_t *out);
 
 /* ---- slot tables (the device caches and the host cache) ---- */
 

@@ -51,6 +51,7 @@ static void usage(FILE *out, const char *name, const char *summary, const struct
             "  -o FILE            write the results to FILE\n"
             "  --trace FILE       write a timeline of every thread (Chrome trace format)\n"
             "  --no-progress      no progress bar on stderr\n"
+            "  -v, --verbose      each device's node and steal order on stderr\n"
             "  --help             show this help\n"
             "Prints the runtime's figures on stderr and a RESULT line on stdout.\n"
             "Exit status: 0 verified, 1 results differ from the CPU reference,\n"
@@ -65,7 +66,8 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
         {"-n", o->items, 2, 1u << 20, "items (files) to compare, every pair of them"},
         {"--seed", o->seed, 0, UINT64_MAX, "seed of the generated input"},
         {"-d", c->devices, 0, 4096, "use the first D devices (0: all)"},
-        {"--group", c->group, 0, 4096, "devices per node: steal from these first (0: all)"},
+        {"--group", c->group, 0, 4096,
+         "K devices a node, in order: steal there first (0: the driver's nodes)"},
         {"--device-slots", c->device_slots, 3, 1u << 20, "cache slots per device"},
         {"--host-slots", c->host_slots, 0, 1u << 24, "host cache slots (0: no host cache)"},
         {"--jobs", c->jobs, 1, 4096, "concurrent jobs per device"},
@@ -83,6 +85,10 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
         }
         if (strcmp(flag, "--no-progress") == 0) {
             c->progress = false;
+            continue;
+        }
+        if (strcmp(flag, "--verbose") == 0 || strcmp(flag, "-v") == 0) {
+            c->verbose = true;
             continue;
         }
         if (strcmp(flag, "--reuse") == 0) {

@@ -140,14 +140,22 @@ static void test_steal_largest(void **state)
     ap_deque_free(&q);
 }
 
+/* Device d's node for groups of k consecutive devices (--group K). */
+static void nodes_of_groups(uint32_t *node, uint32_t p, uint32_t k)
+{
+    for (uint32_t d = 0; d < p; d++)
+        node[d] = d / k;
+}
+
 static void test_steal_order(void **state)
 {
     (void)state;
     uint64_t rng = 42;
-    uint32_t out[8];
-    /* Groups of 2 of 8 devices: device 5's peer 4 first, then the rest. */
+    uint32_t out[8], node[8];
+    /* Nodes of 2 of 8 devices: device 5's peer 4 first, then the rest. */
+    nodes_of_groups(node, 8, 2);
     for (int round = 0; round < 50; round++) {
-        ap_steal_order(5, 8, 2, &rng, out);
+        ap_steal_order(5, 8, node, &rng, out);
         assert_int_equal(out[0], 4);
         uint32_t seen = 0;
         for (int k = 0; k < 7; k++) {
@@ -156,11 +164,12 @@ static void test_steal_order(void **state)
         }
         assert_int_equal(seen, 0xffu & ~(1u << 5));
     }
-    /* Groups of 4: the first three are 4, 6, 7 in some order, and every
+    /* Nodes of 4: the first three are 4, 6, 7 in some order, and every
      * order turns up over many rounds. */
+    nodes_of_groups(node, 8, 4);
     int firsts[8] = {0};
     for (int round = 0; round < 300; round++) {
-        ap_steal_order(5, 8, 4, &rng, out);
+        ap_steal_order(5, 8, node, &rng, out);
         for (int k = 0; k < 3; k++)
             assert_true(out[k] == 4 || out[k] == 6 || out[k] == 7);
         firsts[out[0]]++;
@@ -168,8 +177,58 @@ static void test_steal_order(void **state)
             assert_true(out[k] < 4);
     }
     assert_true(firsts[4] > 0 && firsts[6] > 0 && firsts[7] > 0);
-    /* No groups: all others. */
-    ap_steal_order(0, 3, 0, &rng, out);
+    /* One node: all others. */
+    nodes_of_groups(node, 3, 3);
+    ap_steal_order(0, 3, node, &rng, out);
+    assert_true((out[0] == 1 && out[1] == 2) || (out[0] == 2 && out[1] == 1));
+    /* A node per device: no local peer, every other device in some order. */
+    nodes_of_groups(node, 4, 1);
+    ap_steal_order(2, 4, node, &rng, out);
+    assert_int_equal((1u << out[0]) | (1u << out[1]) | (1u << out[2]), 0xbu);
+}
+
+/* Nodes whose devices are not consecutive: proxies placed on two hosts in
+ * turn (devices 0, 1, 4, 5 on one, 2, 3, 6, 7 on the other), and nodes of
+ * different sizes, numbered in no particular order. */
+static void test_steal_order_scattered(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    uint32_t out[8];
+    uint32_t turns[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    for (uint32_t self = 0; self < 8; self++) {
+        for (int round = 0; round < 50; round++) {
+            ap_steal_order(self, 8, turns, &rng, out);
+            uint32_t seen = 0;
+            for (int k = 0; k < 7; k++) {
+                assert_true(out[k] < 8 && out[k] != self);
+                /* three peers of its node, then the four of the other */
+                assert_int_equal(turns[out[k]] == turns[self], k < 3);
+                seen |= 1u << out[k];
+            }
+            assert_int_equal(seen, 0xffu & ~(1u << self));
+        }
+    }
+    /* Node 9 holds devices 1 and 5, node 2 devices 0, 3, 4, node 4 the
+     * rest: device 5 tries 1 alone first, device 3 tries 0 and 4 first,
+     * both of them turning up first. */
+    uint32_t uneven[7] = {2, 9, 4, 2, 2, 9, 4};
+    int firsts[7] = {0};
+    for (int round = 0; round < 200; round++) {
+        ap_steal_order(5, 7, uneven, &rng, out);
+        assert_int_equal(out[0], 1);
+        for (int k = 1; k < 6; k++)
+            assert_true(out[k] != 1 && out[k] != 5 && out[k] < 7);
+        ap_steal_order(3, 7, uneven, &rng, out);
+        assert_true((out[0] == 0 && out[1] == 4) || (out[0] == 4 && out[1] == 0));
+        firsts[out[0]]++;
+        for (int k = 2; k < 6; k++)
+            assert_true(uneven[out[k]] != 2);
+    }
+    assert_true(firsts[0] > 0 && firsts[4] > 0);
+    /* The only device of its node: every other, all of them. */
+    uint32_t alone[3] = {1, 0, 0};
+    ap_steal_order(0, 3, alone, &rng, out);
     assert_true((out[0] == 1 && out[1] == 2) || (out[0] == 2 && out[1] == 1));
 }
 
@@ -264,8 +323,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quadtree_cover), cmocka_unit_test(test_quadtree_split),
         cmocka_unit_test(test_deque_order),    cmocka_unit_test(test_steal_largest),
-        cmocka_unit_test(test_steal_order),    cmocka_unit_test(test_cache_lru),
-        cmocka_unit_test(test_cache_states),   cmocka_unit_test(test_contacts),
+        cmocka_unit_test(test_steal_order),    cmocka_unit_test(test_steal_order_scattered),
+        cmocka_unit_test(test_cache_lru),      cmocka_unit_test(test_cache_states),
+        cmocka_unit_test(test_contacts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
