@@ -20,6 +20,18 @@
 #     --hops 0 nothing goes device to device (bytes_peer=0).
 #   allpairs-test.sh trace PROGRAM ARGS...
 #     --trace writes Chrome trace JSON with the runtime's threads in it.
+#   allpairs-test.sh location VOCL_RUN VOCLPROXYD PROGRAM ARGS...
+#     the steal order by node from cl_vocl_device_location, no --group
+#     (issue 38): under `VOCL_RUN -n 4 -d 2` with each proxy (ranks 1-4)
+#     told its own node by VOCL_NODE_NAME, every device's printed steal
+#     order (-v) starts with the other device of its node, then the six of
+#     the other nodes; with two nodes whose proxies alternate (ranks 1 and
+#     3, 2 and 4: devices 0, 1, 4, 5 and 2, 3, 6, 7) it starts with the
+#     three of its node; there --group 2 still overrides (pairs 0-1, 2-3,
+#     ...).  Each run verified.
+#   allpairs-test.sh location-native PROGRAM ARGS...
+#     natively on two PoCL devices, no extension: both on node 0, each
+#     stealing from the other.
 #   allpairs-test.sh bad-input PROGRAM
 #     broken options and files, case by case: each must end with exit
 #     status 2 and a message naming the problem, never a RESULT line.
@@ -111,6 +123,71 @@ print("ok: %d spans, threads %s" % (sum(e["ph"] == "X" for e in events), sorted(
 EOF
 }
 
+# orders NODES COMMAND...: runs COMMAND -v, which must verify; each
+# device's line "device D: node N \"NAME\"..., steal order A B | C D"
+# must have N and NAME as NODES says (line D + 1: "N NAME", NAME may be
+# empty), and list every other device once: first those of its node (by
+# NAME, or by N under --group), "|", then the others.
+orders() {
+    local nodes=$1
+    shift
+    check "$@" -v || return 1
+    python3 - "$dir/stderr" "$nodes" <<'EOF' || return 1
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+want = [(l.split(" ", 1) + [""])[:2] for l in sys.argv[2].splitlines()]
+seen = {}
+for l in lines:
+    m = re.search(r': device (\d+): node (\d+) "([^"]*)"( \(--group\))?, steal order (.*)$', l)
+    if m:
+        seen[int(m[1])] = (m[2], m[3], m[4] is not None, m[5].split())
+p = len(want)
+assert sorted(seen) == list(range(p)), "devices with a steal order: %s" % sorted(seen)
+for d, (node, name, group, order) in sorted(seen.items()):
+    assert [node, name] == want[d], "device %d: node %s %r, wanted %s" % (d, node, name, want[d])
+    key = (lambda x: seen[x][0]) if group else (lambda x: seen[x][1])
+    assert order.count("|") == 1, "device %d: %s" % (d, order)
+    bar = order.index("|")
+    peers = [int(x) for x in order[:bar] + order[bar + 1:]]
+    assert sorted(peers) == [x for x in range(p) if x != d], "device %d tries %s" % (d, peers)
+    local = [x for x in range(p) if x != d and key(x) == key(d)]
+    assert sorted(peers[:bar]) == local, "device %d: first %s, its node's are %s" % (d, peers[:bar], local)
+    print("ok: device %d on %s (node %s): steals from %s" % (d, name or "this node", node, " ".join(order)))
+EOF
+}
+
+location() {
+    local vocl_run=$1 proxyd=$2
+    shift 2
+    # wrapper NAME: each proxy names its node NAME, in which $PMI_RANK is
+    # its rank (hydra sets it; the application is rank 0).
+    wrapper() {
+        printf '#!/bin/sh\nVOCL_NODE_NAME=%s exec "%s" "$@"\n' "$1" "$proxyd" >"$dir/proxyd"
+        chmod +x "$dir/proxyd"
+    }
+    local d four="" alternate="" pairs=""
+    for d in 0 1 2 3 4 5 6 7; do
+        four+="$((d / 2)) node$((8 - d / 2))"$'\n'
+        # ranks 1 and 3 on host1 (node 0), 2 and 4 on host0 (node 1)
+        alternate+="$((d / 2 % 2)) host$((1 - d / 2 % 2))"$'\n'
+        pairs+="$((d / 2)) host$((1 - d / 2 % 2))"$'\n'
+    done
+    wrapper 'node$((9 - PMI_RANK))'
+    orders "$four" env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$@" || return 1
+    echo "ok: four nodes, each device's node peer first"
+    wrapper 'host$((PMI_RANK % 2))'
+    orders "$alternate" env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$@" || return 1
+    echo "ok: two nodes whose devices alternate, each device's three node peers first"
+    orders "$pairs" env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$@" --group 2 ||
+        return 1
+    echo "ok: --group 2 overrides the driver's nodes"
+}
+
+location_native() {
+    orders $'0 \n0 ' env POCL_DEVICES="pthread pthread" "$@" || return 1
+    echo "ok: natively both devices on this node"
+}
+
 failures=0
 # expect NAME PATTERN ARGS...: PROGRAM ARGS must fail with status 2 and say
 # PATTERN on stderr.
@@ -159,9 +236,11 @@ run) run "$@" ;;
 identical) identical "$@" ;;
 caches) caches "$@" ;;
 trace) trace "$@" ;;
+location) location "$@" ;;
+location-native) location_native "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: allpairs-test.sh run|identical|caches|trace|bad-input ..." >&2
+    echo "usage: allpairs-test.sh run|identical|caches|trace|location|location-native|bad-input ..." >&2
     exit 2
     ;;
 esac

@@ -21,8 +21,24 @@
 #     checksum= of PLAIN run on one device.
 #   dag-test.sh nodes VOCL_RUN APP
 #     DQL's FROM NODE under `VOCL_RUN -n 2 -d 2` with DAG_NODE_SIZE=2 (two
-#     proxies of two devices: nodes 0 and 1): node 1 alone is 2 devices,
-#     nodes 0 and 1 are 4, node 2 is none (exit status 2).
+#     proxies of two devices: nodes 0 and 1, where cl_vocl_device_location
+#     says one node, this host; the override wins): node 1 alone is 2
+#     devices, nodes 0 and 1 are 4, node 2 is none (exit status 2).
+#   dag-test.sh location VOCL_RUN VOCLPROXYD APP
+#     nodes from cl_vocl_device_location, no DAG_NODE_SIZE (issue 38):
+#     under `VOCL_RUN -n 4 -d 2`, each proxy (ranks 1-4) told its own node
+#     by VOCL_NODE_NAME, named against the rank order (node8 .. node5) so
+#     that numbering by name would go wrong: the devices are on nodes 0-3,
+#     two each, in rank order, and FROM NODE 2 runs on exactly the two of
+#     the third node to appear (node6, rank 3).  Then two nodes whose
+#     proxies alternate (host1: ranks 1 and 3, host0: 2 and 4): FROM NODE 1
+#     is the four devices of ranks 2 and 4, and the run on all eight,
+#     verified, broadcasts along a tree that crosses between the nodes
+#     once (one over the device order would cross twice: DAG_TRACE).
+#   dag-test.sh location-native APP
+#     the same natively, where no driver has the extension: every device
+#     on node 0 with no node name, FROM NODE 0 selects them all and FROM
+#     NODE 1 none.
 #   dag-test.sh bad-input APP
 #     broken command lines and queries: each must end with exit status 2 and
 #     a message naming the problem, never a crash or a RESULT line.
@@ -226,14 +242,116 @@ nodes() {
         fail "'FROM NODE 2' (status $rc) did not say it selects none of the 4 devices"
 }
 
+# devices FILE: the "device I (node N NAME)" lines of a run's stderr, as
+# "I N NAME" (NAME empty without the extension).
+devices() {
+    sed -n 's/^device \([0-9]*\) (node \([0-9]*\) *\([^)]*\)): .*/\1 \2 \3/p' "$1" | sed 's/ *$//'
+}
+
+# located LABEL WANT COMMAND...: runs COMMAND (DAG_NODE_SIZE unset), which
+# must verify; its device lines must be WANT (one "I N NAME" a line).
+located() {
+    local label=$1 want=$2
+    shift 2
+    local out rc
+    out=$(env -u DAG_NODE_SIZE "$@" 2>"$dir/$label.err")
+    rc=$?
+    out=$(tail -n 1 <<<"$out")
+    echo "$label: $out"
+    if [[ $rc != 0 || $out != RESULT\ *\ verified=yes ]]; then
+        fail "$label: exit status $rc, not verified"
+        tail -n 40 "$dir/$label.err"
+        return 1
+    fi
+    local got
+    got=$(devices "$dir/$label.err")
+    if [[ $got != "$want" ]]; then
+        fail "$label: the devices are not where they should be"
+        diff <(printf '%s\n' "$want") <(printf '%s\n' "$got")
+        return 1
+    fi
+}
+
+location() {
+    local vocl_run=$1 proxyd=$2 app=$3
+    # wrapper NAME: each proxy names its node NAME, in which $PMI_RANK is
+    # its rank (hydra sets it; the application is rank 0).
+    wrapper() {
+        printf '#!/bin/sh\nVOCL_NODE_NAME=%s exec "%s" "$@"\n' "$1" "$proxyd" >"$dir/proxyd"
+        chmod +x "$dir/proxyd"
+    }
+    wrapper 'node$((9 - PMI_RANK))'
+    local want="" k
+    for k in 0 1 2 3; do
+        want+="$((2 * k)) $k node$((8 - k))"$'\n'"$((2 * k + 1)) $k node$((8 - k))"$'\n'
+    done
+    located named-all "${want%$'\n'}" \
+        env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$app" -n 64
+    located named-node-2 $'0 2 node6\n1 2 node6' \
+        env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$app" -n 64 \
+        --query "SELECT ALL FROM NODE 2"
+    echo "ok: FROM NODE 2 ran on the two devices of node6 (rank 3), the third node"
+
+    wrapper 'host$((PMI_RANK % 2))'
+    located alternate-node-1 $'0 1 host0\n1 1 host0\n2 1 host0\n3 1 host0' \
+        env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$app" -n 64 \
+        --query "SELECT ALL FROM NODE 1"
+    located alternate-all $'0 0 host1\n1 0 host1\n2 1 host0\n3 1 host0\n4 0 host1\n5 0 host1\n6 1 host0\n7 1 host0' \
+        env VOCL_PROXYD="$dir/proxyd" DAG_TRACE="$dir/alternate.dot" "$vocl_run" -n 4 -d 2 -- \
+        "$app" -n 64 || return
+    # The broadcast: "N write broadcast" on device 0, then each copy
+    # ("copy broadcast" on its device) waits for the broadcast command it
+    # copies from.
+    local crossings
+    crossings=$(awk '
+        /label="[0-9]* (write|copy) broadcast/ {
+            id = $1; sub(/^c/, "", id)
+            match($0, /device [0-9]+/); dev[id] = substr($0, RSTART + 7, RLENGTH - 7)
+        }
+        / -> / { from = $1; to = $3; sub(/^c/, "", from); sub(/^c/, "", to); sub(/;$/, "", to)
+                 edge[++n] = from " " to }
+        END {
+            for (k = 1; k <= n; k++) {
+                split(edge[k], e, " ")
+                if ((e[1] in dev) && (e[2] in dev)) {
+                    copies++
+                    # devices 0, 1, 4, 5 on host1; 2, 3, 6, 7 on host0
+                    if (int(dev[e[1]] / 2) % 2 != int(dev[e[2]] / 2) % 2) cross++
+                }
+            }
+            print copies + 0, cross + 0
+        }' "$dir/alternate.dot")
+    if [[ $crossings != "7 1" ]]; then
+        fail "the broadcast's copies, and of them between nodes: '$crossings', wanted '7 1'"
+        return
+    fi
+    echo "ok: FROM NODE 1 ran on ranks 2 and 4's devices; the broadcast: 7 copies, 1 between nodes"
+}
+
+location_native() {
+    local app=$1
+    located native-all $'0 0\n1 0' env POCL_DEVICES="pthread pthread" "$app" -n 64
+    located native-node-0 $'0 0\n1 0' env POCL_DEVICES="pthread pthread" "$app" -n 64 \
+        --query "SELECT ALL FROM NODE 0"
+    local out rc
+    out=$(env -u DAG_NODE_SIZE POCL_DEVICES="pthread pthread" "$app" -n 64 \
+        --query "SELECT ALL FROM NODE 1" 2>&1)
+    rc=$?
+    [[ $rc == 2 ]] && grep -q 'selects none of the 2 device(s)' <<<"$out" ||
+        fail "natively 'FROM NODE 1' (status $rc) did not select none of the 2 devices"
+    echo "ok: natively every device on node 0"
+}
+
 case $mode in
 native) native "$@" ;;
+location) location "$@" ;;
+location-native) location_native "$@" ;;
 multi) multi "$@" ;;
 nodes) nodes "$@" ;;
 vocl) vocl "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: dag-test.sh native|multi|vocl|nodes|bad-input ..." >&2
+    echo "usage: dag-test.sh native|multi|vocl|nodes|location|location-native|bad-input ..." >&2
     exit 2
     ;;
 esac
