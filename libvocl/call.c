@@ -470,6 +470,7 @@ struct vocl_obj *vocl_call_new_event(struct vocl_call *c, uint64_t id, struct vo
     /* Waiting for it covers the data of the queue's earlier reads. */
     vocl_as_event(e)->data_ticket =
         atomic_load_explicit(&vocl_as_queue(queue)->data_ticket, memory_order_relaxed);
+    vocl_writes_done(c, e, queue);
     return e;
 }
 
@@ -484,6 +485,7 @@ void vocl_call_end(struct vocl_call *c)
     if (c->nmirrors)
         vocl_call_release_mirrors(c);
     vocl_call_drop_arrivals(c);
+    c->nwrote = 0;
     free(c->xw);
     c->xw = NULL;
     free(c->wl_ids);

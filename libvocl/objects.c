@@ -170,6 +170,16 @@ static bool is_root_device(const struct vocl_obj *o)
  */
 static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void vocl_refs_lock(void)
+{
+    pthread_mutex_lock(&refs_lock);
+}
+
+void vocl_refs_unlock(void)
+{
+    pthread_mutex_unlock(&refs_lock);
+}
+
 cl_int vocl_retain(const void *h, enum vocl_type t)
 {
     struct vocl_obj *o = vocl_lookup(h, t);

@@ -16,9 +16,13 @@
  * (MIGRATE_OUT / MIGRATE_IN, executor/ops_migrate.c), and waits for it to
  * land; a command that may write the object leaves P the only holder.  The
  * migration reads the source once the events the command waits for (and
- * that live on the source) have completed, and after what was enqueued
- * before on every queue that wrote the object there since it became the
- * only holder (two devices of one proxy may each have written a part).
+ * that live on the source) have completed, and after the writes of every
+ * queue that wrote the object there since it became the only holder (two
+ * devices of one proxy may each have written a part): the event of a
+ * queue's last write where the application asked for one and still holds
+ * it, and the queue is in order; else a marker behind all the queue has.
+ * Natively a copy waits for its wait list alone: a marker would also wait
+ * for every command enqueued after the write (a busy device's backlog).
  * Writers on several proxies with no order between them need not wait for
  * each other: they keep twins and merge diffs (see "Multiple writers").
  */
@@ -75,23 +79,43 @@ static void wait_arrival(struct vocl_call *c, struct vocl_arrival *a)
 /* r's writes are merged elsewhere, or overwritten. */
 static void forget_writers(struct vocl_rep *r)
 {
-    for (cl_uint i = 0; i < r->nwriters; i++)
+    for (cl_uint i = 0; i < r->nwriters; i++) {
         vocl_obj_drop(r->writers[i].queue);
+        if (r->writers[i].event)
+            vocl_obj_drop(r->writers[i].event);
+    }
     free(r->writers);
     r->writers = NULL;
     r->nwriters = r->capwriters = 0;
     r->since = 0;
 }
 
-/* Records a write of q on r (q held once); -1 when out of memory. */
-static int add_writer(struct vocl_rep *r, struct vocl_obj *q)
+/* c notes that it wrote r at tick now: its event, once it has one, is
+ * what a move out of r waits for (vocl_writes_done).  Beyond four, the
+ * move waits for the queue. */
+static void note_wrote(struct vocl_call *c, struct vocl_rep *r, uint64_t now)
 {
+    if (c->nwrote < sizeof(c->wrote) / sizeof(c->wrote[0])) {
+        c->wrote[c->nwrote] = r;
+        c->wrote_at[c->nwrote++] = now;
+    }
+}
+
+/* Records a write of c's queue on r (the queue held once); -1 when out of
+ * memory.  Until the write's event is known, its writer entry has none. */
+static int add_writer(struct vocl_call *c, struct vocl_rep *r)
+{
+    struct vocl_obj *q = c->queue;
     uint64_t now = vocl_tick();
     if (!r->since)
         r->since = now;
+    note_wrote(c, r, now);
     for (cl_uint i = 0; i < r->nwriters; i++)
         if (r->writers[i].queue == q) {
             r->writers[i].last = now;
+            if (r->writers[i].event)
+                vocl_obj_drop(r->writers[i].event);
+            r->writers[i].event = NULL;
             return 0;
         }
     if (r->nwriters == r->capwriters) {
@@ -103,8 +127,45 @@ static int add_writer(struct vocl_rep *r, struct vocl_obj *q)
         r->capwriters = cap;
     }
     vocl_obj_hold(q);
-    r->writers[r->nwriters++] = (struct vocl_writer){q, now, now};
+    r->writers[r->nwriters++] = (struct vocl_writer){q, now, now, NULL};
     return 0;
+}
+
+/* Whether q runs its commands in order (asked once, then known). */
+static bool in_order(struct vocl_obj *q)
+{
+    struct vocl_queue *vq = vocl_as_queue(q);
+    int order = atomic_load(&vq->order);
+    if (!order) {
+        cl_command_queue_properties props = 0;
+        if (clGetCommandQueueInfo((cl_command_queue)q, CL_QUEUE_PROPERTIES, sizeof(props), &props,
+                                  NULL) != CL_SUCCESS)
+            return false;
+        order = props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE ? 2 : 1;
+        atomic_store(&vq->order, order);
+    }
+    return order == 1;
+}
+
+void vocl_writes_done(struct vocl_call *c, struct vocl_obj *ev, struct vocl_obj *queue)
+{
+    /* (in_order may ask the proxy: nothing may be held.) */
+    if (!c->nwrote || c->coherent || c->locked || !ev || !in_order(queue))
+        return;
+    pthread_mutex_lock(&coherence_lock);
+    for (cl_uint k = 0; k < c->nwrote; k++) {
+        struct vocl_rep *r = c->wrote[k];
+        for (cl_uint i = 0; i < r->nwriters; i++) {
+            struct vocl_writer *w = &r->writers[i];
+            /* Only if no later write of the queue came first. */
+            if (w->queue == queue && w->last == c->wrote_at[k] && !w->event) {
+                vocl_obj_hold(ev);
+                w->event = ev;
+            }
+        }
+    }
+    pthread_mutex_unlock(&coherence_lock);
+    c->nwrote = 0;
 }
 
 /* The first of r's writes that may not have ended: those before a clFinish
@@ -342,13 +403,22 @@ struct migration {
 static void after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
                   const struct vocl_call *cmd, struct vocl_ids *queues, struct vocl_ids *events)
 {
-    cl_uint nw = writers ? r->nwriters : 0;
+    cl_uint nw = writers ? r->nwriters : 0, nq = 0;
     uint64_t *ids = nw ? malloc(nw * sizeof(*ids)) : NULL;
     if (nw && !ids)
         vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
-    for (cl_uint i = 0; ids && i < nw; i++)
-        ids[i] = r->writers[i].queue->id;
-    *queues = (struct vocl_ids){.n = ids ? nw : 0, .v = ids};
+    for (cl_uint i = 0; ids && i < nw; i++) {
+        /* A writer whose last write has an event the application still
+         * holds: that event (its release cannot overtake the move: move),
+         * not a marker that would wait for all enqueued on the queue since. */
+        struct vocl_obj *ev = r->writers[i].event;
+        if (ev && atomic_load(&ev->app_refs) > 0) {
+            add_wait(c, ev->id);
+        } else {
+            ids[nq++] = r->writers[i].queue->id;
+        }
+    }
+    *queues = (struct vocl_ids){.n = nq, .v = ids};
     /* The command's events that live here, and r's own arrival. */
     if (cmd) {
         c->wl_n = cmd->wl_n;
@@ -521,9 +591,12 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
     m->tag = next_peer_tag();
     m->chunk = from->px->chunk < to->px->chunk ? from->px->chunk : to->px->chunk;
     m->ev_id = atomic_fetch_add(&to->px->next_id, 1);
+    /* The events the move names stay until it has its place (after). */
+    vocl_refs_lock();
     cl_int err = post_async(to->px, m->diff ? VOCL_OP_DIFF_IN : VOCL_OP_MIGRATE_IN, fill_in, m);
     if (err == CL_SUCCESS)
         err = post_async(from->px, m->diff ? VOCL_OP_DIFF_OUT : VOCL_OP_MIGRATE_OUT, fill_out, m);
+    vocl_refs_unlock();
     if (err != CL_SUCCESS) {
         free(into);
         free(back);
@@ -704,7 +777,7 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)
         for (cl_uint i = 0; i < root->nreps && !rmem->twinned; i++)
             if (i != to)
                 forget_writers(&root->reps[i]);
-        if (c->queue && add_writer(&root->reps[to], c->queue))
+        if (c->queue && add_writer(c, &root->reps[to]))
             vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
     }
     if (!c->err) {

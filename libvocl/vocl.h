@@ -51,6 +51,12 @@ struct vocl_arrival {
 struct vocl_writer {
     struct vocl_obj *queue; /* held */
     uint64_t first, last;
+    /* Held: the event of its last write, where the application asked for
+     * one and the queue is in order (NULL: not known, or not yet).  While
+     * the application holds it too, a move out of the replica waits for
+     * that write, not for every command enqueued on the queue since
+     * (replica.c, after). */
+    struct vocl_obj *event;
 };
 
 struct vocl_rep {
@@ -157,6 +163,7 @@ struct vocl_context {
 
 struct vocl_queue {
     struct vocl_obj obj;
+    atomic_int order;                 /* 0: not asked yet, 1: in order, 2: out of order */
     atomic_uint_fast64_t data_ticket; /* the last chunk of its latest non-blocking read
                                          (threads may enqueue at once: only grows) */
     atomic_uint_fast64_t ordered_at;  /* when a command of it last had a wait list */
@@ -300,6 +307,12 @@ struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t);
 void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size);
 struct vocl_obj *vocl_find_on(const struct vocl_proxy *px, uint64_t id, enum vocl_type t);
 void vocl_obj_hold(struct vocl_obj *o);
+/* Held, no retain or release of any object is posted: a request posted
+ * meanwhile that names an object the application holds (app_refs > 0)
+ * reaches its proxy before the object's last release.  Taken after the
+ * coherence lock, before a proxy's. */
+void vocl_refs_lock(void);
+void vocl_refs_unlock(void);
 void vocl_obj_drop(struct vocl_obj *o);
 cl_int vocl_retain(const void *h, enum vocl_type t);
 cl_int vocl_release(const void *h, enum vocl_type t);
@@ -349,6 +362,11 @@ struct vocl_call {
     bool routed;   /* vocl_call_route has run */
     bool coherent; /* holds the coherence lock, from its first vocl_mem_use until posted */
     struct vocl_outgoing *outgoing; /* what its coherence decisions posted (replica.c) */
+    /* Writers it recorded (replica.c): which replica, and when (their
+     * event is noted once the command has one: vocl_writes_done). */
+    struct vocl_rep *wrote[4];
+    uint64_t wrote_at[4];
+    cl_uint nwrote;
 };
 
 void vocl_call_init(struct vocl_call *c);
@@ -466,6 +484,10 @@ void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use);
 void vocl_coherence_posted(struct vocl_call *c);
 /* Waits until the requests c's decisions posted have left (no lock held). */
 void vocl_coherence_sent(struct vocl_call *c);
+/* c's command, which wrote replicas (vocl_mem_use), has the event ev on
+ * queue: a move out of them may wait for ev instead of the whole queue.
+ * Takes the coherence lock: call once c has been posted. */
+void vocl_writes_done(struct vocl_call *c, struct vocl_obj *ev, struct vocl_obj *queue);
 /* The host access flags (CL_MEM_HOST_*) are libvocl's to check: the
  * proxies' buffers and every image are made without them, since libvocl's
  * own shadows (maps) and migrations read and write them.  So a transfer or

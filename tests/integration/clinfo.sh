@@ -21,14 +21,18 @@ got=$(grep -c '^  Device Name' "$tmp/vocl")
 # One device's section of the detailed listing: from its Device Name line to
 # the next one (or the end of the platform's devices).
 section() { awk -v n="$2" '/^  Device Name/{k++} /^NULL platform/{k=-1} k==n' "$1"; }
-# What VOCL reports differently, on purpose: no shared virtual memory, and
-# no native kernels (a host function pointer means nothing in a proxy).
+# What VOCL reports differently, on purpose: no shared virtual memory, no
+# native kernels (a host function pointer means nothing in a proxy), and
+# its own extension, cl_vocl_device_location, in both lists (checked below).
 filter() { grep -v -e 'grained buffer sharing' -e 'grained system sharing' -e '^    Atomics ' \
-                   -e '^    Run native kernels ' ; }
+                   -e '^    Run native kernels ' -e '^  *cl_vocl_device_location  *0x400000 (1.0.0)$' |
+           sed 's/ cl_vocl_device_location$//' ; }
 for ((i = 1; i <= want; i++)); do
     # Proxy device k is native device k of its node (PoCL numbers vendor ids).
     section "$tmp/native" $(( (i - 1) % dp + 1 )) >"$tmp/native.dev"
     section "$tmp/vocl" "$i" >"$tmp/vocl.dev"
+    [ "$(grep -c 'cl_vocl_device_location' "$tmp/vocl.dev")" -eq 2 ] ||
+        { echo "device $i does not list cl_vocl_device_location in both lists of extensions"; exit 1; }
     if ! diff <(filter <"$tmp/native.dev") <(filter <"$tmp/vocl.dev") >"$tmp/diff"; then
         echo "device $i differs from the native device:"; head -30 "$tmp/diff"; exit 1
     fi
