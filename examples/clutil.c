@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *app_cl_error_name(cl_int err)
 {
@@ -151,9 +152,18 @@ bool app_device_has_extension(cl_device_id device, const char *name)
     return found;
 }
 
+/* This host's name: the node of every device without the extension. */
+static void this_node(char *node, size_t size)
+{
+    if (gethostname(node, size - 1) != 0)
+        node[0] = '\0';
+    node[size - 1] = '\0';
+}
+
 void app_device_location(cl_device_id device, struct app_location *loc)
 {
-    *loc = (struct app_location){.known = false, .node = "", .proxy = APP_PROXY_NONE};
+    *loc = (struct app_location){.known = false, .proxy = APP_PROXY_NONE};
+    this_node(loc->node, sizeof(loc->node));
     if (!app_device_has_extension(device, CL_VOCL_DEVICE_LOCATION_EXTENSION_NAME))
         return;
     size_t size = 0;
@@ -163,7 +173,7 @@ void app_device_location(cl_device_id device, struct app_location *loc)
         clGetDeviceInfo(device, CL_DEVICE_NODE_NAME_VOCL, size, loc->node, NULL) != CL_SUCCESS ||
         clGetDeviceInfo(device, CL_DEVICE_PROXY_VOCL, sizeof(proxy), &proxy, NULL) !=
             CL_SUCCESS) {
-        loc->node[0] = '\0';
+        this_node(loc->node, sizeof(loc->node));
         return;
     }
     loc->node[size - 1] = '\0'; /* the answer counts its terminator */

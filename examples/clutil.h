@@ -63,14 +63,16 @@ struct app_location {
     cl_uint proxy;
 };
 
-/* Asks the device where it is.  A device that names the extension but
- * fails to answer is taken to be on this node, as one without it. */
+/* Asks the device where it is.  A device without the extension is on this
+ * node (loc->node is this host's name), as is one that names it but fails
+ * to answer: so a native device and a VOCL device called in-process, side
+ * by side, are one node. */
 void app_device_location(cl_device_id device, struct app_location *loc);
 
 /* Numbers the nodes of n devices: node[i] is the index of device i's node
  * among the distinct node names, in the order each first appears (so the
  * devices of the first device's node are node 0).  Devices without the
- * extension share the node "". */
+ * extension share this host's node. */
 void app_number_nodes(const struct app_location *locs, size_t n, int *node);
 
 #endif

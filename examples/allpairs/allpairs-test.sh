@@ -184,7 +184,9 @@ location() {
 }
 
 location_native() {
-    orders $'0 \n0 ' env POCL_DEVICES="pthread pthread" "$@" || return 1
+    local host
+    host=$(hostname)
+    orders "0 $host"$'\n'"0 $host" env POCL_DEVICES="pthread pthread" "$@" || return 1
     echo "ok: natively both devices on this node"
 }
 

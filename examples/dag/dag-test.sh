@@ -243,7 +243,7 @@ nodes() {
 }
 
 # devices FILE: the "device I (node N NAME)" lines of a run's stderr, as
-# "I N NAME" (NAME empty without the extension).
+# "I N NAME" (NAME: this host's without the extension).
 devices() {
     sed -n 's/^device \([0-9]*\) (node \([0-9]*\) *\([^)]*\)): .*/\1 \2 \3/p' "$1" | sed 's/ *$//'
 }
@@ -330,8 +330,10 @@ location() {
 
 location_native() {
     local app=$1
-    located native-all $'0 0\n1 0' env POCL_DEVICES="pthread pthread" "$app" -n 64
-    located native-node-0 $'0 0\n1 0' env POCL_DEVICES="pthread pthread" "$app" -n 64 \
+    local host
+    host=$(hostname)
+    located native-all "0 0 $host"$'\n'"1 0 $host" env POCL_DEVICES="pthread pthread" "$app" -n 64
+    located native-node-0 "0 0 $host"$'\n'"1 0 $host" env POCL_DEVICES="pthread pthread" "$app" -n 64 \
         --query "SELECT ALL FROM NODE 0"
     local out rc
     out=$(env -u DAG_NODE_SIZE POCL_DEVICES="pthread pthread" "$app" -n 64 \
