@@ -61,7 +61,7 @@ int dag_device_node(const dag_device *device);
 const char *dag_device_name(const dag_device *device);
 
 /* The host name of its node, as a driver with cl_vocl_device_location
- * reports it; "" for a device of a driver without it (this node). */
+ * reports it; this host's for a device of a driver without it. */
 const char *dag_device_node_name(const dag_device *device);
 
 /* Waits for every command, stops the scheduler, releases everything, and
