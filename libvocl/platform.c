@@ -213,7 +213,7 @@ cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
     switch (param_name) {
     case CL_PLATFORM_EXTENSIONS:
     case CL_PLATFORM_EXTENSIONS_WITH_VERSION: {
-        void *native, *ours;
+        void *native, *ours = NULL;
         size_t len;
         err = native_answer(NULL, param_name, &native, &len);
         if (err == CL_SUCCESS)
@@ -222,7 +222,7 @@ cl_int CL_API_CALL vocl_hand_clGetPlatformInfo(cl_platform_id platform,
         free(native);
         if (err == CL_SUCCESS)
             err = vocl_info_answer(ours, len, param_value_size, param_value, param_value_size_ret);
-        free(err == CL_SUCCESS ? ours : NULL);
+        free(ours);
         return err;
     }
     case CL_PLATFORM_NAME:
@@ -288,7 +288,7 @@ static cl_int device_extensions(struct vocl_obj *d, cl_device_info param, size_t
     if (vocl_info_cached(d, VOCL_OP_clGetDeviceInfo, param, OURS, size, value, size_ret, &err,
                          &gen))
         return err;
-    void *native, *ours;
+    void *native, *ours = NULL;
     size_t len;
     err = native_answer(d, param, &native, &len);
     if (err == CL_SUCCESS)

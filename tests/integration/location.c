@@ -3,8 +3,8 @@
  * line per device of the first platform, "device I: node NAME proxy P", or
  * "device I: no cl_vocl_device_location".  Exits 1 where the answers do
  * not hold together: the platform lists the extension exactly when its
- * devices do, the versioned lists name it too, a size query gives the
- * name's size, and a buffer one byte short is refused.
+ * devices do, the versioned lists name it too, size queries give the
+ * answers' sizes, and a buffer one byte short is refused.
  */
 #include <CL/cl.h>
 #include <CL/cl_ext_vocl.h>
@@ -43,13 +43,25 @@ int main(void)
     char list[8192];
     cl_name_version versioned[256];
     size_t bytes;
-    CHECK(clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof(list), list, NULL));
+    size_t len = 0;
+    CHECK(clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, sizeof(list), list, &len));
     bool platform_has = has_name(list, ext);
+    if (len != strlen(list) + 1 ||
+        clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS, len - 1, list, NULL) !=
+            CL_INVALID_VALUE)
+        FAIL("the platform's extensions: size %zu for %zu characters, or a buffer one byte "
+             "short was not refused", len, strlen(list));
     if (clGetPlatformInfo(platform, CL_PLATFORM_EXTENSIONS_WITH_VERSION, sizeof(versioned),
                           versioned, &bytes) == CL_SUCCESS &&
         versioned_has(versioned, bytes, ext) != platform_has)
         FAIL("the platform's two lists of extensions disagree on %s", ext);
     for (cl_uint i = 0; i < n; i++) {
+        CHECK(clGetDeviceInfo(devs[i], CL_DEVICE_EXTENSIONS, sizeof(list), list, &len));
+        if (len != strlen(list) + 1 ||
+            clGetDeviceInfo(devs[i], CL_DEVICE_EXTENSIONS, len - 1, list, NULL) !=
+                CL_INVALID_VALUE)
+            FAIL("device %u's extensions: size %zu for %zu characters, or a buffer one byte "
+                 "short was not refused", i, len, strlen(list));
         CHECK(clGetDeviceInfo(devs[i], CL_DEVICE_EXTENSIONS, sizeof(list), list, NULL));
         if (!has_name(list, ext)) {
             if (platform_has)
