@@ -14,8 +14,13 @@
  * one base per round, the round's lookups grouped into one request per
  * device, until each meets a forward extension F.
  *
- * Each device has one in-order queue; nothing blocks while commands are
- * enqueued.  The host waits only to reuse a staging buffer (insertion) and
+ * One context holds every device, as in the project's other runtimes, and
+ * each device has one in-order queue of it; nothing blocks while commands
+ * are enqueued.  No batch ever goes from one device to another: every batch
+ * a device receives is made by the host (insertion batches from the file it
+ * reads, each round's lookups from the round's results, which it must read
+ * anyway to grow the contigs), so there is nothing a device-to-device copy
+ * could carry instead of the host.  The host waits only to reuse a staging buffer (insertion) and
  * once per round for the round's results (traversal).  The result is checked
  * against the single-threaded CPU assembler of kmer.c, which is also timed
  * for comparison, and with --genome against the genome's unique-k-mer
@@ -23,6 +28,8 @@
  */
 #include "common.h"
 #include "kmer.h"
+
+#include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR from the ICD loader */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -101,9 +108,19 @@ struct stage {
     cl_event written;
 };
 
+/* The devices of the table: one context over all of them, one program built
+ * for all, one in-order queue each. */
+struct devices {
+    cl_context context;
+    cl_program program;
+    cl_uint count;
+    cl_device_id *ids;
+    cl_command_queue *queues;
+};
+
 /* One device's part of the table: slots [first_slot, first_slot + slots). */
 struct part {
-    const struct app_device *device;
+    cl_command_queue queue;
     cl_kernel insert, lookup;
     cl_mem used, keys, exts, failed;
     cl_mem batch;            /* the batch being inserted */
@@ -261,28 +278,135 @@ static void set_arg(cl_kernel kernel, cl_uint index, size_t size, const void *va
     CL_CHECK(clSetKernelArg(kernel, index, size, value));
 }
 
+/* ---- devices ---- */
+
+static char *device_name(cl_device_id id)
+{
+    size_t size = 0;
+    CL_CHECK(clGetDeviceInfo(id, CL_DEVICE_NAME, 0, NULL, &size));
+    char *name = app_malloc(size + 1);
+    CL_CHECK(clGetDeviceInfo(id, CL_DEVICE_NAME, size, name, NULL));
+    name[size] = '\0';
+    return name;
+}
+
+/* The first `wanted` devices (0: all) of the first platform that has any,
+ * as the other runtimes take them.  One context over all of them, so that
+ * one wait list may hold every device's events; one queue each. */
+static void open_devices(uint64_t wanted, struct devices *devs)
+{
+    cl_uint num_platforms = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &num_platforms);
+    /* The ICD loader reports "no platforms" as an error, not as zero. */
+    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && num_platforms == 0))
+        app_die("no OpenCL platform found");
+    CL_CHECK_ERR("clGetPlatformIDs", err);
+    cl_platform_id *platforms = app_calloc(num_platforms, sizeof(*platforms));
+    CL_CHECK(clGetPlatformIDs(num_platforms, platforms, NULL));
+    cl_uint available = 0;
+    cl_device_id *ids = NULL;
+    for (cl_uint p = 0; p < num_platforms && !ids; p++) {
+        err = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &available);
+        if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && available == 0))
+            continue;
+        CL_CHECK_ERR("clGetDeviceIDs", err);
+        ids = app_calloc(available, sizeof(*ids));
+        CL_CHECK(clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, available, ids, NULL));
+        fprintf(stderr, "platform %u: %u device(s)\n", p, available);
+    }
+    free(platforms);
+    if (!ids)
+        app_die("no OpenCL device found on any platform");
+    if (wanted > available)
+        app_die("%" PRIu64 " device(s) requested, only %u available", wanted, available);
+
+    *devs = (struct devices){.count = wanted > 0 ? (cl_uint)wanted : available, .ids = ids};
+    devs->context = clCreateContext(NULL, devs->count, ids, NULL, NULL, &err);
+    CL_CHECK_ERR("clCreateContext", err);
+    devs->queues = app_calloc(devs->count, sizeof(*devs->queues));
+    for (cl_uint d = 0; d < devs->count; d++) {
+        devs->queues[d] = clCreateCommandQueue(devs->context, ids[d], 0, &err);
+        CL_CHECK_ERR("clCreateCommandQueue", err);
+        char *name = device_name(ids[d]);
+        fprintf(stderr, "device %u: %s\n", d, name);
+        free(name);
+    }
+
+    const char *source = kernel_source;
+    devs->program = clCreateProgramWithSource(devs->context, 1, &source, NULL, &err);
+    CL_CHECK_ERR("clCreateProgramWithSource", err);
+    err = clBuildProgram(devs->program, devs->count, ids, "", NULL, NULL);
+    if (err == CL_BUILD_PROGRAM_FAILURE) {
+        /* The log of the first device whose build failed. */
+        for (cl_uint d = 0; d < devs->count; d++) {
+            size_t size = 0;
+            CL_CHECK(clGetProgramBuildInfo(devs->program, ids[d], CL_PROGRAM_BUILD_LOG, 0, NULL,
+                                           &size));
+            char *log = app_malloc(size + 1);
+            CL_CHECK(clGetProgramBuildInfo(devs->program, ids[d], CL_PROGRAM_BUILD_LOG, size, log,
+                                           NULL));
+            log[size] = '\0';
+            if (size > 1)
+                app_die("build failed on device %u:\n%s", d, log);
+            free(log);
+        }
+    }
+    CL_CHECK_ERR("clBuildProgram", err);
+    fprintf(stderr,
+            "kmer: one context over %u device(s), one queue each; no batch moves device to "
+            "device (the host makes every batch)\n",
+            devs->count);
+}
+
+static void close_devices(struct devices *devs)
+{
+    CL_CHECK(clReleaseProgram(devs->program));
+    for (cl_uint d = 0; d < devs->count; d++)
+        CL_CHECK(clReleaseCommandQueue(devs->queues[d]));
+    CL_CHECK(clReleaseContext(devs->context));
+    /* Root devices from clGetDeviceIDs are not reference counted. */
+    free(devs->queues);
+    free(devs->ids);
+}
+
+static cl_mem create_buffer(const struct devices *devs, cl_mem_flags flags, size_t size)
+{
+    cl_int err;
+    cl_mem buffer = clCreateBuffer(devs->context, flags, size, NULL, &err);
+    CL_CHECK_ERR("clCreateBuffer", err);
+    return buffer;
+}
+
+static cl_kernel create_kernel(const struct devices *devs, const char *name)
+{
+    cl_int err;
+    cl_kernel kernel = clCreateKernel(devs->program, name, &err);
+    CL_CHECK_ERR("clCreateKernel", err);
+    return kernel;
+}
+
 /* Buffers, kernels and staging buffers of one part; `queries`: the most
  * lookups one round can send it (every contig's). */
-static void setup_part(struct part *p, const struct app_device *device, const struct table *t,
+static void setup_part(struct part *p, const struct devices *devs, const struct table *t,
                        cl_uint index, size_t queries)
 {
-    p->device = device;
+    p->queue = devs->queues[index];
     p->slots = t->part_slots;
     p->first_slot = (cl_ulong)index * t->part_slots;
-    p->used = app_create_buffer(device, CL_MEM_READ_WRITE, p->slots * sizeof(cl_uint));
-    p->keys = app_create_buffer(device, CL_MEM_READ_WRITE, p->slots * sizeof(cl_ulong));
-    p->exts = app_create_buffer(device, CL_MEM_READ_WRITE, p->slots);
-    p->failed = app_create_buffer(device, CL_MEM_READ_WRITE, sizeof(cl_uint));
-    p->batch = app_create_buffer(device, CL_MEM_READ_ONLY, t->batch * (sizeof(cl_ulong) + 1));
+    p->used = create_buffer(devs, CL_MEM_READ_WRITE, p->slots * sizeof(cl_uint));
+    p->keys = create_buffer(devs, CL_MEM_READ_WRITE, p->slots * sizeof(cl_ulong));
+    p->exts = create_buffer(devs, CL_MEM_READ_WRITE, p->slots);
+    p->failed = create_buffer(devs, CL_MEM_READ_WRITE, sizeof(cl_uint));
+    p->batch = create_buffer(devs, CL_MEM_READ_ONLY, t->batch * (sizeof(cl_ulong) + 1));
     if (queries == 0)
         queries = 1; /* no contig to walk: still a valid buffer */
-    p->queries = app_create_buffer(device, CL_MEM_READ_ONLY, queries * sizeof(cl_ulong));
-    p->results = app_create_buffer(device, CL_MEM_WRITE_ONLY, queries);
+    p->queries = create_buffer(devs, CL_MEM_READ_ONLY, queries * sizeof(cl_ulong));
+    p->results = create_buffer(devs, CL_MEM_WRITE_ONLY, queries);
     for (unsigned s = 0; s < STAGES; s++)
         p->stages[s].data = app_malloc(t->batch * (sizeof(cl_ulong) + 1));
 
     cl_uint zero = 0;
-    p->insert = app_create_kernel(device, "kmer_insert");
+    p->insert = create_kernel(devs, "kmer_insert");
     set_arg(p->insert, 0, sizeof(cl_mem), &p->used);
     set_arg(p->insert, 1, sizeof(cl_mem), &p->keys);
     set_arg(p->insert, 2, sizeof(cl_mem), &p->exts);
@@ -292,7 +416,7 @@ static void setup_part(struct part *p, const struct app_device *device, const st
     set_arg(p->insert, 6, sizeof(cl_ulong), &p->first_slot);
     set_arg(p->insert, 7, sizeof(cl_uint), &p->slots);
     set_arg(p->insert, 8, sizeof(cl_mem), &p->failed);
-    p->lookup = app_create_kernel(device, "kmer_lookup");
+    p->lookup = create_kernel(devs, "kmer_lookup");
     set_arg(p->lookup, 0, sizeof(cl_mem), &p->used);
     set_arg(p->lookup, 1, sizeof(cl_mem), &p->keys);
     set_arg(p->lookup, 2, sizeof(cl_mem), &p->exts);
@@ -305,7 +429,7 @@ static void setup_part(struct part *p, const struct app_device *device, const st
 
     /* An empty table, and one launch of each kernel with nothing to do, so
      * that PoCL compiles them before anything is timed. */
-    cl_command_queue q = device->queue;
+    cl_command_queue q = p->queue;
     size_t global = LOCAL;
     CL_CHECK(clEnqueueFillBuffer(q, p->used, &zero, sizeof(zero), 0, p->slots * sizeof(cl_uint), 0,
                                  NULL, NULL));
@@ -360,7 +484,7 @@ static void send_batch(struct part *p, const struct table *t)
     uint8_t *exts = (uint8_t *)(s->data + t->batch);
     if (s->count < t->batch)
         memmove(s->data + s->count, exts, s->count);
-    cl_command_queue q = p->device->queue;
+    cl_command_queue q = p->queue;
     cl_uint count = (cl_uint)s->count;
     CL_CHECK(clEnqueueWriteBuffer(q, p->batch, CL_FALSE, 0, s->count * (sizeof(cl_ulong) + 1),
                                   s->data, 0, NULL, &s->written));
@@ -386,17 +510,17 @@ static void insert_all(struct table *t, const struct kmer_input *in)
         }
     }
     /* The partial batches, then each part's count of k-mers that found no
-     * free slot, read back after all its inserts; one wait per device. */
+     * free slot, read back after all its inserts; one wait for all. */
     cl_event *read = app_calloc(t->count, sizeof(*read));
     for (cl_uint d = 0; d < t->count; d++) {
         struct part *p = &t->parts[d];
         send_batch(p, t);
-        CL_CHECK(clEnqueueReadBuffer(p->device->queue, p->failed, CL_FALSE, 0, sizeof(cl_uint),
+        CL_CHECK(clEnqueueReadBuffer(p->queue, p->failed, CL_FALSE, 0, sizeof(cl_uint),
                                      &p->failed_count, 0, NULL, &read[d]));
-        CL_CHECK(clFlush(p->device->queue));
+        CL_CHECK(clFlush(p->queue));
     }
+    CL_CHECK(clWaitForEvents(t->count, read));
     for (cl_uint d = 0; d < t->count; d++) {
-        CL_CHECK(clWaitForEvents(1, &read[d]));
         CL_CHECK(clReleaseEvent(read[d]));
         if (t->parts[d].failed_count)
             app_die("device %u: %u k-mers found no free slot", d, t->parts[d].failed_count);
@@ -470,7 +594,7 @@ static void traverse(struct table *t, const struct kmer_input *in, struct contig
             if (count == 0)
                 continue;
             struct part *p = &t->parts[d];
-            cl_command_queue q = p->device->queue;
+            cl_command_queue q = p->queue;
             cl_uint n = (cl_uint)count;
             CL_CHECK(clEnqueueWriteBuffer(q, p->queries, CL_FALSE, 0, count * sizeof(cl_ulong),
                                           queries + first[d], 0, NULL, NULL));
@@ -481,14 +605,14 @@ static void traverse(struct table *t, const struct kmer_input *in, struct contig
                                          NULL, &done[waiting++]));
             CL_CHECK(clFlush(q));
         }
-        /* Each device has its own context, and a wait list may not mix
-         * contexts: one wait per device, all after every enqueue.  (Waiting
-         * once on a condition that event callbacks signal took twice as
-         * long through VOCL, whose callbacks run on a thread of its own.) */
-        for (cl_uint e = 0; e < waiting; e++) {
-            CL_CHECK(clWaitForEvents(1, &done[e]));
+        /* One context, so one wait for every device's reply, after every
+         * enqueue.  (Waiting on a condition that event callbacks signal
+         * took twice as long through VOCL, whose callbacks run on a thread
+         * of its own.) */
+        if (waiting > 0)
+            CL_CHECK(clWaitForEvents(waiting, done));
+        for (cl_uint e = 0; e < waiting; e++)
             CL_CHECK(clReleaseEvent(done[e]));
-        }
 
         stats->lookups += n_active;
         for (size_t at = 0; at < n_active; at++) {
@@ -528,8 +652,9 @@ static void assemble_on_devices(const struct options *o, const struct kmer_input
                                 struct contig_set *contigs, struct kmer_stats *stats,
                                 cl_uint *devices)
 {
-    cl_uint count = 0;
-    struct app_device *devs = app_open_devices(o->devices, kernel_source, "", APP_SINGLE, &count);
+    struct devices devs;
+    open_devices(o->devices, &devs);
+    cl_uint count = devs.count;
     struct table t = {.count = count, .batch = (size_t)o->batch, .k = in->k};
     size_t starts = 0;
     for (size_t i = 0; i < in->count; i++)
@@ -540,9 +665,9 @@ static void assemble_on_devices(const struct options *o, const struct kmer_input
 
     t.parts = app_calloc(count, sizeof(*t.parts));
     for (cl_uint d = 0; d < count; d++)
-        setup_part(&t.parts[d], &devs[d], &t, d, starts);
+        setup_part(&t.parts[d], &devs, &t, d, starts);
     for (cl_uint d = 0; d < count; d++)
-        CL_CHECK(clFinish(devs[d].queue));
+        CL_CHECK(clFinish(devs.queues[d]));
 
     *stats = (struct kmer_stats){.inserts = in->count};
     double t0 = app_seconds();
@@ -555,7 +680,7 @@ static void assemble_on_devices(const struct options *o, const struct kmer_input
     for (cl_uint d = 0; d < count; d++)
         release_part(&t.parts[d]);
     free(t.parts);
-    app_close_devices(devs, count);
+    close_devices(&devs);
     *devices = count;
 }
 
