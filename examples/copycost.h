@@ -1,0 +1,33 @@
+/*
+ * copycost.h: what a device-to-device copy costs against the host path,
+ * measured at start by the runtimes that can move data either way (the
+ * all-pairs third cache level, the DAG runtime's DCR and DHDCR).
+ *
+ * Under VOCL a copy between devices of two proxies is a proxy-to-proxy
+ * move; whether it is cheaper than a read into the application and a write
+ * out of it depends on the machine (one host or a cluster, cores free or
+ * not), so the runtimes measure it rather than assume it.  Ordinary OpenCL:
+ * it works natively too.
+ */
+#ifndef VOCL_EXAMPLES_COPYCOST_H
+#define VOCL_EXAMPLES_COPYCOST_H
+
+#include <CL/cl.h>
+
+#include <stddef.h>
+
+/* Median seconds of one operation of `size` bytes, each waited for alone. */
+struct app_copy_cost {
+    double copy;  /* clEnqueueCopyBuffer from a buffer on one device to one on the other */
+    double read;  /* a device -> host memory */
+    double write; /* host memory -> a device */
+};
+
+/* Times `reps` of each operation (after one untimed round, so that buffers
+ * exist where they are used and queues are warm) between devices a and b
+ * of `context`, on queues of its own.  Returns CL_SUCCESS or the first
+ * error. */
+cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t size, int reps,
+                     struct app_copy_cost *cost);
+
+#endif
