@@ -82,6 +82,8 @@ struct allpairs_config {
     uint32_t host_slots;   /* slots of the host cache; 0: no host cache */
     uint32_t jobs;         /* concurrent-job limit per device (at most (device_slots - 1) / 2) */
     uint32_t hops;         /* h, candidates kept per item; 0: no third level */
+    bool hops_auto;        /* with hops > 0: the third level only where a device-to-device
+                              copy of an item, measured at start, is cheaper than a load */
     uint32_t parsers;      /* CPU threads that parse; 0: 2 */
     uint64_t seed;         /* of the random stealing */
     uint32_t calibrate;    /* T_min from this many items and the pairs among them, run alone
@@ -110,6 +112,13 @@ struct allpairs_stats {
      * C(n, 2) t_cmp. */
     uint32_t calibrated_items;
     double t_pre, t_cmp, t_min;
+    /* The third level: h as run (0: off), whether hops_auto decided it,
+     * and the figures it decided from (seconds, 0 where not measured): a
+     * device-to-device copy of an item, and the load it would save (read
+     * and parse the file, write the parsed item to a device). */
+    uint32_t hops;
+    bool l3_auto;
+    double l3_copy, l3_load;
 };
 
 /* Runs every pair.  Returns 0, or -1 with a message in error[error_size]

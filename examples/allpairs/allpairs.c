@@ -33,6 +33,7 @@
 
 #include "apcore.h"
 #include "clutil.h"
+#include "copycost.h"
 
 #include <CL/cl.h>
 
@@ -224,6 +225,7 @@ struct engine {
     pthread_mutex_t trace_lock;
     struct span *spans;
     size_t n_spans, cap_spans;
+    char l3_note[256]; /* --hops auto's decision and figures, for the trace */
 };
 
 /* ---- small things ---- */
@@ -1449,6 +1451,77 @@ static int calibrate(struct engine *e)
     return rc;
 }
 
+/* ---- the third level: on only where it pays ---- */
+
+static int by_seconds(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* With --hops auto: a third-level hit replaces a load (read the item's
+ * file, parse it, write it to the device) by a device-to-device copy of
+ * the preprocessed item.  Through VOCL on one host that copy can cost more
+ * than the load it saves (issue 38), on a cluster with slow files far
+ * less, so both are measured here and the third level stays on only where
+ * the copy is cheaper.  The copy is timed between the first and the last
+ * device: under vocl-run those are in different proxies whenever there are
+ * several, the case the third level is for. */
+static int decide_l3(struct engine *e)
+{
+    const struct allpairs_app *app = e->app;
+    enum { REPS = 5 };
+    struct app_copy_cost item, parsed;
+    cl_device_id a = e->devs[0].id, b = e->devs[e->p - 1].id;
+    SETUP(app_copy_cost(e->context, a, b, app->item_size, REPS, &item));
+    parsed = item;
+    if (app->parsed_size != app->item_size)
+        SETUP(app_copy_cost(e->context, a, b, app->parsed_size, REPS, &parsed));
+    /* Reading and parsing: item 0's file, as a load would. */
+    double t_parse[REPS];
+    void *out = calloc(1, app->parsed_size);
+    char path[4096];
+    if (!out || !app->file_path(app->user, 0, path, sizeof(path))) {
+        free(out);
+        snprintf(e->error, e->error_size, "out of memory, or the path of item 0 too long");
+        return -1;
+    }
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        void *data = NULL;
+        size_t size = 0;
+        if (!read_file(path, &data, &size, e->error, e->error_size)) {
+            free(out);
+            return -1;
+        }
+        memset(out, 0, app->parsed_size);
+        char error[512] = "";
+        bool ok = app->parse(app->user, 0, data, size, out, error, sizeof(error));
+        free(data);
+        if (!ok) {
+            free(out);
+            snprintf(e->error, e->error_size, "%s: %s", path, error);
+            return -1;
+        }
+        t_parse[r] = now() - t0;
+    }
+    free(out);
+    qsort(t_parse, REPS, sizeof(t_parse[0]), by_seconds);
+    e->st.l3_auto = true;
+    e->st.l3_copy = item.copy;
+    e->st.l3_load = t_parse[REPS / 2] + parsed.write;
+    bool on = e->st.l3_copy < e->st.l3_load;
+    if (!on)
+        e->cfg.hops = 0;
+    snprintf(e->l3_note, sizeof(e->l3_note),
+             "third level %s: a device-to-device copy of an item (%zu bytes, device 0 to %u) "
+             "takes %.0f us, a load %.0f us (read and parse %.0f us, write %.0f us)",
+             on ? "on" : "off", app->item_size, e->p - 1, e->st.l3_copy * 1e6,
+             e->st.l3_load * 1e6, t_parse[REPS / 2] * 1e6, parsed.write * 1e6);
+    fprintf(stderr, "%s: %s\n", app->name, e->l3_note);
+    return 0;
+}
+
 /* ---- trace ---- */
 
 static void write_trace(struct engine *e)
@@ -1460,6 +1533,9 @@ static void write_trace(struct engine *e)
         return;
     }
     fprintf(f, "{\"traceEvents\":[\n");
+    if (e->l3_note[0])
+        fprintf(f, "{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":%d,"
+                   "\"ts\":0},\n", e->l3_note, TID_IO);
     fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
                "\"args\":{\"name\":\"io\"}},\n", TID_IO);
     fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
@@ -1699,6 +1775,9 @@ int allpairs_run(const struct allpairs_app *app, const struct allpairs_config *c
         rc = warm_up(e);
     if (rc == 0 && e->cfg.calibrate)
         rc = calibrate(e);
+    if (rc == 0 && e->cfg.hops_auto && e->cfg.hops > 0 && e->p > 1)
+        rc = decide_l3(e);
+    e->st.hops = e->cfg.hops;
 
     if (rc == 0) {
         e->total_pairs = (uint64_t)e->cfg.items * (e->cfg.items - 1) / 2;

@@ -49,6 +49,8 @@ static void usage(FILE *out, const char *name, const char *summary, const struct
             "                     (default: a temporary directory, removed at the end)\n"
             "  --reuse            do not generate: read the files already in --dir\n"
             "  -o FILE            write the results to FILE\n"
+            "  --hops auto        the default: the third level (h as above) only where a\n"
+            "                     device-to-device copy, measured at start, beats a load\n"
             "  --trace FILE       write a timeline of every thread (Chrome trace format)\n"
             "  --no-progress      no progress bar on stderr\n"
             "  -v, --verbose      each device's node and steal order on stderr\n"
@@ -71,14 +73,24 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
         {"--device-slots", c->device_slots, 3, 1u << 20, "cache slots per device"},
         {"--host-slots", c->host_slots, 0, 1u << 24, "host cache slots (0: no host cache)"},
         {"--jobs", c->jobs, 1, 4096, "concurrent jobs per device"},
-        {"--hops", c->hops, 0, 64, "h: candidates per item for device-to-device (0: off)"},
+        {"--hops", c->hops, 0, 64,
+         "h: candidates per item for device-to-device, forced (0: off; default auto)"},
         {"--parsers", c->parsers, 1, 7, "threads that parse files"},
         {"--calibrate", c->calibrate, 0, 4096, "items timed alone for T_min (0: none)"},
     };
     size_t n_common = sizeof(common) / sizeof(common[0]);
     c->progress = true;
+    /* The third level decides for itself unless a number forces it. */
+    bool hops_given = false;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
+        if (strcmp(flag, "--hops") == 0 && i + 1 < argc && strcmp(argv[i + 1], "auto") == 0) {
+            hops_given = false;
+            i++;
+            continue;
+        }
+        if (strcmp(flag, "--hops") == 0)
+            hops_given = true;
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
             usage(stdout, name, summary, common, n_common, numbers, n_numbers);
             exit(0);
@@ -143,6 +155,9 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
     c->host_slots = (uint32_t)common[5].value;
     c->jobs = (uint32_t)common[6].value;
     c->hops = (uint32_t)common[7].value;
+    c->hops_auto = !hops_given;
+    if (c->hops_auto && c->hops == 0)
+        c->hops = 1;
     c->parsers = (uint32_t)common[8].value;
     c->calibrate = (uint32_t)common[9].value;
     c->items = (uint32_t)o->items;
@@ -240,13 +255,14 @@ void apps_result(const char *name, const struct apps_options *o, const struct al
     allpairs_print_stats(stderr, s, o->cfg.items);
     printf("RESULT app=%s items=%u devices=%u seconds=%.6f pairs_per_s=%.4g R=%.3f "
            "hit_device=%.1f hit_host=%.1f hit_peer=%.1f loads=%" PRIu64 " bytes_host=%" PRIu64
-           " bytes_peer=%" PRIu64 " device_slots=%u host_slots=%u hops=%u t_min=%.6g "
+           " bytes_peer=%" PRIu64 " device_slots=%u host_slots=%u hops=%u l3=%s-%s t_min=%.6g "
            "efficiency=%.3f %s%sverified=%s\n",
            name, o->cfg.items, s->devices, s->seconds,
            s->seconds > 0 ? (double)s->pairs / s->seconds : 0.0, allpairs_r(s, o->cfg.items),
            percent(s->l1_hits, s->l1_lookups), percent(s->l2_hits, s->l2_lookups),
            percent(s->l3_hits, s->l3_lookups), s->loads, allpairs_bytes_host(s), s->bytes_l3,
-           o->cfg.device_slots, o->cfg.host_slots, o->cfg.hops, s->t_min, allpairs_efficiency(s),
+           o->cfg.device_slots, o->cfg.host_slots, s->hops, s->l3_auto ? "auto" : "forced",
+           s->hops > 0 && s->devices > 1 ? "on" : "off", s->t_min, allpairs_efficiency(s),
            extra ? extra : "", extra && *extra ? " " : "", verified ? "yes" : "no");
     fflush(stdout);
 }
