@@ -29,6 +29,7 @@
 #endif
 #include <CL/cl.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -134,6 +135,14 @@ struct dag_stats {
     uint64_t local_bytes;        /* copies within one device */
     uint64_t broadcasts, scatters, gathers; /* DCR collectives made */
     uint64_t dhdcr_copies;       /* host transfers DHDCR replaced */
+    /* The rewrites as run, and whether dag_init decided them (DAG_DCR or
+     * DAG_DHDCR unset or "auto") from a device-to-device copy timed
+     * against a write and a read of the same size (copy_bytes; seconds, 0
+     * where not measured). */
+    bool dcr, dhdcr;
+    bool dcr_auto, dhdcr_auto;
+    size_t copy_bytes;
+    double copy_seconds, write_seconds, read_seconds;
 };
 void dag_get_stats(struct dag_stats *stats);
 

@@ -24,6 +24,7 @@
  */
 #include "dag.h"
 #include "clutil.h"
+#include "copycost.h"
 #include "dql.h"
 #include "pattern.h"
 
@@ -203,6 +204,7 @@ static struct {
     unsigned num_contexts;
     struct context *contexts;
     bool dcr, dhdcr;
+    char decision[512]; /* why the rewrites left to auto are on or off */
     size_t window_limit;
 
     /* Host thread. */
@@ -2061,12 +2063,78 @@ static int open_devices(struct candidates *cand, const size_t *sel, size_t n)
     return CL_SUCCESS;
 }
 
-static bool env_flag(const char *name, bool fallback)
+/* A rewrite's switch: unset, empty or "auto" lets dag_init decide (-1);
+ * "0", "off" or "no" forces it off (0); anything else on (1). */
+static int env_switch(const char *name)
 {
     const char *s = getenv(name);
-    if (!s || !*s)
-        return fallback;
+    if (!s || !*s || strcmp(s, "auto") == 0)
+        return -1;
     return !(strcmp(s, "0") == 0 || strcmp(s, "off") == 0 || strcmp(s, "no") == 0);
+}
+
+/* The size of the transfers the rewrites are decided for: the inputs a
+ * broadcast replicates and the results DHDCR forwards are tens of KiB to
+ * MiB in the applications; below that both paths cost their latency. */
+#define DECIDE_BYTES ((size_t)64 * 1024)
+
+/* DCR turns host writes into device-to-device copies, DHDCR a write that
+ * waits for a read into a copy.  Both save bytes through the application,
+ * but they pay only where a copy costs less than what it replaces: a write
+ * for DCR, a read and a write for DHDCR.  Through VOCL on one host a copy
+ * between proxies can cost more than both (issue 38), so for a rewrite left
+ * to auto, dag_init times one here and keeps it only where it pays.  The
+ * copy is timed between device 0 and the last device of its context:
+ * under vocl-run those are in different proxies whenever there are
+ * several, where the copies of a collective go. */
+static void decide_rewrites(int dcr, int dhdcr)
+{
+    rt.stats.dcr_auto = dcr < 0;
+    rt.stats.dhdcr_auto = dhdcr < 0;
+    rt.dcr = dcr != 0;
+    rt.dhdcr = dhdcr != 0;
+    if ((dcr >= 0 && dhdcr >= 0) || rt.num_devices < 2) {
+        rt.stats.dcr = rt.dcr;
+        rt.stats.dhdcr = rt.dhdcr;
+        return;
+    }
+    dag_device *a = &rt.devices[0], *b = NULL;
+    for (int d = rt.num_devices - 1; d > 0 && !b; d--)
+        if (rt.devices[d].ctx == a->ctx)
+            b = &rt.devices[d];
+    struct app_copy_cost cost = {0};
+    cl_int err = b ? app_copy_cost(a->ctx->context, a->id, b->id, DECIDE_BYTES, 5, &cost)
+                   : CL_INVALID_DEVICE;
+    char figures[256];
+    if (err == CL_SUCCESS) {
+        rt.stats.copy_bytes = DECIDE_BYTES;
+        rt.stats.copy_seconds = cost.copy;
+        rt.stats.write_seconds = cost.write;
+        rt.stats.read_seconds = cost.read;
+        if (dcr < 0)
+            rt.dcr = cost.copy < cost.write;
+        if (dhdcr < 0)
+            rt.dhdcr = cost.copy < cost.read + cost.write;
+        snprintf(figures, sizeof(figures),
+                 "a device-to-device copy of %zu bytes (device 0 to %d) takes %.0f us, a write "
+                 "%.0f us, a read %.0f us",
+                 DECIDE_BYTES, b->index, cost.copy * 1e6, cost.write * 1e6, cost.read * 1e6);
+    } else {
+        /* No two devices share a context (no copies to make), or the
+         * measure failed: the host path is the one known to work. */
+        if (dcr < 0)
+            rt.dcr = false;
+        if (dhdcr < 0)
+            rt.dhdcr = false;
+        snprintf(figures, sizeof(figures), "no copy could be timed (%s)",
+                 b ? cl_error_name(err) : "no two devices share a context");
+    }
+    rt.stats.dcr = rt.dcr;
+    rt.stats.dhdcr = rt.dhdcr;
+    snprintf(rt.decision, sizeof(rt.decision), "DCR %s%s, DHDCR %s%s: %s", rt.dcr ? "on" : "off",
+             dcr < 0 ? "" : " (forced)", rt.dhdcr ? "on" : "off", dhdcr < 0 ? "" : " (forced)",
+             figures);
+    fprintf(stderr, "dag: %s\n", rt.decision);
 }
 
 int dag_init(const char *query)
@@ -2097,8 +2165,7 @@ int dag_init(const char *query)
     if (err != CL_SUCCESS)
         return err;
 
-    rt.dcr = env_flag("DAG_DCR", true);
-    rt.dhdcr = env_flag("DAG_DHDCR", true);
+    decide_rewrites(env_switch("DAG_DCR"), env_switch("DAG_DHDCR"));
     const char *w = getenv("DAG_WINDOW");
     /* The window is there for the rewrites, which move data between
      * devices: with one device a short one lets it start sooner. */
@@ -2186,6 +2253,8 @@ static void write_trace(void)
         return;
     }
     fprintf(f, "digraph dag {\n  node [shape=box, fontname=\"monospace\", fontsize=9];\n");
+    if (rt.decision[0])
+        fprintf(f, "  // %s\n", rt.decision);
     for (size_t i = 0; i < rt.num_trace; i++) {
         const struct trace_rec *t = &rt.trace[i];
         const char *color = t->label ? "lightblue" : strcmp(t->kind, "run") == 0 ? "lightyellow"

@@ -48,11 +48,11 @@ int dagapp_init(const struct dagapp_opts *opts)
     return n;
 }
 
-static const char *on_off(const char *env)
+/* "on" or "off" as forced (DAG_DCR, DAG_DHDCR), "auto-on" or "auto-off" as
+ * dag_init decided. */
+static const char *setting(bool on, bool decided)
 {
-    const char *s = getenv(env);
-    return s && (strcmp(s, "0") == 0 || strcmp(s, "off") == 0 || strcmp(s, "no") == 0) ? "off"
-                                                                                       : "on";
+    return decided ? (on ? "auto-on" : "auto-off") : on ? "on" : "off";
 }
 
 void dagapp_result(const char *app, uint64_t size, int devices, double seconds, const char *extra,
@@ -64,7 +64,8 @@ void dagapp_result(const char *app, uint64_t size, int devices, double seconds, 
            "h2d_bytes=%" PRIu64 " d2h_bytes=%" PRIu64 " d2d_bytes=%" PRIu64 " h2d_ops=%" PRIu64
            " d2h_ops=%" PRIu64 " d2d_ops=%" PRIu64 " broadcasts=%" PRIu64 " scatters=%" PRIu64
            " gathers=%" PRIu64 " dhdcr_writes=%" PRIu64 " commands=%" PRIu64 "%s%s verified=%s\n",
-           app, size, devices, seconds, on_off("DAG_DCR"), on_off("DAG_DHDCR"), s.h2d_bytes,
+           app, size, devices, seconds, setting(s.dcr, s.dcr_auto),
+           setting(s.dhdcr, s.dhdcr_auto), s.h2d_bytes,
            s.d2h_bytes, s.d2d_bytes, s.h2d_ops, s.d2h_ops, s.d2d_ops, s.broadcasts, s.scatters,
            s.gathers, s.dhdcr_copies, s.commands, *extra ? " " : "", extra,
            verified ? "yes" : "no");
