@@ -6,6 +6,14 @@
 #     the k-mer file, --genome and -o appended (COMMAND may be vocl-run ...
 #     -- kmer-assemble), and passes when it exits 0, its last line is a
 #     RESULT line saying verified=yes and the FASTA holds contigs= contigs.
+#   kmer-test.sh context KMER_GEN KMER_ASSEMBLE DEVICES [RUNNER...]
+#     the one-context assembly (issue 38): runs RUNNER... KMER_ASSEMBLE -b
+#     1000 (RUNNER may be vocl-run ... --) on a small genome and passes when
+#     it is verified on DEVICES devices, its FASTA is byte for byte that of
+#     the CPU assembler alone (the contigs of the per-device-context
+#     program, which it checked against the same assembler), and it said
+#     that it holds all DEVICES devices in one context and that no batch
+#     moves device to device.
 #   kmer-test.sh bad-input KMER_ASSEMBLE
 #     feeds it broken input, case by case; each must end with exit status 2
 #     and a message naming the problem, never a crash or a RESULT line.
@@ -33,6 +41,28 @@ assemble() {
     [[ $contigs -gt 1 && $contigs == "$written" ]] ||
         { echo "FAIL: $written contigs in the FASTA, RESULT says $contigs"; return 1; }
     echo "ok: $contigs contigs"
+}
+
+context() {
+    local gen=$1 program=$2 devices=$3
+    shift 3
+    "$gen" -n 30000 -l 400 -s 7 -o "$dir/g" || return 1
+    "$program" --cpu-only -o "$dir/cpu.fa" "$dir/g.txt" >/dev/null 2>&1 ||
+        { echo "FAIL: the CPU assembler alone failed"; return 1; }
+    "$@" "$program" -b 1000 "$dir/g.txt" --genome "$dir/g.fa" -o "$dir/contigs.fa" \
+        >"$dir/out" 2>"$dir/err"
+    local rc=$?
+    cat "$dir/out" "$dir/err"
+    [[ $rc == 0 ]] || { echo "FAIL: exit status $rc"; return 1; }
+    local last
+    last=$(tail -n 1 "$dir/out")
+    [[ $last == RESULT\ *\ devices=$devices\ *\ verified=yes ]] ||
+        { echo "FAIL: not verified on $devices devices"; return 1; }
+    cmp "$dir/cpu.fa" "$dir/contigs.fa" ||
+        { echo "FAIL: the contigs differ from the CPU assembler's"; return 1; }
+    grep -q "^kmer: one context over $devices device(s), one queue each; no batch moves device to device" \
+        "$dir/err" || { echo "FAIL: no line saying one context over $devices devices"; return 1; }
+    echo "ok: $(grep -c '^>' "$dir/contigs.fa") contigs, the CPU assembler's, in one context"
 }
 
 failures=0
@@ -94,9 +124,10 @@ bad_input() {
 
 case $mode in
 assemble) assemble "$@" ;;
+context) context "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: kmer-test.sh assemble|bad-input ..." >&2
+    echo "usage: kmer-test.sh assemble|context|bad-input ..." >&2
     exit 2
     ;;
 esac
