@@ -14,6 +14,7 @@
 
 #include <CL/cl.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Median seconds of one operation of `size` bytes, each waited for alone. */
@@ -29,5 +30,16 @@ struct app_copy_cost {
  * error. */
 cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t size, int reps,
                      struct app_copy_cost *cost);
+
+/* Whether a copy that takes `copy` seconds pays in place of host transfers
+ * that take `replaced`: it must save a quarter of them.  The timed copy is
+ * the bare command; in a runtime it also brings a wait across devices (an
+ * event of one queue that another waits for) and a command more to track,
+ * which natively, where a copy and a write are both a memcpy, make a rewrite
+ * slower however close the two timings are. */
+static inline bool app_copy_pays(double copy, double replaced)
+{
+    return copy < 0.75 * replaced;
+}
 
 #endif

@@ -1459,14 +1459,14 @@ static int by_seconds(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* With --hops auto: a third-level hit replaces a load (read the item's
- * file, parse it, write it to the device) by a device-to-device copy of
- * the preprocessed item.  Through VOCL on one host that copy can cost more
- * than the load it saves (issue 38), on a cluster with slow files far
- * less, so both are measured here and the third level stays on only where
- * the copy is cheaper.  The copy is timed between the first and the last
- * device: under vocl-run those are in different proxies whenever there are
- * several, the case the third level is for. */
+/* With --hops auto: a third-level hit replaces a load (read the item's file,
+ * parse it, write it to the device) by a device-to-device copy of the
+ * preprocessed item.  Through VOCL on one host that copy can cost more than
+ * the load it saves (issue 38), on a cluster with slow files far less, so both
+ * are measured here and the third level stays on only where the copy is
+ * clearly cheaper (app_copy_pays).  The copy is timed between the first and
+ * the last device: under vocl-run those are in different proxies whenever
+ * there are several, the case the third level is for. */
 static int decide_l3(struct engine *e)
 {
     const struct allpairs_app *app = e->app;
@@ -1510,7 +1510,7 @@ static int decide_l3(struct engine *e)
     e->st.l3_auto = true;
     e->st.l3_copy = item.copy;
     e->st.l3_load = t_parse[REPS / 2] + parsed.write;
-    bool on = e->st.l3_copy < e->st.l3_load;
+    bool on = app_copy_pays(e->st.l3_copy, e->st.l3_load);
     if (!on)
         e->cfg.hops = 0;
     snprintf(e->l3_note, sizeof(e->l3_note),

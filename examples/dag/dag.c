@@ -2078,15 +2078,16 @@ static int env_switch(const char *name)
  * MiB in the applications; below that both paths cost their latency. */
 #define DECIDE_BYTES ((size_t)64 * 1024)
 
-/* DCR turns host writes into device-to-device copies, DHDCR a write that
- * waits for a read into a copy.  Both save bytes through the application,
- * but they pay only where a copy costs less than what it replaces: a write
- * for DCR, a read and a write for DHDCR.  Through VOCL on one host a copy
- * between proxies can cost more than both (issue 38), so for a rewrite left
- * to auto, dag_init times one here and keeps it only where it pays.  The
- * copy is timed between device 0 and the last device of its context:
- * under vocl-run those are in different proxies whenever there are
- * several, where the copies of a collective go. */
+/* DCR turns host writes into device-to-device copies, DHDCR a write that waits
+ * for a read into a copy.  Both save bytes through the application, but they
+ * pay only where a copy costs less than the write it replaces (DHDCR keeps the
+ * read: the program asked for the host copy), with a margin for what a copy
+ * adds in the DAG (app_copy_pays).  Through VOCL on one host a copy between
+ * proxies can cost more than both (issue 38), so for a rewrite left to auto,
+ * dag_init times one here and keeps it only where it pays.  The copy is timed
+ * between device 0 and the last device of its context: under vocl-run those
+ * are in different proxies whenever there are several, where the copies of a
+ * collective go. */
 static void decide_rewrites(int dcr, int dhdcr)
 {
     rt.stats.dcr_auto = dcr < 0;
@@ -2112,9 +2113,9 @@ static void decide_rewrites(int dcr, int dhdcr)
         rt.stats.write_seconds = cost.write;
         rt.stats.read_seconds = cost.read;
         if (dcr < 0)
-            rt.dcr = cost.copy < cost.write;
+            rt.dcr = app_copy_pays(cost.copy, cost.write);
         if (dhdcr < 0)
-            rt.dhdcr = cost.copy < cost.read + cost.write;
+            rt.dhdcr = app_copy_pays(cost.copy, cost.write);
         snprintf(figures, sizeof(figures),
                  "a device-to-device copy of %zu bytes (device 0 to %d) takes %.0f us, a write "
                  "%.0f us, a read %.0f us",
