@@ -74,7 +74,7 @@ void apps_parse(const char *name, const char *summary, int argc, char **argv,
         {"--host-slots", c->host_slots, 0, 1u << 24, "host cache slots (0: no host cache)"},
         {"--jobs", c->jobs, 1, 4096, "concurrent jobs per device"},
         {"--hops", c->hops, 0, 64,
-         "h: candidates per item for device-to-device, forced (0: off; default auto)"},
+         "h: candidates per item device to device; a number forces it (0: off)"},
         {"--parsers", c->parsers, 1, 7, "threads that parse files"},
         {"--calibrate", c->calibrate, 0, 4096, "items timed alone for T_min (0: none)"},
     };

@@ -297,8 +297,10 @@ location() {
         env VOCL_PROXYD="$dir/proxyd" "$vocl_run" -n 4 -d 2 -- "$app" -n 64 \
         --query "SELECT ALL FROM NODE 1"
     located alternate-all $'0 0 host1\n1 0 host1\n2 1 host0\n3 1 host0\n4 0 host1\n5 0 host1\n6 1 host0\n7 1 host0' \
-        env VOCL_PROXYD="$dir/proxyd" DAG_TRACE="$dir/alternate.dot" "$vocl_run" -n 4 -d 2 -- \
+        env VOCL_PROXYD="$dir/proxyd" DAG_TRACE="$dir/alternate.dot" DAG_DCR=on "$vocl_run" -n 4 -d 2 -- \
         "$app" -n 64 || return
+    # (DAG_DCR=on: left to auto, DCR would be off where copies between
+    # proxies cost more than writes, as on one host.)
     # The broadcast: "N write broadcast" on device 0, then each copy
     # ("copy broadcast" on its device) waits for the broadcast command it
     # copies from.
