@@ -2103,8 +2103,9 @@ static void decide_rewrites(int dcr, int dhdcr)
     for (int d = rt.num_devices - 1; d > 0 && !b; d--)
         if (rt.devices[d].ctx == a->ctx)
             b = &rt.devices[d];
+    double t_start = now();
     struct app_copy_cost cost = {0};
-    cl_int err = b ? app_copy_cost(a->ctx->context, a->id, b->id, DECIDE_BYTES, 5, &cost)
+    cl_int err = b ? app_copy_cost(a->ctx->context, a->id, b->id, DECIDE_BYTES, 3, &cost)
                    : CL_INVALID_DEVICE;
     char figures[256];
     if (err == CL_SUCCESS) {
@@ -2132,9 +2133,9 @@ static void decide_rewrites(int dcr, int dhdcr)
     }
     rt.stats.dcr = rt.dcr;
     rt.stats.dhdcr = rt.dhdcr;
-    snprintf(rt.decision, sizeof(rt.decision), "DCR %s%s, DHDCR %s%s: %s", rt.dcr ? "on" : "off",
-             dcr < 0 ? "" : " (forced)", rt.dhdcr ? "on" : "off", dhdcr < 0 ? "" : " (forced)",
-             figures);
+    snprintf(rt.decision, sizeof(rt.decision), "DCR %s%s, DHDCR %s%s: %s; measured in %.0f ms",
+             rt.dcr ? "on" : "off", dcr < 0 ? "" : " (forced)", rt.dhdcr ? "on" : "off",
+             dhdcr < 0 ? "" : " (forced)", figures, (now() - t_start) * 1e3);
     fprintf(stderr, "dag: %s\n", rt.decision);
 }
 

@@ -122,7 +122,7 @@ dag() {
             fail "DCR off, but collectives were made"
         [[ $dhdcr == on || $(field dhdcr_writes "$auto") == 0 ]] ||
             fail "DHDCR off, but writes were replaced"
-        grep -q "^  // ${decision#dag: }\$" "$dir/trace.dot" || fail "DAG_TRACE does not hold the decision"
+        grep -q "^  // ${decision#dag: }" "$dir/trace.dot" || fail "DAG_TRACE does not hold the decision"
         [[ $(field dcr "$(<"$dir/mixed")") == on && $(field dhdcr "$(<"$dir/mixed")") == "auto-$dhdcr" ]] ||
             echo "note: with DCR forced on, DHDCR came out $(field dhdcr "$(<"$dir/mixed")") (a new timing)"
         grep -q '^dag: DCR on (forced), DHDCR \(on\|off\): ' "$dir/mixed.err" ||
