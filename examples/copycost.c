@@ -5,7 +5,6 @@
 #include "copycost.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 static double seconds_now(void)
@@ -15,17 +14,16 @@ static double seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int by_value(const void *a, const void *b)
+/* The smallest of n values.  Other work on the machine (the proxies, other
+ * programs on its cores) only ever adds to a timing, so the fastest of a
+ * few rounds is what each path costs without it; medians of three, on a
+ * loaded 2-core machine, let one slow spell turn the decision around. */
+static double fastest(const double *v, int n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of n values (sorts them). */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
 }
 
 cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t size, int reps,
@@ -77,9 +75,9 @@ cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t 
         }
     }
     if (err == CL_SUCCESS) {
-        cost->copy = median(t_copy, 2 * reps);
-        cost->read = median(t_read, reps);
-        cost->write = median(t_write, reps);
+        cost->copy = fastest(t_copy, 2 * reps);
+        cost->read = fastest(t_read, reps);
+        cost->write = fastest(t_write, reps);
     }
     if (bb)
         clReleaseMemObject(bb);

@@ -17,7 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Median seconds of one operation of `size` bytes, each waited for alone. */
+/* Seconds of one operation of `size` bytes, each waited for alone: the
+ * fastest of the rounds timed. */
 struct app_copy_cost {
     double copy;  /* clEnqueueCopyBuffer from a buffer on one device to one on the other */
     double read;  /* a device -> host memory */
