@@ -18,6 +18,19 @@ static double seconds_now(void)
  * programs on its cores) only ever adds to a timing, so the fastest of a
  * few rounds is what each path costs without it; medians of three, on a
  * loaded 2-core machine, let one slow spell turn the decision around. */
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n values (sorts them). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 static double fastest(const double *v, int n)
 {
     double m = v[0];
@@ -32,7 +45,7 @@ cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t 
     enum { MAX_REPS = 64 };
     if (reps < 1 || reps > MAX_REPS || size == 0)
         return CL_INVALID_VALUE;
-    double t_copy[2 * MAX_REPS], t_read[MAX_REPS], t_write[MAX_REPS];
+    double t_copy[2 * MAX_REPS], t_read[MAX_REPS], t_write[MAX_REPS], ratio[MAX_REPS];
     cl_int err = CL_SUCCESS;
     cl_command_queue qa = NULL, qb = NULL;
     cl_mem ba = NULL, bb = NULL;
@@ -72,12 +85,17 @@ cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t 
             t_copy[2 * (r - 1) + 1] = t3 - t2;
             t_write[r - 1] = t1 - t0;
             t_read[r - 1] = t4 - t3;
+            /* Side by side, within a few ms: a busy spell of the machine
+             * slows both, where the fastest of each may come from
+             * different spells. */
+            ratio[r - 1] = (t3 - t1) / 2.0 / (t1 - t0 > 1e-9 ? t1 - t0 : 1e-9);
         }
     }
     if (err == CL_SUCCESS) {
         cost->copy = fastest(t_copy, 2 * reps);
         cost->read = fastest(t_read, reps);
         cost->write = fastest(t_write, reps);
+        cost->ratio = median(ratio, reps);
     }
     if (bb)
         clReleaseMemObject(bb);

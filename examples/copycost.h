@@ -23,6 +23,10 @@ struct app_copy_cost {
     double copy;  /* clEnqueueCopyBuffer from a buffer on one device to one on the other */
     double read;  /* a device -> host memory */
     double write; /* host memory -> a device */
+    /* A copy over a write, both timed in the same round (the mean of its
+     * two copies over its write): the median over the rounds.  What the
+     * decisions use, as a loaded machine moves both timings alike. */
+    double ratio;
 };
 
 /* Times `reps` of each operation (after one untimed round, so that buffers
@@ -32,15 +36,15 @@ struct app_copy_cost {
 cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t size, int reps,
                      struct app_copy_cost *cost);
 
-/* Whether a copy that takes `copy` seconds pays in place of host transfers
- * that take `replaced`: it must save a quarter of them.  The timed copy is
- * the bare command; in a runtime it also brings a wait across devices (an
- * event of one queue that another waits for) and a command more to track,
- * which natively, where a copy and a write are both a memcpy, make a rewrite
- * slower however close the two timings are. */
-static inline bool app_copy_pays(double copy, double replaced)
+/* Whether a copy pays in place of host transfers, from `ratio`, its time
+ * over theirs, measured side by side: it must save a quarter of them.  The
+ * timed copy is the bare command; in a runtime it also brings a wait across
+ * devices (an event of one queue that another waits for) and a command more
+ * to track, which natively, where a copy and a write are both a memcpy,
+ * make a rewrite slower however close the two timings are. */
+static inline bool app_copy_pays(double ratio)
 {
-    return copy < 0.75 * replaced;
+    return ratio < 0.75;
 }
 
 #endif

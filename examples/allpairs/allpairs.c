@@ -1512,15 +1512,18 @@ static int decide_l3(struct engine *e)
     e->st.l3_auto = true;
     e->st.l3_copy = item.copy;
     e->st.l3_load = t_parse[0] + item.write;
-    bool on = app_copy_pays(e->st.l3_copy, e->st.l3_load);
+    /* The copy against the whole load: the ratio to the write, measured
+     * side by side, scaled by the write's share of the load. */
+    double ratio = item.ratio * item.write / e->st.l3_load;
+    bool on = app_copy_pays(ratio);
     if (!on)
         e->cfg.hops = 0;
     snprintf(e->l3_note, sizeof(e->l3_note),
              "third level %s: a device-to-device copy of an item (%zu bytes, device 0 to %u) "
-             "takes %.0f us, a load %.0f us (read and parse %.0f us, write %.0f us); "
-             "measured in %.0f ms",
+             "takes %.0f us, a load %.0f us (read and parse %.0f us, write %.0f us), "
+             "copy/load %.2f; measured in %.0f ms",
              on ? "on" : "off", app->item_size, e->p - 1, e->st.l3_copy * 1e6,
-             e->st.l3_load * 1e6, t_parse[0] * 1e6, item.write * 1e6,
+             e->st.l3_load * 1e6, t_parse[0] * 1e6, item.write * 1e6, ratio,
              (now() - t_start) * 1e3);
     fprintf(stderr, "%s: %s\n", app->name, e->l3_note);
     return 0;

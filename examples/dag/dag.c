@@ -2114,13 +2114,14 @@ static void decide_rewrites(int dcr, int dhdcr)
         rt.stats.write_seconds = cost.write;
         rt.stats.read_seconds = cost.read;
         if (dcr < 0)
-            rt.dcr = app_copy_pays(cost.copy, cost.write);
+            rt.dcr = app_copy_pays(cost.ratio);
         if (dhdcr < 0)
-            rt.dhdcr = app_copy_pays(cost.copy, cost.write);
+            rt.dhdcr = app_copy_pays(cost.ratio);
         snprintf(figures, sizeof(figures),
                  "a device-to-device copy of %zu bytes (device 0 to %d) takes %.0f us, a write "
-                 "%.0f us, a read %.0f us",
-                 DECIDE_BYTES, b->index, cost.copy * 1e6, cost.write * 1e6, cost.read * 1e6);
+                 "%.0f us, a read %.0f us, copy/write %.2f",
+                 DECIDE_BYTES, b->index, cost.copy * 1e6, cost.write * 1e6, cost.read * 1e6,
+                 cost.ratio);
     } else {
         /* No two devices share a context (no copies to make), or the
          * measure failed: the host path is the one known to work. */

@@ -66,9 +66,9 @@ for line in open(sys.argv[1]):
     r[setting].append(float(seconds))
     if setting == "auto":
         m = re.match(r"third level (on|off): .* takes (\d+) us, a load (\d+) us .*"
-                     r"measured in (\d+) ms", decision)
-        r["decisions"].append("%s (%s/%s us, %s ms)" % m.groups() if m else "-")
-print("| where | --hops 0 | --hops 1 | auto | auto / best forced | auto's decisions (copy/load, time to measure) |")
+                     r"copy/load ([\d.]+); measured in (\d+) ms", decision)
+        r["decisions"].append("%s (%s/%s us, %s, %s ms)" % m.groups() if m else "-")
+print("| where | --hops 0 | --hops 1 | auto | auto / best forced | auto's decisions (fastest copy/load, median copy/load side by side, time to measure) |")
 print("|---|---:|---:|---:|---:|---|")
 for w, r in rows.items():
     med = {k: statistics.median(r[k]) for k in ("off", "on", "auto")}

@@ -75,9 +75,9 @@ for line in open(sys.argv[1]):
     r[setting].append(float(seconds))
     if setting == "auto":
         m = re.match(r"dag: DCR (on|off), DHDCR (on|off): .* takes (\d+) us, a write (\d+) us, "
-                     r"a read \d+ us; measured in (\d+) ms", decision)
-        r["decisions"].append("%s/%s (%s/%s us, %s ms)" % m.groups() if m else "-")
-print("| app | where | both off | both on | auto | auto / best forced | auto's DCR/DHDCR (copy/write, time to measure) |")
+                     r"a read \d+ us, copy/write ([\d.]+); measured in (\d+) ms", decision)
+        r["decisions"].append("%s/%s (%s/%s us, %s, %s ms)" % m.groups() if m else "-")
+print("| app | where | both off | both on | auto | auto / best forced | auto's DCR/DHDCR (fastest copy/write, median copy/write side by side, time to measure) |")
 print("|---|---|---:|---:|---:|---:|---|")
 for (app, w), r in rows.items():
     med = {k: statistics.median(r[k]) for k in ("off", "on", "auto")}
