@@ -266,6 +266,7 @@ void vocl_reps_free(struct vocl_obj *o)
         forget_writers(&o->reps[i]);
         if (o->reps[i].twin && !o->reps[i].px->dead)
             release_id(o->reps[i].px, o->reps[i].twin);
+        arrival_drop(o->reps[i].twin_made);
         /* The last migration's event into it, which nothing else holds (kept
          * until now: commands on its sub-buffers wait for it too). */
         arrival_drop(o->reps[i].arrive);
@@ -394,13 +395,14 @@ struct migration {
     uint64_t twin_from, ev_from; /* whole: a new twin of `from` and its copy (0: none) */
     uint64_t twin_to;            /* whole: a new twin of `to` (0: none) */
     bool diff;
+    bool base;                   /* whole: send `from`'s twin, not its data (join) */
     bool after_writers;          /* the read of `from` comes after its writers */
     const struct vocl_call *cmd; /* whose wait list the read waits for (NULL: none) */
 };
 
-/* What a read of r waits for: the queues that wrote r (their ids in
- * *queues, to be freed), and the events. */
-static void after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
+/* What a read of r (of its twin: base) waits for: the queues that wrote r
+ * (their ids in *queues, to be freed), and the events. */
+static void after(struct vocl_call *c, const struct vocl_rep *r, bool writers, bool base,
                   const struct vocl_call *cmd, struct vocl_ids *queues, struct vocl_ids *events)
 {
     cl_uint nw = writers ? r->nwriters : 0, nq = 0;
@@ -424,8 +426,9 @@ static void after(struct vocl_call *c, const struct vocl_rep *r, bool writers,
         c->wl_n = cmd->wl_n;
         c->wl = cmd->wl;
     }
-    if (r->arrive)
-        add_wait(c, r->arrive->id);
+    const struct vocl_arrival *made = base ? r->twin_made : r->arrive;
+    if (made)
+        add_wait(c, made->id);
     *events = vocl_call_wl_ids(c, c->wl_n, c->wl);
 }
 
@@ -442,7 +445,7 @@ static void fill_in(struct vocl_call *c, const void *arg)
     }
     struct vocl_msg_DIFF_IN_req d = {
         .mem = mem, .peer = peer, .tag = tag, .chunk = chunk, .event = m->ev_id};
-    after(c, m->to, true, NULL, &d.queues, &d.events);
+    after(c, m->to, true, false, NULL, &d.queues, &d.events);
     vocl_enc_DIFF_IN_req(c->w, &d);
     free((void *)d.queues.v);
 }
@@ -451,8 +454,8 @@ static void fill_out(struct vocl_call *c, const void *arg)
 {
     const struct migration *m = arg;
     struct vocl_ids queues, events;
-    after(c, m->from, m->after_writers, m->cmd, &queues, &events);
-    uint64_t mem = m->from->id, chunk = m->chunk;
+    after(c, m->from, m->after_writers, m->base, m->cmd, &queues, &events);
+    uint64_t mem = m->base ? m->from->twin : m->from->id, chunk = m->chunk;
     uint32_t peer = (uint32_t)m->to->px->rank, tag = (uint32_t)m->tag;
     if (m->diff)
         vocl_enc_DIFF_OUT_req(c->w, &(struct vocl_msg_DIFF_OUT_req){
@@ -667,6 +670,8 @@ static void drop_twins(struct vocl_obj *root)
         if (r->twin)
             release_id(r->px, r->twin); /* after the requests that read it */
         r->twin = 0;
+        arrival_drop(r->twin_made);
+        r->twin_made = NULL;
     }
     vocl_as_mem(root)->twinned = 0;
 }
@@ -675,7 +680,13 @@ static void drop_twins(struct vocl_obj *root)
 static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
 {
     struct vocl_rep *src = &root->reps[from], *dst = &root->reps[to];
-    struct migration m = {.cmd = cmd, .twin_to = atomic_fetch_add(&dst->px->next_id, 1)};
+    /* Every twin holds the same bytes, the base the diffs are taken from.
+     * A source that has one already may have written since: it sends its
+     * twin, not its data, so that a byte it wrote and later wrote back to
+     * the base value (no longer in its diff) is not left in dst at the
+     * value between. */
+    struct migration m = {.cmd = cmd, .twin_to = atomic_fetch_add(&dst->px->next_id, 1),
+                          .base = src->twin != 0};
     if (!src->twin) {
         m.twin_from = atomic_fetch_add(&src->px->next_id, 1);
         m.ev_from = atomic_fetch_add(&src->px->next_id, 1);
@@ -686,6 +697,8 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
     if (m.twin_from) { /* what had ended is in the twins */
         src->twin = m.twin_from;
         src->since = unfinished_since(src);
+        src->twin_made = src->arrive; /* (move's: the twin's copy) */
+        atomic_fetch_add(&src->twin_made->refs, 1);
     }
     dst->twin = m.twin_to;
     struct vocl_mem *rmem = vocl_as_mem(root);

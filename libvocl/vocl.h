@@ -69,6 +69,7 @@ struct vocl_rep {
     cl_uint nwriters, capwriters;
     uint64_t since; /* memory: the first of those writes the others' twins may lack (0: none) */
     uint64_t twin;  /* memory: its twin there (unmerged writes: replica.c), or 0 */
+    struct vocl_arrival *twin_made; /* memory: the twin's making, held while it lives */
 };
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */

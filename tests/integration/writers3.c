@@ -1,0 +1,108 @@
+/*
+ * writers3.c - three devices write their own parts of one buffer with no
+ * order between them, and one part is written back to the value it had:
+ * the buffer must end with every device's last writes.
+ *
+ * Through VOCL, with the devices in three proxies, unordered writers keep
+ * twins and merge diffs (libvocl/replica.c).  Device 0 writes part 0 with
+ * 1s behind a kernel that keeps it busy a while; device 1 writes part 1
+ * meanwhile (0 and 1 get twins of the zeros); device 0's write ends,
+ * unobserved (the host only sleeps); device 2 writes part 2 (it joins from
+ * device 0); device 0 writes part 0 back to 0s.  The buffer is read on
+ * device 2.  A join that gave device 2 device 0's current bytes (1s) as
+ * its base, not the twins' zeros, left part 0 at 1: device 0's write back
+ * to 0 matches its twin and is in no diff (issue 35).
+ *
+ * Prints each part's values; run natively and under vocl-run, the two
+ * outputs must be the same (compare.sh).
+ */
+#include <CL/cl.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "cl_check.h"
+
+enum { PART = 64, PARTS = 4, N = PART * PARTS };
+
+static const char *source =
+    "__kernel void set(__global uint *x, uint lo, uint hi, uint v)\n"
+    "{ for (uint i = lo; i < hi; i++) x[i] = v; }\n"
+    "__kernel void busy(__global uint *s, uint n)\n"
+    "{ uint v = s[0]; for (uint i = 0; i < n; i++) v = v * 1664525u + 1013904223u; s[1] = v; }\n";
+
+static void set(cl_command_queue q, cl_kernel k, cl_mem x, cl_uint part, cl_uint v, cl_uint nwl,
+                const cl_event *wl)
+{
+    cl_uint lo = part * PART, hi = lo + PART;
+    size_t one = 1;
+    CHECK(clSetKernelArg(k, 0, sizeof(x), &x));
+    CHECK(clSetKernelArg(k, 1, sizeof(lo), &lo));
+    CHECK(clSetKernelArg(k, 2, sizeof(hi), &hi));
+    CHECK(clSetKernelArg(k, 3, sizeof(v), &v));
+    /* (No clFlush: through VOCL it may tell the host that writes ended.) */
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, nwl, wl, NULL));
+}
+
+int main(void)
+{
+    cl_device_id devs[3];
+    if (first_devices(devs, 3) < 3) {
+        fprintf(stderr, "writers3: needs three devices\n");
+        return 1;
+    }
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 3, devs, NULL, NULL, &err);
+    CHECK(err);
+    cl_command_queue q[3];
+    for (int d = 0; d < 3; d++) {
+        q[d] = clCreateCommandQueueWithProperties(ctx, devs[d], NULL, &err);
+        CHECK(err);
+    }
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 3, devs, NULL, NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "set", &err);
+    CHECK(err);
+    cl_kernel busy = clCreateKernel(prog, "busy", &err);
+    CHECK(err);
+    cl_mem scratch = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * sizeof(cl_uint), NULL, &err);
+    CHECK(err);
+    cl_uint spins = 1u << 26; /* a tenth of a second or more */
+    CHECK(clSetKernelArg(busy, 0, sizeof(scratch), &scratch));
+    CHECK(clSetKernelArg(busy, 1, sizeof(spins), &spins));
+    cl_uint x[N] = {0};
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(x), NULL, &err);
+    CHECK(err);
+    CHECK(clEnqueueWriteBuffer(q[0], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    CHECK(clFinish(q[0])); /* (VOCL: that write has ended; the next ones may not have) */
+    size_t one = 1;
+    CHECK(clEnqueueNDRangeKernel(q[0], busy, 1, NULL, &one, NULL, 0, NULL, NULL));
+    set(q[0], k, buf, 0, 1, 0, NULL); /* runs after busy */
+    set(q[1], k, buf, 1, 2, 0, NULL);
+    /* Device 0's write ends meanwhile; nothing the host does observes it. */
+    struct timespec pause = {1, 500 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    set(q[2], k, buf, 2, 3, 0, NULL);
+    set(q[0], k, buf, 0, 0, 0, NULL); /* back to what it was */
+    for (int d = 0; d < 3; d++)
+        CHECK(clFinish(q[d]));
+    CHECK(clEnqueueReadBuffer(q[2], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    for (cl_uint p = 0; p < PARTS; p++) {
+        cl_uint lo = x[p * PART], hi = lo, differ = 0;
+        for (cl_uint i = p * PART; i < (p + 1) * PART; i++) {
+            lo = x[i] < lo ? x[i] : lo;
+            hi = x[i] > hi ? x[i] : hi;
+            differ += x[i] != x[p * PART];
+        }
+        printf("part %u: %u..%u, %u values differ from its first\n", p, lo, hi, differ);
+    }
+    clReleaseMemObject(scratch);
+    clReleaseKernel(busy);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+    for (int d = 0; d < 3; d++)
+        clReleaseCommandQueue(q[d]);
+    clReleaseContext(ctx);
+    return 0;
+}
