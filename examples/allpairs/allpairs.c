@@ -1515,7 +1515,7 @@ static int decide_l3(struct engine *e)
     /* The copy against the whole load: the ratio to the write, measured
      * side by side, scaled by the write's share of the load. */
     double ratio = item.ratio * item.write / e->st.l3_load;
-    bool on = app_copy_pays(ratio);
+    bool on = app_copy_pays(e->st.l3_copy / e->st.l3_load, ratio);
     if (!on)
         e->cfg.hops = 0;
     snprintf(e->l3_note, sizeof(e->l3_note),

@@ -2113,10 +2113,11 @@ static void decide_rewrites(int dcr, int dhdcr)
         rt.stats.copy_seconds = cost.copy;
         rt.stats.write_seconds = cost.write;
         rt.stats.read_seconds = cost.read;
+        bool pays = app_copy_pays(cost.copy / cost.write, cost.ratio);
         if (dcr < 0)
-            rt.dcr = app_copy_pays(cost.ratio);
+            rt.dcr = pays;
         if (dhdcr < 0)
-            rt.dhdcr = app_copy_pays(cost.ratio);
+            rt.dhdcr = pays;
         snprintf(figures, sizeof(figures),
                  "a device-to-device copy of %zu bytes (device 0 to %d) takes %.0f us, a write "
                  "%.0f us, a read %.0f us, copy/write %.2f",
