@@ -1750,6 +1750,11 @@ int allpairs_run(const struct allpairs_app *app, const struct allpairs_config *c
     pthread_cond_init(&e->main_cond, NULL);
 
     int rc = check_config(e) == 0 && open_devices(e) == 0 ? 0 : -1;
+    /* Before anything is set up for the third level (export buffers,
+     * points of contact), so that a run it turns off is a --hops 0 run. */
+    if (rc == 0 && e->cfg.hops_auto && e->cfg.hops > 0 && e->p > 1)
+        rc = decide_l3(e);
+    e->st.hops = e->cfg.hops;
     for (uint32_t d = 0; rc == 0 && d < e->p; d++)
         rc = setup_device(e, d);
     if (rc == 0 && e->cfg.verbose)
@@ -1782,9 +1787,6 @@ int allpairs_run(const struct allpairs_app *app, const struct allpairs_config *c
         rc = warm_up(e);
     if (rc == 0 && e->cfg.calibrate)
         rc = calibrate(e);
-    if (rc == 0 && e->cfg.hops_auto && e->cfg.hops > 0 && e->p > 1)
-        rc = decide_l3(e);
-    e->st.hops = e->cfg.hops;
 
     if (rc == 0) {
         e->total_pairs = (uint64_t)e->cfg.items * (e->cfg.items - 1) / 2;
