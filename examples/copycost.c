@@ -14,10 +14,6 @@ static double seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The smallest of n values.  Other work on the machine (the proxies, other
- * programs on its cores) only ever adds to a timing, so the fastest of a
- * few rounds is what each path costs without it; medians of three, on a
- * loaded 2-core machine, let one slow spell turn the decision around. */
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -31,6 +27,10 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+/* The smallest of n values.  Other work on the machine (the proxies, other
+ * programs on its cores) only ever adds to a timing, so the fastest of a
+ * few rounds is what each path costs without it; medians of three, on a
+ * loaded 2-core machine, let one slow spell turn the decision around. */
 static double fastest(const double *v, int n)
 {
     double m = v[0];
