@@ -27,6 +27,9 @@
 #   Run native kernels (raw CL_DEVICE_EXECUTION_CAPABILITIES): a host
 #     function pointer means nothing in a proxy, so VOCL devices run no native
 #     kernels (libvocl(7)); checked separately to read No / CL_EXEC_KERNEL.
+#   VOCL's own extension, cl_vocl_device_location, at the end of every list
+#     of extensions (and its line in the versioned ones): taken out of the
+#     VOCL output; checked separately to be in each list.
 #   ICD loader section (LD_PRELOAD mode only): libvocl takes the place of
 #     the loader's symbols, so clinfo finds no loader to describe.  With
 #     --icd the loader is there and the section is compared.
@@ -79,7 +82,12 @@ vendor_ids() {
 normalise() { # MODE(native|vocl) < output
     local mode=$1
     {
-        if [ "$mode" = native ]; then vendor_ids; else cat; fi
+        if [ "$mode" = native ]; then
+            vendor_ids
+        else
+            sed -E -e 's/ cl_vocl_device_location(:0x400000)?$//' \
+                -e '/^ +cl_vocl_device_location +0x400000 \(1\.0\.0\)$/d'
+        fi
     } | sed -E \
         -e 's/^(  Platform (Name|Vendor|Version|Extensions function suffix) +).*/\1<platform>/' \
         -e 's/^(  CL_PLATFORM_(NAME|VENDOR|VERSION|ICD_SUFFIX_KHR) +).*/\1<platform>/' \
@@ -110,6 +118,12 @@ check_vocl_identity() { # FILE: it is VOCL's listing (not PoCL's by mistake), wi
     if grep -E '^    (Coarse-grained buffer|Fine-grained buffer|Fine-grained system) sharing|^    Atomics ' "$f" |
         grep -vqE ' No$'; then
         echo "FAIL $(basename "$f"): VOCL reports SVM support"; bad=1
+    fi
+    local lists with
+    lists=$(grep -cE '^  (Platform|Device) Extensions  |^  CL_PLATFORM_EXTENSIONS  |CL_DEVICE_EXTENSIONS  ' "$f")
+    with=$(grep -cE '(^  (Platform|Device) Extensions  |^  CL_PLATFORM_EXTENSIONS  |CL_DEVICE_EXTENSIONS  ).* cl_vocl_device_location$' "$f")
+    if [ "$lists" -eq 0 ] || [ "$with" -ne "$lists" ]; then
+        echo "FAIL $(basename "$f"): $with of $lists lists of extensions name cl_vocl_device_location"; bad=1
     fi
     if grep -qE 'CL_DEVICE_SVM_CAPABILITIES +[^ ]' "$f"; then
         echo "FAIL $(basename "$f"): VOCL reports SVM capabilities"; bad=1
