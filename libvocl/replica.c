@@ -686,7 +686,7 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
      * the base value (no longer in its diff) is not left in dst at the
      * value between. */
     struct migration m = {.cmd = cmd, .twin_to = atomic_fetch_add(&dst->px->next_id, 1),
-                          .base = src->twin != 0};
+                          .base = src->twin && src->twin_made};
     if (!src->twin) {
         m.twin_from = atomic_fetch_add(&src->px->next_id, 1);
         m.ev_from = atomic_fetch_add(&src->px->next_id, 1);
@@ -701,6 +701,9 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
         atomic_fetch_add(&src->twin_made->refs, 1);
     }
     dst->twin = m.twin_to;
+    arrival_drop(dst->twin_made);
+    dst->twin_made = dst->arrive; /* (move's: the write, then the twin's copy) */
+    atomic_fetch_add(&dst->twin_made->refs, 1);
     struct vocl_mem *rmem = vocl_as_mem(root);
     rmem->twinned |= (uint64_t)1 << from | (uint64_t)1 << to;
     rmem->valid = 0; /* no replica holds all of it */

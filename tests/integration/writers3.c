@@ -13,6 +13,13 @@
  * its base, not the twins' zeros, left part 0 at 1: device 0's write back
  * to 0 matches its twin and is in no diff (issue 35).
  *
+ * With the argument 4, four devices: the buffer starts on device 2, which
+ * writes part 2; device 0 writes part 0 with 1s behind its busy kernel (it
+ * joins from device 2, its twin arriving with the data); device 1 writes
+ * part 1 after device 0's write ended (it joins from device 0, whose twin
+ * it must wait for); device 0 writes part 0 back to 0s; the buffer is read
+ * on device 1.
+ *
  * Prints each part's values; run natively and under vocl-run, the two
  * outputs must be the same (compare.sh).
  */
@@ -43,24 +50,28 @@ static void set(cl_command_queue q, cl_kernel k, cl_mem x, cl_uint part, cl_uint
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, nwl, wl, NULL));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    cl_device_id devs[3];
-    if (first_devices(devs, 3) < 3) {
-        fprintf(stderr, "writers3: needs three devices\n");
+    cl_uint n = argc > 1 && argv[1][0] == '4' ? 4 : 3;
+    /* Which device holds the buffer first, which joins second and last,
+     * and where it is read (the one that joined last). */
+    cl_uint first = n == 4 ? 2 : 0, second = n == 4 ? 0 : 1, last = n == 4 ? 1 : 2;
+    cl_device_id devs[4];
+    if (first_devices(devs, n) < n) {
+        fprintf(stderr, "writers3: needs %u devices\n", n);
         return 1;
     }
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 3, devs, NULL, NULL, &err);
+    cl_context ctx = clCreateContext(NULL, n, devs, NULL, NULL, &err);
     CHECK(err);
-    cl_command_queue q[3];
-    for (int d = 0; d < 3; d++) {
+    cl_command_queue q[4];
+    for (cl_uint d = 0; d < n; d++) {
         q[d] = clCreateCommandQueueWithProperties(ctx, devs[d], NULL, &err);
         CHECK(err);
     }
     cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
     CHECK(err);
-    CHECK(clBuildProgram(prog, 3, devs, NULL, NULL, NULL));
+    CHECK(clBuildProgram(prog, n, devs, NULL, NULL, NULL));
     cl_kernel k = clCreateKernel(prog, "set", &err);
     CHECK(err);
     cl_kernel busy = clCreateKernel(prog, "busy", &err);
@@ -73,20 +84,27 @@ int main(void)
     cl_uint x[N] = {0};
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(x), NULL, &err);
     CHECK(err);
-    CHECK(clEnqueueWriteBuffer(q[0], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
-    CHECK(clFinish(q[0])); /* (VOCL: that write has ended; the next ones may not have) */
+    CHECK(clEnqueueWriteBuffer(q[first], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    CHECK(clFinish(q[first])); /* (VOCL: that write has ended; the next ones may not have) */
     size_t one = 1;
-    CHECK(clEnqueueNDRangeKernel(q[0], busy, 1, NULL, &one, NULL, 0, NULL, NULL));
-    set(q[0], k, buf, 0, 1, 0, NULL); /* runs after busy */
-    set(q[1], k, buf, 1, 2, 0, NULL);
-    /* Device 0's write ends meanwhile; nothing the host does observes it. */
     struct timespec pause = {1, 500 * 1000 * 1000};
+    if (n == 4) {
+        set(q[first], k, buf, first, first + 1, 0, NULL);
+        CHECK(clEnqueueNDRangeKernel(q[second], busy, 1, NULL, &one, NULL, 0, NULL, NULL));
+        set(q[second], k, buf, second, 1, 0, NULL); /* runs after busy */
+    } else {
+        CHECK(clEnqueueNDRangeKernel(q[first], busy, 1, NULL, &one, NULL, 0, NULL, NULL));
+        set(q[first], k, buf, first, 1, 0, NULL); /* runs after busy */
+        set(q[second], k, buf, second, second + 1, 0, NULL);
+    }
+    /* The write of 1s ends meanwhile; nothing the host does observes it. */
     nanosleep(&pause, NULL);
-    set(q[2], k, buf, 2, 3, 0, NULL);
-    set(q[0], k, buf, 0, 0, 0, NULL); /* back to what it was */
-    for (int d = 0; d < 3; d++)
+    set(q[last], k, buf, last, last + 1, 0, NULL);
+    cl_uint back = n == 4 ? second : first;
+    set(q[back], k, buf, back, 0, 0, NULL); /* back to what it was */
+    for (cl_uint d = 0; d < n; d++)
         CHECK(clFinish(q[d]));
-    CHECK(clEnqueueReadBuffer(q[2], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q[last], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
     for (cl_uint p = 0; p < PARTS; p++) {
         cl_uint lo = x[p * PART], hi = lo, differ = 0;
         for (cl_uint i = p * PART; i < (p + 1) * PART; i++) {
@@ -101,7 +119,7 @@ int main(void)
     clReleaseMemObject(buf);
     clReleaseKernel(k);
     clReleaseProgram(prog);
-    for (int d = 0; d < 3; d++)
+    for (cl_uint d = 0; d < n; d++)
         clReleaseCommandQueue(q[d]);
     clReleaseContext(ctx);
     return 0;
