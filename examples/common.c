@@ -2,6 +2,7 @@
  * common.c: host code shared by the example applications; see common.h.
  */
 #include "common.h"
+#include "clutil.h"
 
 #include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR from the ICD loader */
 
@@ -156,8 +157,7 @@ void app_real_set(void *array, size_t i, double value, enum app_precision precis
 
 /* ---- devices ---- */
 
-/* The value of a string query, NUL-terminated. */
-static char *device_string(cl_device_id device, cl_device_info param)
+char *app_device_string(cl_device_id device, cl_device_info param)
 {
     size_t size = 0;
     CL_CHECK(clGetDeviceInfo(device, param, 0, NULL, &size));
@@ -167,19 +167,7 @@ static char *device_string(cl_device_id device, cl_device_info param)
     return value;
 }
 
-static bool has_extension(cl_device_id device, const char *extension)
-{
-    char *list = device_string(device, CL_DEVICE_EXTENSIONS);
-    bool found = false;
-    /* Whole words only: a name may be the prefix of another. */
-    for (char *word = strtok(list, " "); word && !found; word = strtok(NULL, " "))
-        found = strcmp(word, extension) == 0;
-    free(list);
-    return found;
-}
-
-/* The devices of the first platform that has any. */
-static cl_device_id *find_devices(cl_uint *count)
+cl_device_id *app_find_devices(cl_uint *count)
 {
     cl_uint num_platforms = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &num_platforms);
@@ -235,7 +223,7 @@ static void open_device(struct app_device *device, cl_device_id id, const char *
 {
     cl_int err;
     device->id = id;
-    device->name = device_string(id, CL_DEVICE_NAME);
+    device->name = app_device_string(id, CL_DEVICE_NAME);
     device->context = clCreateContext(NULL, 1, &id, NULL, NULL, &err);
     CL_CHECK_ERR("clCreateContext", err);
     device->queue = clCreateCommandQueue(device->context, id, 0, &err);
@@ -247,7 +235,7 @@ struct app_device *app_open_devices(uint64_t wanted, const char *source, const c
                                     enum app_precision precision, cl_uint *count)
 {
     cl_uint available = 0;
-    cl_device_id *ids = find_devices(&available);
+    cl_device_id *ids = app_find_devices(&available);
     if (wanted > available)
         app_die("%" PRIu64 " device(s) requested, only %u available", wanted, available);
     *count = wanted > 0 ? (cl_uint)wanted : available;
@@ -258,7 +246,7 @@ struct app_device *app_open_devices(uint64_t wanted, const char *source, const c
 
     struct app_device *devices = app_calloc(*count, sizeof(*devices));
     for (cl_uint d = 0; d < *count; d++) {
-        if (precision == APP_DOUBLE && !has_extension(ids[d], "cl_khr_fp64"))
+        if (precision == APP_DOUBLE && !app_device_has_extension(ids[d], "cl_khr_fp64"))
             app_die("device %u has no cl_khr_fp64: use --precision single", d);
         open_device(&devices[d], ids[d], source, options);
         fprintf(stderr, "device %u: %s\n", d, devices[d].name);

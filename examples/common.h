@@ -85,6 +85,13 @@ struct app_device {
     cl_program program;
 };
 
+/* The value of a string query of a device, NUL-terminated (malloc'd). */
+char *app_device_string(cl_device_id device, cl_device_info param);
+
+/* The devices of the first platform that has any (*count of them, the
+ * array malloc'd); says how many on stderr, dies where there are none. */
+cl_device_id *app_find_devices(cl_uint *count);
+
 /* Opens the first `wanted` devices (0: all) of the first platform that has
  * devices, and builds `source` for each with `build_options` (the build log
  * is printed if that fails).  The source may use the types `real`, `real3`

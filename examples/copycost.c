@@ -27,11 +27,7 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-/* The smallest of n values.  Other work on the machine (the proxies, other
- * programs on its cores) only ever adds to a timing, so the fastest of a
- * few rounds is what each path costs without it; medians of three, on a
- * loaded 2-core machine, let one slow spell turn the decision around. */
-static double fastest(const double *v, int n)
+double app_fastest(const double *v, int n)
 {
     double m = v[0];
     for (int i = 1; i < n; i++)
@@ -92,9 +88,9 @@ cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t 
         }
     }
     if (err == CL_SUCCESS) {
-        cost->copy = fastest(t_copy, 2 * reps);
-        cost->read = fastest(t_read, reps);
-        cost->write = fastest(t_write, reps);
+        cost->copy = app_fastest(t_copy, 2 * reps);
+        cost->read = app_fastest(t_read, reps);
+        cost->write = app_fastest(t_write, reps);
         cost->ratio = median(ratio, reps);
     }
     if (bb)

@@ -33,6 +33,12 @@ struct app_copy_cost {
  * exist where they are used and queues are warm) between devices a and b
  * of `context`, on queues of its own.  Returns CL_SUCCESS or the first
  * error. */
+/* The smallest of n timings.  Other work on the machine (the proxies, other
+ * programs on its cores) only ever adds to a timing, so the fastest of a
+ * few rounds is what each path costs without it; medians of three, on a
+ * loaded 2-core machine, let one slow spell turn a decision around. */
+double app_fastest(const double *v, int n);
+
 cl_int app_copy_cost(cl_context context, cl_device_id a, cl_device_id b, size_t size, int reps,
                      struct app_copy_cost *cost);
 

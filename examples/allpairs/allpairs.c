@@ -1453,12 +1453,6 @@ static int calibrate(struct engine *e)
 
 /* ---- the third level: on only where it pays ---- */
 
-static int by_seconds(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* With --hops auto: a third-level hit replaces a load (read the item's file,
  * parse it, write it to the device) by a device-to-device copy of the
  * preprocessed item.  Through VOCL on one host that copy can cost more than
@@ -1508,10 +1502,10 @@ static int decide_l3(struct engine *e)
         t_parse[r] = now() - t0;
     }
     free(out);
-    qsort(t_parse, REPS, sizeof(t_parse[0]), by_seconds);
     e->st.l3_auto = true;
     e->st.l3_copy = item.copy;
-    e->st.l3_load = t_parse[0] + item.write;
+    double parse = app_fastest(t_parse, REPS);
+    e->st.l3_load = parse + item.write;
     /* The copy against the whole load: the ratio to the write, measured
      * side by side, scaled by the write's share of the load. */
     double ratio = item.ratio * item.write / e->st.l3_load;
@@ -1523,7 +1517,7 @@ static int decide_l3(struct engine *e)
              "takes %.0f us, a load %.0f us (read and parse %.0f us, write %.0f us), "
              "copy/load %.2f; measured in %.0f ms",
              on ? "on" : "off", app->item_size, e->p - 1, e->st.l3_copy * 1e6,
-             e->st.l3_load * 1e6, t_parse[0] * 1e6, item.write * 1e6, ratio,
+             e->st.l3_load * 1e6, parse * 1e6, item.write * 1e6, ratio,
              (now() - t_start) * 1e3);
     fprintf(stderr, "%s: %s\n", app->name, e->l3_note);
     return 0;

@@ -280,43 +280,14 @@ static void set_arg(cl_kernel kernel, cl_uint index, size_t size, const void *va
 
 /* ---- devices ---- */
 
-static char *device_name(cl_device_id id)
-{
-    size_t size = 0;
-    CL_CHECK(clGetDeviceInfo(id, CL_DEVICE_NAME, 0, NULL, &size));
-    char *name = app_malloc(size + 1);
-    CL_CHECK(clGetDeviceInfo(id, CL_DEVICE_NAME, size, name, NULL));
-    name[size] = '\0';
-    return name;
-}
-
 /* The first `wanted` devices (0: all) of the first platform that has any,
  * as the other runtimes take them.  One context over all of them, so that
  * one wait list may hold every device's events; one queue each. */
 static void open_devices(uint64_t wanted, struct devices *devs)
 {
-    cl_uint num_platforms = 0;
-    cl_int err = clGetPlatformIDs(0, NULL, &num_platforms);
-    /* The ICD loader reports "no platforms" as an error, not as zero. */
-    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && num_platforms == 0))
-        app_die("no OpenCL platform found");
-    CL_CHECK_ERR("clGetPlatformIDs", err);
-    cl_platform_id *platforms = app_calloc(num_platforms, sizeof(*platforms));
-    CL_CHECK(clGetPlatformIDs(num_platforms, platforms, NULL));
     cl_uint available = 0;
-    cl_device_id *ids = NULL;
-    for (cl_uint p = 0; p < num_platforms && !ids; p++) {
-        err = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &available);
-        if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && available == 0))
-            continue;
-        CL_CHECK_ERR("clGetDeviceIDs", err);
-        ids = app_calloc(available, sizeof(*ids));
-        CL_CHECK(clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, available, ids, NULL));
-        fprintf(stderr, "platform %u: %u device(s)\n", p, available);
-    }
-    free(platforms);
-    if (!ids)
-        app_die("no OpenCL device found on any platform");
+    cl_device_id *ids = app_find_devices(&available);
+    cl_int err;
     if (wanted > available)
         app_die("%" PRIu64 " device(s) requested, only %u available", wanted, available);
 
@@ -327,7 +298,7 @@ static void open_devices(uint64_t wanted, struct devices *devs)
     for (cl_uint d = 0; d < devs->count; d++) {
         devs->queues[d] = clCreateCommandQueue(devs->context, ids[d], 0, &err);
         CL_CHECK_ERR("clCreateCommandQueue", err);
-        char *name = device_name(ids[d]);
+        char *name = app_device_string(ids[d], CL_DEVICE_NAME);
         fprintf(stderr, "device %u: %s\n", d, name);
         free(name);
     }
