@@ -34,6 +34,13 @@
  *           each open session (its number, user, host, process (0: another
  *           node), seconds since it connected, objects, bytes, host bytes
  *           held for it) and each device (name, global memory): vocl-smi
+ *   BATCH   req: whole requests (header and body each), one after the
+ *           other (vocl_batch_add): the proxy runs them in order, as if each
+ *           had come alone.  Every one but the last has no reply; none is a
+ *           HELLO, BYE or BATCH; the reply, if any, is the last one's, by its
+ *           seq.  The batch's own header has flags 0 and seq 0.  libvocl
+ *           gathers a proxy's asynchronous requests in one (libvocl(7),
+ *           VOCL_BATCH)
  *   MIGRATE_OUT  req: mem, peer rank, tag, chunk, twin: a new twin (0: none)
  *           and twin_event its copy, queues (those that wrote mem here; a
  *           queue already released is skipped), events: no reply.  Reads

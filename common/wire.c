@@ -159,6 +159,29 @@ bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h)
     return h->magic == VOCL_WIRE_MAGIC && h->length == n - VOCL_HDR_SIZE;
 }
 
+void vocl_batch_add(struct vocl_wr *batch, const struct vocl_wr *msg)
+{
+    if (batch->len == 0)
+        vocl_wr_begin(batch, VOCL_OP_BATCH, 0, 0);
+    uint8_t *d = vocl_wr_reserve(batch, msg->len);
+    if (d)
+        memcpy(d, msg->buf, msg->len);
+}
+
+bool vocl_batch_next(const uint8_t **p, const uint8_t *end, struct vocl_msg_hdr *h,
+                     const uint8_t **msg)
+{
+    size_t left = (size_t)(end - *p);
+    if (left < VOCL_HDR_SIZE)
+        return false;
+    uint64_t len = get_le(*p + 8, 4);
+    if (len > left - VOCL_HDR_SIZE || !vocl_hdr_get(*p, VOCL_HDR_SIZE + len, h))
+        return false;
+    *msg = *p;
+    *p += VOCL_HDR_SIZE + len;
+    return true;
+}
+
 void vocl_rd_init(struct vocl_rd *r, const void *p, size_t n)
 {
     r->p = p;

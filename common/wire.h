@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define VOCL_WIRE_MAGIC   0x564fu /* "VO" */
-#define VOCL_WIRE_VERSION 4u
+#define VOCL_WIRE_VERSION 5u
 #define VOCL_HDR_SIZE     16u
 
 /* Largest control message either side accepts; bulk data travels in chunks. */
@@ -313,5 +313,14 @@ const char *vocl_rd_i32s(struct vocl_rd *r, struct vocl_i32s *a);
 /* Header encode/decode; decode returns false on bad magic or length. */
 void vocl_hdr_put(uint8_t out[VOCL_HDR_SIZE], const struct vocl_msg_hdr *h);
 bool vocl_hdr_get(const uint8_t *in, size_t n, struct vocl_msg_hdr *h);
+
+/* A BATCH (protocol.h): whole messages, one after the other, in the body
+ * of one.  vocl_batch_add appends msg (a finished message) to batch,
+ * beginning it if empty; vocl_wr_finish ends it.  vocl_batch_next takes
+ * the next message off [*p, end): false at the end (*p == end) or where
+ * what is left is not a whole message. */
+void vocl_batch_add(struct vocl_wr *batch, const struct vocl_wr *msg);
+bool vocl_batch_next(const uint8_t **p, const uint8_t *end, struct vocl_msg_hdr *h,
+                     const uint8_t **msg);
 
 #endif

@@ -516,10 +516,48 @@ cl_int proxyd_take_deferred(const struct proxyd_req *q)
 
 /* --- entry point ---------------------------------------------------------------------------------- */
 
+static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, const void *msg,
+                       struct vocl_wr *reply);
+
+/* A BATCH: its requests in order, as if each had come alone (protocol.h).
+ * The reply is the last one's; any other that wants one, or a request
+ * that must come alone, ends the session, as a malformed message does. */
+static int execute_batch(struct proxyd_session *s, const struct vocl_msg_hdr *h, const void *msg,
+                         struct vocl_wr *reply)
+{
+    const uint8_t *p = (const uint8_t *)msg + VOCL_HDR_SIZE, *end = p + h->length;
+    struct vocl_msg_hdr in;
+    const uint8_t *one;
+    int rc = 0;
+    unsigned n = 0;
+    bool replied = false;
+    while (vocl_batch_next(&p, end, &in, &one)) {
+        const char *why = in.opcode == VOCL_OP_BATCH || in.opcode == VOCL_OP_HELLO ||
+                                  in.opcode == VOCL_OP_BYE
+                              ? "a request that must come alone"
+                          : replied ? "a request after one that wants a reply"
+                                    : NULL;
+        if (why) {
+            vocl_warn("client %d: batch: %s: session ended", s->who, why);
+            return -1;
+        }
+        rc = execute_one(s, &in, one, reply);
+        if (rc < 0)
+            return rc;
+        replied = in.flags & VOCL_F_REPLY;
+        n++;
+    }
+    if (p != end || n == 0) {
+        vocl_warn("client %d: batch: %s: session ended", s->who,
+                  n ? "a malformed request in it" : "empty");
+        return -1;
+    }
+    return rc;
+}
+
 int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply)
 {
     struct vocl_msg_hdr h;
-    struct vocl_rd r;
 
     proxyd_after_reply(s); /* (where the transport did not) */
     proxyd_record(msg, len);
@@ -527,6 +565,18 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
         vocl_warn("client %d: malformed message header (%zu bytes): session ended", s->who, len);
         return -1;
     }
+    if (h.opcode == VOCL_OP_BATCH)
+        return execute_batch(s, &h, msg, reply);
+    return execute_one(s, &h, msg, reply);
+}
+
+/* One request, its header read (hp). */
+static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, const void *msg,
+                       struct vocl_wr *reply)
+{
+    const struct vocl_msg_hdr h = *hp;
+    struct vocl_rd r;
+
     vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
     bool wants_reply = h.flags & VOCL_F_REPLY;
     uint64_t start = s->trace ? vocl_now_ns() : 0;

@@ -377,6 +377,95 @@ static void deferred_errors(void **state)
     proxyd_session_end(&s);
 }
 
+/* A request of no reply (flags 0) that fails: a flush of queue id. */
+static void bad_flush(struct vocl_wr *w, uint64_t id, uint32_t seq)
+{
+    vocl_wr_begin(w, VOCL_OP_clFlush, 0, seq);
+    vocl_wr_u64(w, id);
+    vocl_wr_finish(w);
+}
+
+/* BATCH (protocol.h): its requests run in order, the reply is the last
+ * one's; one that breaks the rules ends the session (-1), as a malformed
+ * message does, and runs nothing after it. */
+static void batches(void **state)
+{
+    struct proxyd_session s;
+    struct vocl_wr w, one, batch;
+    struct reply rep;
+    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1;
+    (void)state;
+    session_open(&s, 0);
+    create_context(&s, ctx);
+    create_queue(&s, ctx, q);
+    vocl_wr_init(&w);
+    vocl_wr_init(&one);
+    vocl_wr_init(&batch);
+
+    /* Two failing flushes, then a finish: the first failure is its reply. */
+    bad_flush(&one, q + 100, 10);
+    vocl_batch_add(&batch, &one);
+    bad_flush(&one, 0, 11);
+    vocl_batch_add(&batch, &one);
+    begin(&one, VOCL_OP_clFinish);
+    vocl_wr_u64(&one, q);
+    vocl_wr_finish(&one);
+    vocl_batch_add(&batch, &one);
+    assert_int_equal(run(&s, &batch, &rep), CL_INVALID_COMMAND_QUEUE);
+    vocl_wr_free(&rep.w);
+    begin(&w, VOCL_OP_clFinish); /* reported once */
+    vocl_wr_u64(&w, q);
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    /* Without a reply at its end: none. */
+    vocl_wr_reset(&batch);
+    bad_flush(&one, q, 12);
+    vocl_batch_add(&batch, &one);
+    vocl_wr_finish(&batch);
+    vocl_wr_init(&rep.w);
+    assert_int_equal(proxyd_execute(&s, batch.buf, batch.len, &rep.w), 0);
+    vocl_wr_free(&rep.w);
+
+    /* What ends the session: an empty batch; a HELLO, BYE or BATCH in one;
+     * a request after one that wants a reply; a request cut short; bytes
+     * after the last request. */
+    for (int k = 0; k < 7; k++) {
+        vocl_wr_reset(&batch);
+        bad_flush(&one, q + 200, 20); /* (it would be the next finish's error) */
+        if (k > 0)
+            vocl_batch_add(&batch, &one);
+        if (k == 0)
+            vocl_wr_begin(&batch, VOCL_OP_BATCH, 0, 0);
+        else if (k <= 3) {
+            unsigned op = k == 1 ? VOCL_OP_HELLO : k == 2 ? VOCL_OP_BYE : VOCL_OP_BATCH;
+            vocl_wr_begin(&w, (uint16_t)op, 0, 21);
+            vocl_wr_finish(&w);
+            vocl_batch_add(&batch, &w);
+        } else if (k == 4) {
+            begin(&w, VOCL_OP_clFinish);
+            vocl_wr_u64(&w, q);
+            vocl_wr_finish(&w);
+            vocl_batch_add(&batch, &w);
+            vocl_batch_add(&batch, &one);
+        } else if (k == 5) {
+            batch.len -= 3; /* the flush's last bytes */
+        } else {
+            vocl_wr_u8(&batch, 0);
+        }
+        vocl_wr_finish(&batch);
+        vocl_wr_init(&rep.w);
+        assert_int_equal(proxyd_execute(&s, batch.buf, batch.len, &rep.w), -1);
+        vocl_wr_free(&rep.w);
+    }
+    assert_alive(&s);
+
+    vocl_wr_free(&w);
+    vocl_wr_free(&one);
+    vocl_wr_free(&batch);
+    proxyd_session_end(&s);
+}
+
 /* A real sequence, as libvocl would send it: c = a + b on the device. */
 /* A blocking read of size bytes of buf through queue q, its data inline. */
 static void read_whole(struct proxyd_session *s, uint64_t q, uint64_t buf, void *out, size_t size)
@@ -533,6 +622,7 @@ int main(void)
         cmocka_unit_test(hello_needs_the_token),
         cmocka_unit_test(chunked_read_past_the_end),
         cmocka_unit_test(deferred_errors),
+        cmocka_unit_test(batches),
         cmocka_unit_test(compute_through_requests),
     };
     return cmocka_run_group_tests(tests, harness_setup, harness_teardown);

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "vocl_api.h"
 #include "wire.h"
 
 static void round_trip_fields(void **state)
@@ -183,13 +184,52 @@ static void writer_refuses_huge_messages(void **state)
     vocl_wr_free(&w);
 }
 
+/* A BATCH's requests come back out as they went in; what is left that is
+ * not a whole request stops the walk where it starts. */
+static void batches_walk_whole_requests(void **state)
+{
+    struct vocl_wr one, batch;
+    struct vocl_msg_hdr h, in;
+    (void)state;
+    vocl_wr_init(&one);
+    vocl_wr_init(&batch);
+    for (uint32_t i = 1; i <= 3; i++) {
+        vocl_wr_begin(&one, (uint16_t)(100 + i), i == 3 ? VOCL_F_REPLY : 0, i);
+        for (uint32_t k = 0; k < i; k++)
+            vocl_wr_u32(&one, k);
+        vocl_wr_finish(&one);
+        vocl_batch_add(&batch, &one);
+    }
+    vocl_wr_finish(&batch);
+    assert_true(vocl_hdr_get(batch.buf, batch.len, &h));
+    assert_int_equal(h.opcode, VOCL_OP_BATCH);
+    const uint8_t *p = batch.buf + VOCL_HDR_SIZE, *end = batch.buf + batch.len, *msg;
+    for (uint32_t i = 1; i <= 3; i++) {
+        assert_true(vocl_batch_next(&p, end, &in, &msg));
+        assert_int_equal(in.opcode, 100 + i);
+        assert_int_equal(in.seq, i);
+        assert_int_equal(in.length, 4 * i);
+        assert_int_equal(in.flags, i == 3 ? VOCL_F_REPLY : 0);
+    }
+    assert_false(vocl_batch_next(&p, end, &in, &msg));
+    assert_ptr_equal(p, end);
+    /* Cut short, or its length past the end: no request. */
+    p = batch.buf + VOCL_HDR_SIZE;
+    assert_false(vocl_batch_next(&p, batch.buf + VOCL_HDR_SIZE + VOCL_HDR_SIZE + 3, &in, &msg));
+    assert_ptr_equal(p, batch.buf + VOCL_HDR_SIZE);
+    batch.buf[VOCL_HDR_SIZE + 8] = 0xff; /* the first one's length */
+    assert_false(vocl_batch_next(&p, end, &in, &msg));
+    vocl_wr_free(&one);
+    vocl_wr_free(&batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_fields),     cmocka_unit_test(byte_order_is_fixed),
         cmocka_unit_test(truncation_is_sticky),  cmocka_unit_test(oversized_lengths_fail),
         cmocka_unit_test(headers_are_checked),   cmocka_unit_test(writer_refuses_huge_messages),
-        cmocka_unit_test(patched_count),
+        cmocka_unit_test(patched_count),         cmocka_unit_test(batches_walk_whole_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
