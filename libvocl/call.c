@@ -236,6 +236,7 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         return -1;
     }
     c->locked = true;
+    c->op = op;
     c->seq = ++c->px->seq;
     c->ticket = vocl_xport_ticket(c->px);
     vocl_wr_begin(c->w, (uint16_t)op, c->async ? 0 : VOCL_F_REPLY, c->seq);
@@ -328,11 +329,11 @@ int vocl_call_post(struct vocl_call *c)
 }
 
 /* What c posted is ordered among its proxy's: the proxy is the others'
- * again.  Returns the proxy's last chunk ticket then (0: c did not hold it). */
+ * again.  Returns the proxy's last chunk ticket then (0: c never held it). */
 static uint64_t let_go(struct vocl_call *c)
 {
     if (!c->locked)
-        return 0;
+        return c->posted;
     c->posted = vocl_xport_ticket(c->px);
     pthread_mutex_unlock(&c->px->lock);
     c->locked = false;
@@ -353,7 +354,8 @@ int vocl_call_wait(struct vocl_call *c)
         return -1;
     }
     if (c->async) {
-        vocl_xport_progress(c->px); /* completes done chunks: the list stays short */
+        if (!c->batched)
+            vocl_xport_progress(c->px); /* completes done chunks: the list stays short */
         return 0;
     }
     c->err = vocl_rd_i32(&c->r);
@@ -482,6 +484,7 @@ void vocl_call_end(struct vocl_call *c)
     if (c->waiting || c->sending)
         vocl_call_wait(c); /* posted but never waited for: a reply is due */
     vocl_wr_free(&c->reply);
+    vocl_wr_free(&c->out); /* (not sent: an error) */
     if (c->nmirrors)
         vocl_call_release_mirrors(c);
     vocl_call_drop_arrivals(c);

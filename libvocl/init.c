@@ -367,6 +367,9 @@ static cl_int do_init(void)
     vocl_log_set_prefix("libvocl");
     vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
     vocl.post_delay_us = env_long("VOCL_TEST_POST_DELAY_US", 0);
+    long batch = env_long("VOCL_BATCH", 64), batch_us = env_long("VOCL_BATCH_US", 500);
+    vocl.batch_max = batch > 0 ? (unsigned)(batch < 4096 ? batch : 4096) : 0;
+    vocl.batch_us = batch_us > 0 ? (batch_us < 1000000 ? batch_us : 1000000) : 1;
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;
@@ -451,6 +454,8 @@ static void leave(void)
     MPI_Finalized(&fin);
     if (!fin)
         roll_call();
+    if (!fin)
+        vocl_xport_stop(); /* (the BYE would send what waits; the thread must go) */
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *px = vocl.proxies[i];
         if (px->local) {

@@ -26,12 +26,14 @@ static atomic_uint_fast64_t shared_count, shared_bytes;
 
 static _Thread_local int depth;
 static _Thread_local uint64_t call_bytes;
+static _Thread_local uint64_t call_posted, call_replied; /* (0: not) */
 
 /* Client trace events, kept in memory until exit. */
 struct tev {
     uint16_t fn;
     uint32_t tid;
     uint64_t start, dur, bytes;
+    uint64_t posted, replied; /* after start; 0: not */
 };
 #define TRACE_MAX (1u << 20)
 static struct tev *tevs;
@@ -50,12 +52,26 @@ __attribute__((constructor)) static void prof_setup(void)
 uint64_t vocl_prof_enter(void)
 {
     if (depth++ == 0)
-        call_bytes = 0;
+        call_bytes = call_posted = call_replied = 0;
     return vocl_now_ns();
+}
+
+void vocl_prof_posted(void)
+{
+    if (vocl_trace_on && depth > 0)
+        call_posted = vocl_now_ns();
+}
+
+void vocl_prof_replied(void)
+{
+    if (vocl_trace_on && depth > 0)
+        call_replied = vocl_now_ns();
 }
 
 static void trace_add(enum vocl_fn fn, uint64_t start, uint64_t dur, uint64_t bytes)
 {
+    uint64_t posted = call_posted > start ? call_posted - start : 0;
+    uint64_t replied = call_replied > start ? call_replied - start : 0;
     pthread_mutex_lock(&trace_lock);
     if (ntev == captev && captev < TRACE_MAX) {
         size_t cap = captev ? 2 * captev : 4096;
@@ -66,7 +82,8 @@ static void trace_add(enum vocl_fn fn, uint64_t start, uint64_t dur, uint64_t by
         }
     }
     if (ntev < captev)
-        tevs[ntev++] = (struct tev){(uint16_t)fn, (uint32_t)syscall(SYS_gettid), start, dur, bytes};
+        tevs[ntev++] = (struct tev){(uint16_t)fn, (uint32_t)syscall(SYS_gettid), start, dur, bytes,
+                                    posted, replied};
     else
         dropped++;
     pthread_mutex_unlock(&trace_lock);
@@ -188,9 +205,10 @@ static void write_trace(void)
     pthread_mutex_lock(&trace_lock);
     for (size_t i = 0; i < ntev; i++)
         fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,"
-                   "\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
+                   "\"dur\":%.3f,\"args\":{\"bytes\":%llu,\"posted\":%.3f,\"replied\":%.3f}}",
                 vocl_fn_names[tevs[i].fn], me, tevs[i].tid, tevs[i].start * 1e-3,
-                tevs[i].dur * 1e-3, (unsigned long long)tevs[i].bytes);
+                tevs[i].dur * 1e-3, (unsigned long long)tevs[i].bytes, tevs[i].posted * 1e-3,
+                tevs[i].replied * 1e-3);
     if (dropped)
         vocl_warn("VOCL_TRACE: %zu calls after the first %u not traced", dropped, TRACE_MAX);
     free(tevs);

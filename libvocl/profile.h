@@ -23,6 +23,10 @@ extern bool vocl_trace_on;   /* VOCL_TRACE */
  * (libvocl implements some calls with others). */
 uint64_t vocl_prof_enter(void);
 void vocl_prof_leave(enum vocl_fn fn, uint64_t start_ns);
+/* The current call's request left, its reply came (VOCL_TRACE: the
+ * trace says when, for vocl-bench --breakdown). */
+void vocl_prof_posted(void);
+void vocl_prof_replied(void);
 /* Bytes a transfer of the current call moves. */
 void vocl_prof_bytes(size_t n);
 /* A transfer done in memory shared with a proxy of this node (memory.c). */

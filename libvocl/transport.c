@@ -15,6 +15,7 @@
  * answered meanwhile.
  */
 #include "vocl.h"
+#include "profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@ static void fail_locked(struct vocl_proxy *px, const char *what)
     if (pd->n && pd->failed == CL_SUCCESS)
         pd->failed = CL_DEVICE_NOT_AVAILABLE;
     pd->n = 0;
+    vocl_wr_reset(&px->batch);
+    px->nbatch = 0;
 }
 
 void vocl_xport_fail(struct vocl_proxy *px, const char *what)
@@ -257,6 +260,114 @@ void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s)
     s->enter = local_enter;
 }
 
+/*
+ * Batches.  An asynchronous request that nothing needs at once (a launch,
+ * an inline write, a copy, a fill, a marker, a release: may_wait) waits in
+ * its proxy's batch.  The next request that cannot wait (one that wants a
+ * reply or brings chunks, a clFlush, a move between proxies) takes the
+ * batch along, itself last, in one BATCH message; so does a batch that is
+ * full, and the flusher thread sends one that waited VOCL_BATCH_US.  One
+ * message and one wake-up of the proxy for them all; the proxy runs them
+ * in order, and their errors are deferred as before.
+ */
+#define BATCH_BYTES (64u << 10)
+
+static bool may_wait(const struct vocl_call *c)
+{
+    if (!c->async)
+        return false;
+    switch (c->op) {
+    case VOCL_OP_clEnqueueReadBuffer: /* (its chunks' wait sends the batch: vocl_xport_land) */
+    case VOCL_OP_clEnqueueReadBufferRect:
+    case VOCL_OP_clEnqueueReadImage:
+        return true;
+    default:
+        break;
+    }
+    if (c->cut.chunk) /* a write's chunks follow its request */
+        return false;
+    switch (c->op) {
+    case VOCL_OP_clEnqueueNDRangeKernel:
+    case VOCL_OP_clEnqueueWriteBuffer:
+    case VOCL_OP_clEnqueueWriteBufferRect:
+    case VOCL_OP_clEnqueueWriteImage:
+    case VOCL_OP_clEnqueueCopyBuffer:
+    case VOCL_OP_clEnqueueCopyBufferRect:
+    case VOCL_OP_clEnqueueCopyImage:
+    case VOCL_OP_clEnqueueCopyImageToBuffer:
+    case VOCL_OP_clEnqueueCopyBufferToImage:
+    case VOCL_OP_clEnqueueFillBuffer:
+    case VOCL_OP_clEnqueueFillImage:
+    case VOCL_OP_clEnqueueMarker:
+    case VOCL_OP_clEnqueueMarkerWithWaitList:
+    case VOCL_OP_clEnqueueBarrier:
+    case VOCL_OP_clEnqueueBarrierWithWaitList:
+    case VOCL_OP_clEnqueueWaitForEvents:
+    case VOCL_OP_clEnqueueMigrateMemObjects:
+    case VOCL_OP_clCreateBuffer:
+    case VOCL_OP_clCreateKernel:
+    case VOCL_OP_RETAIN:
+    case VOCL_OP_RELEASE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void flusher_arm(void);
+
+/* Moves px's batch, ended, into *out (empty before), for its sender (under lock). */
+static void batch_take(struct vocl_proxy *px, struct vocl_wr *out)
+{
+    vocl_wr_finish(&px->batch);
+    *out = px->batch;
+    vocl_wr_init(&px->batch);
+    px->nbatch = 0;
+}
+
+static int isend(struct vocl_proxy *px, const struct vocl_wr *w, MPI_Request *req)
+{
+    if (MPI_Isend(w->buf, (int)w->len, MPI_BYTE, px->rank, px->tag_base + VOCL_TAG_REQ, px->comm,
+                  req) == MPI_SUCCESS)
+        return 0;
+    fail_locked(px, "send failed");
+    return -1;
+}
+
+/* What c's request leaves in: itself, or its proxy's batch with it last
+ * (c->out); NULL: it waits in the batch.  A batch it cannot join (too
+ * large, no memory, a request that must come alone) leaves first, in
+ * c->breq (under lock). */
+static const struct vocl_wr *batched(struct vocl_call *c)
+{
+    struct vocl_proxy *px = c->px;
+    bool wait = may_wait(c);
+    if (!vocl.batch_max || (!wait && !px->nbatch))
+        return c->w;
+    bool alone = c->op == VOCL_OP_HELLO || c->op == VOCL_OP_BYE;
+    if (!alone) {
+        vocl_batch_add(&px->batch, c->w); /* (fails past VOCL_MSG_MAX: what it had stays) */
+        alone = px->batch.fail;
+        px->batch.fail = false;
+        px->nbatch += !alone;
+    }
+    if (!alone && wait && px->nbatch < vocl.batch_max && px->batch.len < BATCH_BYTES) {
+        if (px->nbatch == 1)
+            flusher_arm();
+        return NULL;
+    }
+    if (!px->nbatch) {
+        vocl_wr_reset(&px->batch);
+        return c->w;
+    }
+    batch_take(px, &c->out);
+    if (!alone)
+        return &c->out;
+    if (isend(px, &c->out, &c->breq) == 0)
+        c->bsending = true;
+    return c->w;
+}
+
 int vocl_xport_post(struct vocl_call *c)
 {
     struct vocl_proxy *px = c->px;
@@ -278,12 +389,33 @@ int vocl_xport_post(struct vocl_call *c)
         vocl_wr_free(&notes);
         return rc < 0 ? -1 : 0;
     }
-    if (MPI_Isend(c->w->buf, (int)c->w->len, MPI_BYTE, px->rank, px->tag_base + VOCL_TAG_REQ, px->comm,
-                  &c->sreq) != MPI_SUCCESS) {
-        fail_locked(px, "send failed");
+    if (px->dead)
+        return -1;
+    const struct vocl_wr *w = batched(c);
+    c->batched = !w;
+    if (!w)
+        return 0;
+    if (px->dead)
+        return -1;
+    if (w != c->w)
+        c->t_post = 0; /* (the batch's commands run before the reply: no round trip) */
+    if (isend(px, w, &c->sreq))
+        return -1;
+    vocl_prof_posted();
+    c->sending = true;
+    return 0;
+}
+
+/* Tests a send, holding nothing; -1: it failed. */
+static int send_test(struct vocl_proxy *px, MPI_Request *req, bool *sending)
+{
+    int done = 0;
+    if (*sending && MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        vocl_xport_fail(px, "send failed");
         return -1;
     }
-    c->sending = true;
+    if (done)
+        *sending = false;
     return 0;
 }
 
@@ -295,25 +427,107 @@ int vocl_xport_sent(struct vocl_call *c)
     struct vocl_live lw;
     vocl_live_begin(&lw, px->live);
     uint64_t start = vocl_now_ns();
-    while (c->sending) {
-        int done = 0;
-        if (MPI_Test(&c->sreq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            vocl_xport_fail(px, "send failed");
+    while (c->sending || c->bsending) {
+        if (send_test(px, &c->breq, &c->bsending) || send_test(px, &c->sreq, &c->sending))
             return -1;
-        }
-        if (done) {
-            c->sending = false;
+        if (!c->sending && !c->bsending)
             break;
-        }
         if (!still_there(px, &lw)) {
-            MPI_Request_free(&c->sreq);
-            c->sending = false;
+            if (c->bsending)
+                MPI_Request_free(&c->breq);
+            if (c->sending)
+                MPI_Request_free(&c->sreq);
+            c->sending = c->bsending = false;
+            vocl_wr_init(&c->out); /* (MPI may still read it: kept) */
             return -1;
         }
         vocl_xport_progress(px); /* the proxy may wait for our chunks */
         vocl_backoff(start, 50000);
     }
+    vocl_wr_free(&c->out);
     return 0;
+}
+
+/* Sends px's batch now, if it has one; holding nothing. */
+void vocl_xport_flush(struct vocl_proxy *px)
+{
+    struct vocl_call c;
+    memset(&c, 0, sizeof(c));
+    c.px = px;
+    pthread_mutex_lock(&px->lock);
+    if (px->nbatch && !px->dead) {
+        batch_take(px, &c.out);
+        c.bsending = isend(px, &c.out, &c.breq) == 0;
+    }
+    pthread_mutex_unlock(&px->lock);
+    if (c.bsending)
+        vocl_xport_sent(&c);
+    vocl_wr_free(&c.out);
+}
+
+/*
+ * The flusher: a thread that sends the batches that waited VOCL_BATCH_US,
+ * for an application that enqueues and then does something else.  It
+ * sleeps until a batch begins (flusher_arm), so it costs nothing while
+ * there are none.
+ */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool armed;   /* a batch began since the thread last looked */
+    bool idle;    /* the thread waits for that */
+    bool started, stop;
+    pthread_t thread;
+} flusher = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false, false, 0};
+
+static void *flush_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&flusher.lock);
+    while (!flusher.stop) {
+        if (!flusher.armed) {
+            flusher.idle = true;
+            pthread_cond_wait(&flusher.wake, &flusher.lock);
+            flusher.idle = false;
+            continue;
+        }
+        flusher.armed = false;
+        pthread_mutex_unlock(&flusher.lock);
+        struct timespec d = {vocl.batch_us / 1000000, vocl.batch_us % 1000000 * 1000};
+        nanosleep(&d, NULL);
+        for (int i = 0; i < vocl.nproxies; i++)
+            if (!vocl.proxies[i]->local)
+                vocl_xport_flush(vocl.proxies[i]);
+        pthread_mutex_lock(&flusher.lock);
+    }
+    pthread_mutex_unlock(&flusher.lock);
+    return NULL;
+}
+
+/* A batch began (under its proxy's lock): the flusher sends it if nothing else does. */
+static void flusher_arm(void)
+{
+    pthread_mutex_lock(&flusher.lock);
+    if (!flusher.started && !flusher.stop)
+        flusher.started = pthread_create(&flusher.thread, NULL, flush_thread, NULL) == 0;
+    flusher.armed = true;
+    if (flusher.idle)
+        pthread_cond_signal(&flusher.wake);
+    pthread_mutex_unlock(&flusher.lock);
+}
+
+void vocl_xport_stop(void)
+{
+    pthread_mutex_lock(&flusher.lock);
+    flusher.stop = true;
+    pthread_cond_signal(&flusher.wake);
+    bool started = flusher.started;
+    pthread_mutex_unlock(&flusher.lock);
+    if (started)
+        pthread_join(flusher.thread, NULL);
+    for (int i = 0; i < vocl.nproxies; i++)
+        if (!vocl.proxies[i]->local)
+            vocl_xport_flush(vocl.proxies[i]);
 }
 
 /* One pass of progress for c, holding nothing after: whether c's reply
@@ -328,8 +542,10 @@ static bool look(struct vocl_call *c)
     size_t before = px->pending.n;
     progress_locked(px, &notes);
     bool flowing = px->pending.n != before;
-    if (c->waiter.done)
+    if (c->waiter.done && c->waiting) {
         c->waiting = false;
+        vocl_prof_replied();
+    }
     pthread_mutex_unlock(&px->lock);
     return run_notes(px, &notes) || flowing;
 }
@@ -461,6 +677,7 @@ static cl_int take_failure(struct vocl_proxy *px)
  */
 cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi)
 {
+    vocl_xport_flush(px); /* (a read may wait in the batch) */
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
     vocl_live_begin(&lw, px->live);
@@ -494,6 +711,7 @@ bool vocl_event_data_pending(struct vocl_obj *e)
     struct vocl_event *ev = vocl_as_event(e);
     if (!ev->data_ticket)
         return false;
+    vocl_xport_flush(e->px);
     pthread_mutex_lock(&e->px->lock);
     struct vocl_wr notes;
     vocl_wr_init(&notes);

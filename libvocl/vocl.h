@@ -118,6 +118,8 @@ struct vocl_proxy {
     struct vocl_pending pending;    /* under lock */
     struct vocl_waiter *waiters;    /* under lock */
     struct vocl_wr rx;              /* under lock: the message being received */
+    struct vocl_wr batch;           /* under lock: requests that wait to go as one (BATCH) */
+    unsigned nbatch;                /* how many */
     struct proxyd_session *session; /* in-process only */
 };
 
@@ -213,6 +215,9 @@ struct vocl_event {
     /* Known CL_COMPLETE: a wait on it succeeded (event.c), or its command
      * was a blocking transfer, which has returned (memory.c, image.c). */
     atomic_bool complete;
+    /* A non-blocking read's own event: the proxy sends the data once the
+     * read has completed, so its data landing completes it too. */
+    bool lands;
 };
 
 /*
@@ -271,6 +276,8 @@ struct vocl_state {
     atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
     atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */
     long post_delay_us; /* VOCL_TEST_POST_DELAY_US: tests widen a race window (call.c) */
+    unsigned batch_max; /* VOCL_BATCH: requests a batch holds at most (0: no batching) */
+    long batch_us;      /* VOCL_BATCH_US: how long a batch may wait for more */
 };
 extern struct vocl_state vocl;
 
@@ -338,6 +345,11 @@ struct vocl_call {
     bool waiting;  /* the waiter is on px's list */
     bool sending;  /* sreq: the request is still leaving */
     MPI_Request sreq;
+    unsigned op;   /* its opcode */
+    struct vocl_wr out; /* a batch it took from its proxy, leaving with it (transport.c) */
+    bool bsending;      /* breq: that batch leaves in a message before the request's */
+    bool batched;       /* the request waits in its proxy's batch */
+    MPI_Request breq;
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */
     uint64_t finish_tick; /* clFinish: when it began (vocl_tick) */
@@ -527,6 +539,10 @@ int vocl_xport_post(struct vocl_call *c);
 int vocl_xport_wait_reply(struct vocl_call *c);
 /* The first half: waits for the request to leave; -1 when the proxy is gone. */
 int vocl_xport_sent(struct vocl_call *c);
+/* Sends px's batch of requests now, if it has one; holding nothing. */
+void vocl_xport_flush(struct vocl_proxy *px);
+/* Stops the thread that sends batches that waited, and sends what is left. */
+void vocl_xport_stop(void);
 /* One look, holding nothing: whether the reply came or the proxy is gone. */
 bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw);
 /* One pass of progress on px (replies to their waiters, done chunks), from
