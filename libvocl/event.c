@@ -36,6 +36,8 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         err = vocl_event_data_wait(e);
         if (err != CL_SUCCESS)
             return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+        if (vocl_as_event(e)->lands)
+            vocl_event_known_complete(e); /* (its data came: no need to ask) */
         known = known && atomic_load(&vocl_as_event(e)->complete);
     }
     /* Complete ones stay so: waiting for them again asks no proxy (nor
@@ -44,37 +46,57 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
     if (known)
         return CL_SUCCESS;
     /* One request per proxy the events live in (a user event of a context
-     * spanning proxies: its first replica, which is set with the others). */
-    err = CL_SUCCESS;
-    for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++) {
+     * spanning proxies: its first replica, which is set with the others),
+     * all posted before any reply is waited for: the proxies wait side by
+     * side, and each is sent what waits in its batch. */
+    struct waiting {
+        struct vocl_call c;
+        struct vocl_wr w; /* its own: it is still leaving as the next is made */
+    } calls_small[4], *calls = calls_small;
+    cl_uint ncalls = 0;
+    uint64_t ids_small[64], *ids = ids_small;
+    if (num_events > 4 && !(calls = malloc(num_events * sizeof(*calls))))
+        return CL_OUT_OF_HOST_MEMORY;
+    if (num_events > 64 && !(ids = malloc(num_events * sizeof(*ids)))) {
+        if (calls != calls_small)
+            free(calls);
+        return CL_OUT_OF_HOST_MEMORY;
+    }
+    for (cl_uint i = 0; i < num_events; i++) {
         struct vocl_proxy *px = ((struct vocl_obj *)event_list[i])->px;
         bool seen = false;
-        for (cl_uint j = 0; j < i && !seen; j++)
-            seen = ((struct vocl_obj *)event_list[j])->px == px;
+        for (cl_uint j = 0; j < ncalls && !seen; j++)
+            seen = calls[j].c.px == px;
         if (seen)
             continue;
-        struct vocl_call c;
-        vocl_call_init(&c);
-        c.px = px;
-        cl_uint n = 0;
-        for (cl_uint j = i; j < num_events; j++)
-            n += ((struct vocl_obj *)event_list[j])->px == px;
-        uint64_t *ids = malloc(n * sizeof(*ids));
-        if (!ids)
-            vocl_call_error(&c, CL_OUT_OF_HOST_MEMORY);
-        if (ids && vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
-            n = 0;
+        struct vocl_call *c = &calls[ncalls].c;
+        vocl_wr_init(&calls[ncalls].w);
+        vocl_call_init(c);
+        c->w = &calls[ncalls++].w;
+        c->px = px;
+        if (vocl_call_start(c, VOCL_OP_clWaitForEvents) == 0) {
+            uint32_t n = 0;
             for (cl_uint j = i; j < num_events; j++)
                 if (((struct vocl_obj *)event_list[j])->px == px)
                     ids[n++] = ((struct vocl_obj *)event_list[j])->id;
-            vocl_enc_clWaitForEvents_req(c.w, &(struct vocl_msg_clWaitForEvents_req){
-                                                  .events = {.n = n, .v = ids}});
-            vocl_call_send(&c);
+            vocl_enc_clWaitForEvents_req(c->w, &(struct vocl_msg_clWaitForEvents_req){
+                                                   .events = {.n = n, .v = ids}});
+            vocl_call_post_only(c);
         }
-        free(ids);
-        vocl_call_end(&c);
-        err = c.err;
     }
+    for (cl_uint i = 0; i < ncalls; i++) {
+        struct vocl_call *c = &calls[i].c;
+        if (!c->err)
+            vocl_call_wait(c);
+        vocl_call_end(c);
+        vocl_wr_free(&calls[i].w);
+        if (err == CL_SUCCESS)
+            err = c->err;
+    }
+    if (ids != ids_small)
+        free(ids);
+    if (calls != calls_small)
+        free(calls);
     for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++)
         atomic_store(&vocl_as_event((struct vocl_obj *)event_list[i])->complete, true);
     return err;

@@ -507,6 +507,8 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
                     transfer_event(e, false);
                 if (e && blocking_read)
                     vocl_event_known_complete(e);
+                if (e && c.async && !c.px->local)
+                    vocl_as_event(e)->lands = true;
                 *event = (cl_event)e;
             }
         }
