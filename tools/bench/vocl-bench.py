@@ -9,6 +9,8 @@ against transfer size.  Python 3 standard library only; matplotlib or
 gnuplot for --plot.
 """
 import argparse
+import bisect
+import json
 import math
 import os
 import re
@@ -707,6 +709,135 @@ def daemon_main(a, worker):
     return EXIT_OK if ok else EXIT_RUN_FAILED
 
 
+# ---- --breakdown ----
+
+BREAKDOWN_LAUNCHES = 2000
+
+
+def trace_events(path):
+    """The trace's complete events (ph X): (the application's pid, events)."""
+    with open(path) as f:
+        t = json.load(f)["traceEvents"]
+    app = next(e["pid"] for e in t if e.get("ph") == "M" and
+               e["args"]["name"].startswith("application"))
+    return app, [e for e in t if e.get("ph") == "X"]
+
+
+def read_parts(app, events):
+    """Each 4-byte blocking read's microseconds, cut where its request left
+    the client, where the proxy began and ended serving it, and where the
+    reply reached the client (one clock: the proxy is on this node)."""
+    served = sorted((e["ts"], e["dur"]) for e in events
+                    if e["pid"] != app and e["name"] == "clEnqueueReadBuffer")
+    starts = [t for t, _ in served]
+    parts = []
+    for e in events:
+        a = e.get("args", {})
+        if e["pid"] != app or e["name"] != "clEnqueueReadBuffer" or a.get("bytes") != 4 \
+                or not a.get("posted") or not a.get("replied"):
+            continue
+        left, back = e["ts"] + a["posted"], e["ts"] + a["replied"]
+        i = bisect.bisect_left(starts, left)
+        if i == len(starts) or starts[i] > back:
+            continue
+        begin, dur = served[i]
+        parts.append((a["posted"], begin - left, dur, back - begin - dur,
+                      e["dur"] - a["replied"], e["dur"]))
+    return parts
+
+
+def launch_parts(app, events):
+    """Median microseconds of one launch: the client's 7 clSetKernelArg and
+    its clEnqueueNDRangeKernel, and the proxy's serving of it."""
+    def med(pid_is_app, name):
+        v = [e["dur"] for e in events if (e["pid"] == app) == pid_is_app and e["name"] == name]
+        return statistics.median(v) if v else None
+    args, launch = med(True, "clSetKernelArg"), med(True, "clEnqueueNDRangeKernel")
+    client = 7 * args + launch if args is not None and launch is not None else None
+    return client, med(False, "clEnqueueNDRangeKernel")
+
+
+def breakdown_main(a, worker, vocl_run):
+    """--breakdown: where the microseconds of a 4-byte blocking read and of
+    an asynchronous launch go, natively and through VOCL (VOCL_TRACE), in
+    --rounds alternating runs; each figure the median over the rounds."""
+    wargs = ["--sections", "lat,launch", "--launches", str(a.launches or BREAKDOWN_LAUNCHES),
+             "--reps", str(a.reps or 3)] + (["--quick"] if a.quick else [])
+    base_env = dict(os.environ)
+    native_env = dict(base_env)
+    native_env.setdefault("POCL_DEVICES", "pthread")
+    vocl_cmd = [vocl_run, "-n", "1"] + ([] if "POCL_DEVICES" in base_env else ["-d", "1"])
+    got = {"native": [], "vocl": [], "read": [], "launch": []}
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        for r in range(a.rounds):
+            trace = os.path.join(tmp, "trace-%d.json" % r)
+            native = Run("native", [worker] + wargs, native_env)
+            vocl = Run("VOCL", vocl_cmd + ["--", worker] + wargs,
+                       dict(base_env, VOCL_TRACE=trace))
+            for run in (native, vocl):
+                run_worker(run, a.timeout)
+            if not (native.ok and vocl.ok):
+                ok = False
+                continue
+            got["native"].append(native)
+            got["vocl"].append(vocl)
+            app, events = trace_events(trace)
+            parts = read_parts(app, events)
+            if parts:
+                got["read"].append([statistics.median(p[k] for p in parts) for k in range(6)])
+            got["launch"].append(launch_parts(app, events))
+    if not got["native"] or not got["read"]:
+        print("no round gave a breakdown")
+        return EXIT_RUN_FAILED
+
+    def med(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+
+    def us(v):
+        return "-" if v is None else "%.1f us" % v
+
+    def value(runs, key):
+        return med([r.values.get(key, (None,))[0] for r in runs])
+
+    n = int(wargs[3])
+    read_native = value(got["native"], ("lat", "read4", ""))
+    launch_key = ("launch", "%dx7" % n, "")
+    launch_native, launch_vocl = value(got["native"], launch_key), value(got["vocl"], launch_key)
+    rd = [med([r[k] for r in got["read"]]) for k in range(6)]
+    client_launch = med([c for c, _ in got["launch"]])
+    proxy_launch = med([p for _, p in got["launch"]])
+    per = (lambda t: None if t is None else t / n * 1e6)
+    rows = [
+        "4-byte blocking read (clEnqueueReadBuffer), the median read",
+        ["total", us(read_native and read_native * 1e6), us(rd[5]), ""],
+        ["client: checks, encoding, until the request is handed to MPI", "", us(rd[0]), ""],
+        ["to the proxy: MPI and the proxy's wake-up", "", us(rd[1]), ""],
+        ["proxy: decoding, the native call, the reply made", "", us(rd[2]), ""],
+        ["back: the reply sent, MPI and the client's wake-up", "", us(rd[3]), ""],
+        ["client: after the reply (decoding, the copy)", "", us(rd[4]), ""],
+        "asynchronous launch, 7 arguments set before each (%d in a row, then clFinish)" % n,
+        ["total, per launch", us(per(launch_native)), us(per(launch_vocl)),
+         "%.2fx" % (launch_vocl / launch_native) if launch_native and launch_vocl else "-"],
+        ["client: 7 clSetKernelArg and clEnqueueNDRangeKernel (medians)", "",
+         us(client_launch), ""],
+        ["proxy: one launch served (median)", "", us(proxy_launch), ""],
+    ]
+    rows[1][3] = "%.2fx" % (rd[5] / (read_native * 1e6)) if read_native and rd[5] else "-"
+    print_table("%s %s --breakdown: medians of %d alternating rounds (VOCL: vocl-run -n 1, "
+                "VOCL_TRACE)" % (PROG, VERSION, len(got["read"])),
+                ["", "native", "VOCL", "ratio"], rows,
+                footer=["The client and the proxy run at once: a launch costs the larger of "
+                        "their times, a read their sum.",
+                        "VOCL_BATCH=%s, VOCL_BATCH_US=%s" %
+                        (base_env.get("VOCL_BATCH", "default"),
+                         base_env.get("VOCL_BATCH_US", "default"))])
+    write_csv(a.csv, ["row", "native", "vocl", "ratio"],
+              [r for r in rows if not isinstance(r, str)])
+    return EXIT_OK if ok else EXIT_RUN_FAILED
+
+
 def run_script(label, cmd, env, timeout):
     """(wall seconds, script seconds), or None with a note on failure."""
     rc, out, err, wall, timed_out = run_cmd(cmd, env, timeout)
@@ -823,12 +954,17 @@ def parse_args(argv):
     p.add_argument("--rate", default="10gbit",
                    help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
     p.add_argument("--rounds", metavar="N", type=int, default=3,
-                   help="--cluster, --pyopencl: rounds of the runs, taking turns (default 3)")
+                   help="--cluster, --pyopencl, --breakdown: rounds of the runs, taking "
+                        "turns (default 3)")
     p.add_argument("--vocl-cluster", metavar="PATH", help="--cluster: the vocl-cluster to use")
     p.add_argument("--pingpong", metavar="PATH", help="--cluster: the mpi-pingpong to use")
     p.add_argument("--pyopencl", metavar="DIR",
                    help="instead: time every PyOpenCL script of DIR (tests/external/pyopencl) "
                         "natively and through VOCL, --rounds times")
+    p.add_argument("--breakdown", action="store_true",
+                   help="instead: where the microseconds of a 4-byte blocking read and of "
+                        "an asynchronous launch go, on the client, the wire and the proxy "
+                        "(VOCL_TRACE), natively and through VOCL, --rounds times")
     p.add_argument("--python", metavar="PATH", default="/usr/bin/python3",
                    help="--pyopencl: the Python, with pyopencl and numpy, that runs the "
                         "scripts (default /usr/bin/python3)")
@@ -884,6 +1020,8 @@ def main(argv):
         return cluster_main(a, worker, vocl_run)
     if a.pyopencl:
         return pyopencl_main(a, vocl_run)
+    if a.breakdown:
+        return breakdown_main(a, worker, vocl_run)
     if a.daemons:
         return daemon_main(a, worker)
 
