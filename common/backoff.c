@@ -2,9 +2,46 @@
  * backoff.c - polite polling, shared by libvocl and voclproxyd.
  */
 #include "backoff.h"
+#include "log.h"
 
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
+
+#define SPIN_NS 50000
+#define YIELD_NS 2000000
+#define CROWDED_YIELD_NS 100000
+
+static atomic_uint_fast64_t yield_ns = YIELD_NS;
+
+static long env_count(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : -1;
+    return n >= 0 && v && *end == 0 ? n : -1;
+}
+
+void vocl_backoff_setup(void)
+{
+    long us = env_count("VOCL_YIELD_US");
+    if (us >= 0) {
+        atomic_store(&yield_ns, (uint64_t)(us < 1000000 ? us : 1000000) * 1000);
+        vocl_info("waits yield for %ld us, then sleep (VOCL_YIELD_US)", us);
+        return;
+    }
+    long ranks = env_count("MPI_LOCALNRANKS");
+    if (ranks < 0)
+        ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
+    cpu_set_t set;
+    long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (ranks > 2 * cores && cores > 0) {
+        atomic_store(&yield_ns, CROWDED_YIELD_NS);
+        vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us",
+                  ranks, cores, CROWDED_YIELD_NS / 1000);
+    }
+}
 
 uint64_t vocl_now_ns(void)
 {
@@ -16,9 +53,9 @@ uint64_t vocl_now_ns(void)
 void vocl_backoff(uint64_t start, long sleep_ns)
 {
     uint64_t waited = vocl_now_ns() - start;
-    if (waited < 50000)
+    if (waited < SPIN_NS)
         return;
-    if (waited < 2000000) {
+    if (waited < atomic_load_explicit(&yield_ns, memory_order_relaxed)) {
         sched_yield();
         return;
     }

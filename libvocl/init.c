@@ -12,6 +12,7 @@
  * vocl_mpi_start keeps the plugin out; should it come anyway, the
  * initialising thread is marked, and such calls go to the native library.
  */
+#include "backoff.h"
 #include "vocl.h"
 #include "shm.h"
 #include "profile.h"
@@ -370,6 +371,7 @@ static cl_int do_init(void)
     long batch = env_long("VOCL_BATCH", 64), batch_us = env_long("VOCL_BATCH_US", 500);
     vocl.batch_max = batch > 0 ? (unsigned)(batch < 4096 ? batch : 4096) : 0;
     vocl.batch_us = batch_us > 0 ? (batch_us < 1000000 ? batch_us : 1000000) : 1;
+    vocl_backoff_setup();
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;

@@ -24,6 +24,7 @@
 
 #include <mpi.h>
 
+#include "backoff.h"
 #include "daemon.h"
 #include "executor.h"
 #include "log.h"
@@ -376,6 +377,7 @@ int main(int argc, char **argv)
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
     vocl_log_set_prefix(prefix);
+    vocl_backoff_setup();
     proxyd_self_rank = rank;
     if (!getenv("VOCL_PROXY_STDOUT"))
         proxyd_output_capture();
