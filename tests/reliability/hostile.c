@@ -11,7 +11,8 @@
  *   - the ids rank 0's objects have in rank 0's session, for every type:
  *     info queries, retains, releases, transfers - all must fail;
  *   - its own objects made under those very ids, used after their release;
- *   - deferred errors, and last a broken header, which ends its session.
+ *   - deferred errors, also in one batch of requests, and last a broken
+ *     header, which ends its session.
  * Each request's reply is checked; a reply that does not come within 30 s
  * (times VOCL_TEST_TIME_SCALE) fails the test.  Rank 0 runs verified kernel
  * rounds all the while, and checks at the end that a buffer it never wrote
@@ -512,6 +513,22 @@ static void hostile(void)
     begin(VOCL_OP_clFinish, true);
     vocl_wr_u64(&w, queue);
     expect(CL_SUCCESS, "the next finish");
+
+    /* A batch runs its requests in order: a bad flush, then a finish that
+     * reports it, in one message. */
+    struct vocl_wr batch;
+    vocl_wr_init(&batch);
+    begin(VOCL_OP_clFlush, false);
+    vocl_wr_u64(&w, VOCL_ID_CLIENT_MIN + 99);
+    vocl_wr_finish(&w);
+    vocl_batch_add(&batch, &w);
+    begin(VOCL_OP_clFinish, true);
+    vocl_wr_u64(&w, queue);
+    vocl_wr_finish(&w);
+    vocl_batch_add(&batch, &w);
+    vocl_wr_free(&w);
+    w = batch; /* (call sends w) */
+    expect(CL_INVALID_COMMAND_QUEUE, "a batch of a bad flush and a finish");
 
     if (daemon_mode)
         strangers(ctx, queue);
