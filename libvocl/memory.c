@@ -194,6 +194,26 @@ cl_mem CL_API_CALL vocl_hand_clCreateBufferWithProperties(cl_context context,
     return create_buffer(context, properties, flags, size, host_ptr, errcode_ret);
 }
 
+/* A sub-buffer's flags (clCreateSubBuffer): access and host access as
+ * given, else the parent's, and the parent's host pointer flags; the
+ * proxy is not sent the host access flags (it transfers on libvocl's
+ * behalf), so their conflicts with the parent's are refused here. */
+static cl_int sub_buffer_flags(cl_mem_flags parent, cl_mem_flags flags, cl_mem_flags *out)
+{
+    const cl_mem_flags access = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY;
+    const cl_mem_flags ptr = CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if ((flags & ptr) ||
+        ((parent & CL_MEM_WRITE_ONLY) && (flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY))) ||
+        ((parent & CL_MEM_READ_ONLY) && (flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY))) ||
+        ((parent & CL_MEM_HOST_WRITE_ONLY) && (flags & CL_MEM_HOST_READ_ONLY)) ||
+        ((parent & CL_MEM_HOST_READ_ONLY) && (flags & CL_MEM_HOST_WRITE_ONLY)) ||
+        ((parent & CL_MEM_HOST_NO_ACCESS) && (flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY))))
+        return CL_INVALID_VALUE;
+    *out = flags | (parent & ptr) | (flags & access ? 0 : parent & access) |
+           (flags & VOCL_HOST_ACCESS ? 0 : parent & VOCL_HOST_ACCESS);
+    return CL_SUCCESS;
+}
+
 cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
                                                   cl_buffer_create_type buffer_create_type,
                                                   const void *buffer_create_info,
@@ -206,6 +226,9 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
     struct vocl_obj *parent = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
     if (!c.err && (!region || buffer_create_type != CL_BUFFER_CREATE_TYPE_REGION))
         vocl_call_error(&c, CL_INVALID_VALUE);
+    cl_mem_flags effective = 0;
+    if (!c.err)
+        vocl_call_error(&c, sub_buffer_flags(vocl_as_mem(parent)->mem_flags, flags, &effective));
     for (cl_uint rep = 0; vocl_call_each(&c, parent, rep); rep++) {
         if (vocl_call_start(&c, VOCL_OP_clCreateSubBuffer))
             break;
@@ -229,7 +252,7 @@ cl_mem CL_API_CALL vocl_hand_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags
     }
     if (mem) {
         struct vocl_mem *mm = vocl_as_mem(mem), *pm = vocl_as_mem(parent);
-        mm->mem_flags = flags ? flags : pm->mem_flags;
+        mm->mem_flags = effective;
         mm->mem_size = region->size;
         mm->host_ptr = pm->host_ptr ? (char *)pm->host_ptr + region->origin : NULL;
     }

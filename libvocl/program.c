@@ -587,6 +587,13 @@ int vocl_hook_clGetProgramInfo(cl_program program, cl_program_info param_name,
                                 param_value, param_value_size_ret);
         return 1;
     }
+    case CL_PROGRAM_NUM_DEVICES: {
+        /* The list's length: a proxy knows only its own devices of it. */
+        cl_uint n = with_devices(p)->ndevs;
+        *ret = vocl_info_answer(&n, sizeof(n), param_value_size, param_value,
+                                param_value_size_ret);
+        return 1;
+    }
     case CL_PROGRAM_BINARIES:
         *ret = program_binaries(p, param_value_size, param_value, param_value_size_ret);
         return 1;
