@@ -70,6 +70,8 @@ static struct vocl_data span_data(struct vocl_call *c, bool write, void *local_p
 
 static int move_span(struct vocl_call *c, bool write, char *host, const struct rect *r)
 {
+    if (c->async) /* a non-blocking read into packed rows: in place, with its queue's chunks */
+        return vocl_xfer_recv(c, host, r->span);
     c->sync = true; /* the span is staged here: it must have landed before the scatter */
     if (write)
         return vocl_xfer_send(c, host, r->span);
@@ -348,6 +350,10 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     rect_init(&r, zero, region[0] * im->elem_size, rows, slices, rp,
               rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
+    /* A non-blocking read whose rows and slices are packed (a map's shadow)
+     * needs no scatter: it does not wait, as a buffer's does not. */
+    c.async = !write && !blocking && !c.err && !c.px->local && r.row_pitch == r.row_bytes &&
+              (slices == 1 || r.slice_pitch == r.row_pitch * rows);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -373,10 +379,15 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
                          .origin = mw.origin, .region = mw.region, .row_pitch = mw.row_pitch,
                          .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
                          .event = mw.event, .span = mw.span, .data = mw.data});
-        if (move_span(&c, write, ptr, &r) == 0 && event) {
+        int moved = move_span(&c, write, ptr, &r);
+        if (moved == 0 && c.async) /* (its events complete once its data is here: read_buffer) */
+            vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
+        if (moved == 0 && event) {
             struct vocl_obj *e = vocl_call_new_event(&c, ev_id, q);
             if (e && blocking)
                 vocl_event_known_complete(e);
+            if (e && c.async)
+                vocl_as_event(e)->lands = true;
             *event = (cl_event)e;
         }
     }
@@ -421,7 +432,6 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
     size_t *image_slice_pitch, cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
     cl_event *event, cl_int *errcode_ret)
 {
-    (void)blocking_map; /* the shadow is filled before the call returns */
     struct vocl_mem *m = vocl_as_mem(vocl_lookup(image, VOCL_T_MEM));
     struct vocl_mapping *mp = NULL;
     cl_int err = vocl_lookup(command_queue, VOCL_T_QUEUE) ? CL_SUCCESS : CL_INVALID_COMMAND_QUEUE;
@@ -463,10 +473,12 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else
-            err = vocl_image_rw(false, false, command_queue, image, CL_TRUE, origin, region,
+        else /* (non-blocking: its wait list may hold a user event this thread sets later) */
+            err = vocl_image_rw(false, false, command_queue, image, blocking_map, origin, region,
                                 mp->row_pitch, mp->slice_pitch, mp->ptr,
                                 num_events_in_wait_list, event_wait_list, event);
+        if (!err && !(map_flags & CL_MAP_WRITE_INVALIDATE_REGION))
+            vocl_mapping_pending(mp, blocking_map, command_queue);
         if (err) {
             free(mp->ptr);
             free(mp);

@@ -574,6 +574,16 @@ void vocl_mapping_add(struct vocl_mem *m, struct vocl_mapping *mp)
     pthread_mutex_unlock(&maps_lock);
 }
 
+void vocl_mapping_pending(struct vocl_mapping *mp, cl_bool blocking, cl_command_queue queue)
+{
+    struct vocl_obj *q = vocl_lookup(queue, VOCL_T_QUEUE);
+    if (blocking || !q || q->px->local)
+        return;
+    mp->ticket = atomic_load(&vocl_as_queue(q)->data_ticket);
+    mp->queue = q;
+    mp->px = q->px;
+}
+
 static struct vocl_mapping *mapping_take(struct vocl_mem *m, void *ptr)
 {
     pthread_mutex_lock(&maps_lock);
@@ -628,8 +638,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
-        else
-            err = read_buffer(false, command_queue, buffer, CL_TRUE, offset, size, ptr,
+        else /* (non-blocking: its wait list may hold a user event this thread sets later) */
+            err = read_buffer(false, command_queue, buffer, blocking_map, offset, size, ptr,
                               num_events_in_wait_list, event_wait_list, event);
         if (err != CL_SUCCESS) {
             free(mp);
@@ -644,6 +654,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
         mp->offset = offset;
         mp->size = size;
         mp->flags = map_flags;
+        if (!(map_flags & CL_MAP_WRITE_INVALIDATE_REGION))
+            vocl_mapping_pending(mp, blocking_map, command_queue);
         vocl_mapping_add(mm, mp);
         if (errcode_ret)
             *errcode_ret = CL_SUCCESS;
@@ -689,16 +701,19 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
         vocl_call_end(&c);
         if (!mp)
             return CL_INVALID_VALUE;
-        cl_int err;
+        cl_int err = CL_SUCCESS;
         bool write = mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
-        if (write && mp->image)
+        /* What goes back is the shadow: the map's read is in it first. */
+        if (write && mp->ticket)
+            err = vocl_xport_land(mp->px, mp->queue, mp->ticket, mp->ticket);
+        if (err == CL_SUCCESS && write && mp->image)
             err = vocl_image_rw(true, false, command_queue, memobj, CL_TRUE, mp->origin,
                                 mp->region, mp->row_pitch, mp->slice_pitch, mp->ptr,
                                 num_events_in_wait_list, event_wait_list, event);
-        else if (write)
+        else if (err == CL_SUCCESS && write)
             err = write_buffer(false, command_queue, memobj, CL_TRUE, mp->offset, mp->size,
                                mp->ptr, num_events_in_wait_list, event_wait_list, event);
-        else
+        else if (err == CL_SUCCESS)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
         mapping_free(mp);

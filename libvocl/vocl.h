@@ -598,8 +598,16 @@ struct vocl_mapping {
     size_t offset, size;                  /* buffers */
     size_t origin[3], region[3];          /* images */
     size_t row_pitch, slice_pitch;
+    /* A non-blocking map of a remote object: its read lands with the chunks
+     * of queue (a key, not held) up to ticket, on px; 0: it has landed. */
+    uint64_t ticket;
+    const void *queue;
+    struct vocl_proxy *px;
 };
 void vocl_mapping_add(struct vocl_mem *m, struct vocl_mapping *mp);
+/* A non-blocking map's read (vocl_mapping): the ticket it lands with, or 0
+ * where the map blocked or the queue is served in-process. */
+void vocl_mapping_pending(struct vocl_mapping *mp, cl_bool blocking, cl_command_queue queue);
 
 void vocl_warn_once_unsupported(const char *fn);
 void vocl_kargs_free(struct vocl_kargs *k);

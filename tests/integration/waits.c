@@ -14,6 +14,11 @@
  *            command gated by one user event; after 200 ms the main thread
  *            sets it, and every thread must return with the right data.
  *
+ *  map       non-blocking maps of a buffer and of an image, gated by a
+ *            user event that this same thread sets only after them (as
+ *            OpenCL-CTS events callbacks does): the maps return at once,
+ *            and after the gate and a wait their pointers hold the data;
+ *            a write through the buffer's map reaches the buffer.
  *  shared    4 threads, each with a queue on its own device, launch one
  *            kernel object (arguments set once) 20 times at once, as the
  *            spec allows: every launch must reach its device whole.
@@ -106,6 +111,52 @@ static int callback_round(int round)
     int ok = atomic_load(&called) == 1 && got[0] == 7 + round && got[N - 1] == 7 + round;
     clReleaseEvent(done), clReleaseEvent(gate), clReleaseKernel(k);
     clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+/* Non-blocking maps behind a user event that this thread sets afterwards. */
+static int gated_map_round(int round)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[round % ndev], 0, &err);
+    CHECK(err);
+    int init[N];
+    for (int i = 0; i < N; i++)
+        init[i] = i * 3 + round;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                                &err);
+    CHECK(err);
+    cl_image_format fmt = {CL_R, CL_SIGNED_INT32};
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 32,
+                          .image_height = N / 32};
+    cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &fmt, &desc, init,
+                               &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err), mapped[2];
+    CHECK(err);
+    int *p = clEnqueueMapBuffer(q, buf, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE, 0, sizeof(init), 1,
+                                &gate, &mapped[0], &err);
+    CHECK(err);
+    size_t origin[3] = {0, 0, 0}, region[3] = {32, N / 32, 1}, pitch = 0;
+    int *pi = clEnqueueMapImage(q, img, CL_FALSE, CL_MAP_READ, origin, region, &pitch, NULL, 1,
+                                &gate, &mapped[1], &err);
+    CHECK(err);
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clWaitForEvents(2, mapped));
+    int ok = p && pi && pitch == 32 * sizeof(int);
+    for (int i = 0; ok && i < N; i++)
+        ok = p[i] == init[i] && pi[(i / 32) * (pitch / sizeof(int)) + i % 32] == init[i];
+    if (p)
+        p[1] = -5;
+    if (p)
+        CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, NULL));
+    if (pi)
+        CHECK(clEnqueueUnmapMemObject(q, img, pi, 0, NULL, NULL));
+    int back[2];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(back), back, 0, NULL, NULL));
+    ok = ok && back[0] == init[0] && back[1] == -5;
+    clReleaseEvent(mapped[0]), clReleaseEvent(mapped[1]), clReleaseEvent(gate);
+    clReleaseMemObject(img), clReleaseMemObject(buf), clReleaseCommandQueue(q);
     return ok;
 }
 
@@ -356,10 +407,12 @@ int main(int argc, char **argv)
     int failed = 0, early = 0;
     for (int r = 0; r < rounds; r++) {
         int cb = callback_round(r), bl = blockers_round(&early), sh = shared_round(r);
-        failed += !cb + !bl + !sh;
-        if (!cb || !bl || !sh)
-            fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s\n", r,
-                    cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG");
+        int gm = gated_map_round(r);
+        failed += !cb + !bl + !sh + !gm;
+        if (!cb || !bl || !sh || !gm)
+            fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s, map %s\n", r,
+                    cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG",
+                    gm ? "ok" : "WRONG");
     }
     int many = many_callbacks(), gate_failed = failed_callback();
     failed += !many + !gate_failed;
@@ -374,6 +427,8 @@ int main(int argc, char **argv)
            gate_failed ? "no callback says it ran" : "FAILED");
     printf("one kernel launched by %d threads at once: %s\n", SHARERS,
            failed ? "FAILED" : "every launch ran");
+    printf("non-blocking maps behind a user event set after them: %s\n",
+           failed ? "FAILED" : "returned at once, data there after the wait");
     clReleaseProgram(prog);
     clReleaseContext(ctx);
     return failed || early ? 1 : 0;
