@@ -485,8 +485,7 @@ void vocl_call_end(struct vocl_call *c)
         vocl_call_wait(c); /* posted but never waited for: a reply is due */
     vocl_wr_free(&c->reply);
     vocl_wr_free(&c->out); /* (not sent: an error) */
-    if (c->nmirrors)
-        vocl_call_release_mirrors(c);
+    vocl_call_release_mirrors(c);
     vocl_call_drop_arrivals(c);
     c->nwrote = 0;
     free(c->xw);

@@ -36,6 +36,7 @@
 static pthread_mutex_t coherence_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void add_wait(struct vocl_call *c, uint64_t id);
+static bool push_id(uint64_t **v, cl_uint *n, cl_uint *cap, uint64_t id);
 static void release_id(struct vocl_proxy *px, uint64_t id);
 
 static void arrival_drop(struct vocl_arrival *a)
@@ -519,7 +520,7 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event)
     struct vocl_obj *e = vocl_lookup(event, VOCL_T_EVENT);
     struct vocl_obj *ctx = c->queue ? c->queue->context : NULL;
     if (!e || !ctx || e->context != ctx || e->px->local || c->px->local ||
-        vocl_event_data_pending(e) || c->nmirrors == sizeof(c->mirrors) / sizeof(c->mirrors[0]))
+        vocl_event_data_pending(e))
         return -1; /* the caller waits for it */
     struct link l = {
         .ev = e->id,
@@ -534,7 +535,9 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event)
     if (post_async(e->px, VOCL_OP_EVENT_OUT, fill_event_out, &l) != CL_SUCCESS)
         return -1; /* B's user event fails when A is gone: so does the command */
     add_wait(c, l.mirror);
-    c->mirrors[c->nmirrors++] = l.mirror; /* released once the command is sent */
+    /* Released once the command is sent; with no room to say so, here. */
+    if (!push_id(&c->mirrors, &c->nmirrors, &c->capmirrors, l.mirror))
+        release_id(c->px, l.mirror);
     return 0;
 }
 
@@ -542,7 +545,9 @@ void vocl_call_release_mirrors(struct vocl_call *c)
 {
     for (cl_uint i = 0; i < c->nmirrors; i++)
         release_id(c->px, c->mirrors[i]);
-    c->nmirrors = 0;
+    free(c->mirrors);
+    c->mirrors = NULL;
+    c->nmirrors = c->capmirrors = 0;
 }
 
 static void fill_release(struct vocl_call *c, const void *arg)
@@ -734,19 +739,25 @@ static cl_int merge(struct vocl_obj *root, cl_uint to)
     return CL_SUCCESS;
 }
 
+/* Appends id to the growing array *v of *n (room for *cap); false: no memory. */
+static bool push_id(uint64_t **v, cl_uint *n, cl_uint *cap, uint64_t id)
+{
+    if (*n == *cap) {
+        cl_uint more = *cap ? 2 * *cap : 4;
+        uint64_t *nv = realloc(*v, more * sizeof(*nv));
+        if (!nv)
+            return false;
+        *v = nv;
+        *cap = more;
+    }
+    (*v)[(*n)++] = id;
+    return true;
+}
+
 static void add_wait(struct vocl_call *c, uint64_t id)
 {
-    if (c->nxw == c->capxw) {
-        cl_uint cap = c->capxw ? 2 * c->capxw : 4;
-        uint64_t *xw = realloc(c->xw, cap * sizeof(*xw));
-        if (!xw) {
-            vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
-            return;
-        }
-        c->xw = xw;
-        c->capxw = cap;
-    }
-    c->xw[c->nxw++] = id;
+    if (!push_id(&c->xw, &c->nxw, &c->capxw, id))
+        vocl_call_error(c, CL_OUT_OF_HOST_MEMORY);
 }
 
 void vocl_mem_use(struct vocl_call *c, struct vocl_obj *m, enum vocl_use use)

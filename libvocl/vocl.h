@@ -368,8 +368,8 @@ struct vocl_call {
     struct vocl_arrival **held; /* arrivals among them, held until the call ends */
     cl_uint nheld, capheld;
     struct vocl_obj *queue;     /* the command's queue, if it has one */
-    uint64_t mirrors[8];        /* user events standing for events of other proxies */
-    cl_uint nmirrors;
+    uint64_t *mirrors;          /* user events standing for events of other proxies */
+    cl_uint nmirrors, capmirrors;
     struct vocl_obj *spread[4]; /* handles of objects with replicas, checked at start */
     cl_uint nspread;
     bool routed;   /* vocl_call_route has run */

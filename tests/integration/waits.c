@@ -19,6 +19,10 @@
  *            OpenCL-CTS events callbacks does): the maps return at once,
  *            and after the gate and a wait their pointers hold the data;
  *            a write through the buffer's map reaches the buffer.
+ *  foreign   12 kernels on the first device, gated by one user event, and
+ *            a kernel on the last device (another proxy's, under vocl-run
+ *            -n 2) whose wait list is their 12 events: the enqueue returns
+ *            before the gate is set (libvocl waited for the ninth and on).
  *  shared    4 threads, each with a queue on its own device, launch one
  *            kernel object (arguments set once) 20 times at once, as the
  *            spec allows: every launch must reach its device whole.
@@ -157,6 +161,45 @@ static int gated_map_round(int round)
     ok = ok && back[0] == init[0] && back[1] == -5;
     clReleaseEvent(mapped[0]), clReleaseEvent(mapped[1]), clReleaseEvent(gate);
     clReleaseMemObject(img), clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+/* A command whose wait list holds many gated events of another device. */
+#define FOREIGN 12
+static int foreign_round(int round)
+{
+    cl_int err;
+    cl_command_queue qa = clCreateCommandQueue(ctx, devs[0], 0, &err);
+    CHECK(err);
+    cl_command_queue qb = clCreateCommandQueue(ctx, devs[ndev - 1], 0, &err);
+    CHECK(err);
+    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, N * sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err), evs[FOREIGN], last;
+    CHECK(err);
+    cl_kernel ka = fill_kernel(a, 3 + round), kb = fill_kernel(b, 4 + round);
+    size_t g = N;
+    for (int i = 0; i < FOREIGN; i++)
+        CHECK(clEnqueueNDRangeKernel(qa, ka, 1, NULL, &g, NULL, 1, &gate, &evs[i]));
+    CHECK(clFlush(qa));
+    CHECK(clEnqueueNDRangeKernel(qb, kb, 1, NULL, &g, NULL, FOREIGN, evs, &last));
+    CHECK(clFlush(qb));
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    CHECK(clWaitForEvents(1, &last));
+    int got[2];
+    CHECK(clEnqueueReadBuffer(qb, b, CL_TRUE, 0, sizeof(int), &got[1], 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(qa, a, CL_TRUE, 0, sizeof(int), &got[0], 0, NULL, NULL));
+    cl_int st = 0;
+    CHECK(clGetEventInfo(evs[FOREIGN - 1], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                         NULL));
+    int ok = got[0] == 3 + round && got[1] == 4 + round && st == CL_COMPLETE;
+    for (int i = 0; i < FOREIGN; i++)
+        clReleaseEvent(evs[i]);
+    clReleaseEvent(last), clReleaseEvent(gate), clReleaseKernel(ka), clReleaseKernel(kb);
+    clReleaseMemObject(a), clReleaseMemObject(b);
+    clReleaseCommandQueue(qa), clReleaseCommandQueue(qb);
     return ok;
 }
 
@@ -407,12 +450,13 @@ int main(int argc, char **argv)
     int failed = 0, early = 0;
     for (int r = 0; r < rounds; r++) {
         int cb = callback_round(r), bl = blockers_round(&early), sh = shared_round(r);
-        int gm = gated_map_round(r);
-        failed += !cb + !bl + !sh + !gm;
-        if (!cb || !bl || !sh || !gm)
-            fprintf(stderr, "waits: round %d: callback %s, blockers %s, shared %s, map %s\n", r,
-                    cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG",
-                    gm ? "ok" : "WRONG");
+        int fo = foreign_round(r), gm = gated_map_round(r);
+        failed += !cb + !bl + !sh + !gm + !fo;
+        if (!cb || !bl || !sh || !gm || !fo)
+            fprintf(stderr,
+                    "waits: round %d: callback %s, blockers %s, shared %s, map %s, foreign %s\n",
+                    r, cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG",
+                    gm ? "ok" : "WRONG", fo ? "ok" : "WRONG");
     }
     int many = many_callbacks(), gate_failed = failed_callback();
     failed += !many + !gate_failed;
@@ -429,6 +473,8 @@ int main(int argc, char **argv)
            failed ? "FAILED" : "every launch ran");
     printf("non-blocking maps behind a user event set after them: %s\n",
            failed ? "FAILED" : "returned at once, data there after the wait");
+    printf("a command waiting for %d gated events of another device: %s\n", FOREIGN,
+           failed ? "FAILED" : "enqueued without waiting");
     clReleaseProgram(prog);
     clReleaseContext(ctx);
     return failed || early ? 1 : 0;
