@@ -7,9 +7,12 @@
  * replica of the buffer: the slices written in one must not be lost to the
  * replica of another.  Rounds (-r N, default 3) change the values and
  * which device writes which slice; each kernel loops (-l N) so that the
- * writers overlap in time.  A hang is caught by alarm(): exit 3.
+ * writers overlap in time.  With -s each device writes through a
+ * sub-buffer of its slice (slices of 4096 words, aligned), which its
+ * proxy makes of its replica.  A hang is caught by alarm(): exit 3.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +34,13 @@
 /* Work that takes a while (zero is 0, but the compiler cannot know: the
  * loop stays), then one value per item of the slice. */
 static const char *src =
-    "kernel void slice(global uint *x, uint v, uint loops, uint zero)\n"
+    "kernel void slice(global uint *x, uint v, uint loops, uint zero, uint base)\n"
     "{\n"
     "    size_t i = get_global_id(0);\n"
     "    uint h = v;\n"
     "    for (uint k = 0; k < loops; k++)\n"
     "        h = h * 1103515245u + 12345u;\n"
-    "    x[i] = v * 100000u + (uint)i + (h & zero);\n"
+    "    x[i - base] = v * 100000u + (uint)i + (h & zero);\n"
     "}\n";
 
 static void on_alarm(int sig)
@@ -53,13 +56,20 @@ int main(int argc, char **argv)
 {
     int rounds = 3;
     cl_uint loops = 20000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-r"))
+    bool sub = false;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "-s")) {
+            sub = true;
+            i--;
+        } else if (i + 1 == argc) {
+            fprintf(stderr, "usage: slices [-r ROUNDS] [-l LOOPS] [-s]\n");
+            return 2;
+        } else if (!strcmp(argv[i], "-r"))
             rounds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-l"))
             loops = (cl_uint)atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: slices [-r ROUNDS] [-l LOOPS]\n");
+            fprintf(stderr, "usage: slices [-r ROUNDS] [-l LOOPS] [-s]\n");
             return 2;
         }
     }
@@ -87,7 +97,8 @@ int main(int argc, char **argv)
         k[d] = clCreateKernel(prog, "slice", &err);
         CHECK(err);
     }
-    const size_t per = 4096 + 3, n = per * ndev;
+    const size_t per = sub ? 4096 : 4096 + 3, n = per * ndev;
+    cl_mem subs[MAXDEV];
     cl_uint *got = malloc(n * sizeof(*got));
     if (!got)
         return 1;
@@ -103,7 +114,13 @@ int main(int argc, char **argv)
         for (cl_uint d = 0; d < ndev; d++) {
             cl_uint s = (d + (cl_uint)r) % ndev, v = 1 + s + 10 * (cl_uint)r;
             size_t off = s * per, g = per;
-            CHECK(clSetKernelArg(k[d], 0, sizeof(buf), &buf));
+            cl_uint base = sub ? (cl_uint)off : 0;
+            cl_buffer_region region = {off * sizeof(*got), per * sizeof(*got)};
+            subs[d] = sub ? clCreateSubBuffer(buf, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err)
+                          : buf;
+            CHECK(err);
+            CHECK(clSetKernelArg(k[d], 0, sizeof(subs[d]), &subs[d]));
+            CHECK(clSetKernelArg(k[d], 4, sizeof(base), &base));
             CHECK(clSetKernelArg(k[d], 1, sizeof(v), &v));
             CHECK(clSetKernelArg(k[d], 2, sizeof(loops), &loops));
             CHECK(clSetKernelArg(k[d], 3, sizeof(zero), &zero));
@@ -112,6 +129,8 @@ int main(int argc, char **argv)
         }
         for (cl_uint d = 0; d < ndev; d++)
             CHECK(clFinish(q[d]));
+        for (cl_uint d = 0; sub && d < ndev; d++)
+            CHECK(clReleaseMemObject(subs[d]));
         CHECK(clEnqueueReadBuffer(q[0], buf, CL_TRUE, 0, n * sizeof(*got), got, 0, NULL, NULL));
         size_t bad = 0, first = 0;
         for (size_t i = 0; i < n; i++) {
@@ -126,8 +145,9 @@ int main(int argc, char **argv)
         }
         clReleaseMemObject(buf);
     }
-    printf("%u devices, each writing its own slice of %zu bytes, %d rounds: %s\n", ndev,
-           n * sizeof(*got), rounds, wrong ? "SLICES LOST" : "every slice read back");
+    printf("%u devices, each writing its own slice%s of %zu bytes, %d rounds: %s\n", ndev,
+           sub ? " (a sub-buffer)" : "", n * sizeof(*got), rounds,
+           wrong ? "SLICES LOST" : "every slice read back");
     for (cl_uint d = 0; d < ndev; d++)
         clReleaseKernel(k[d]), clReleaseCommandQueue(q[d]);
     clReleaseProgram(prog);
