@@ -36,8 +36,9 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         err = vocl_event_data_wait(e);
         if (err != CL_SUCCESS)
             return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
-        if (vocl_as_event(e)->lands)
-            vocl_event_known_complete(e); /* (its data came: no need to ask) */
+        struct vocl_event *ev = vocl_as_event(e);
+        if (ev && ev->lands)
+            atomic_store(&ev->complete, true); /* (its data came: no need to ask) */
         known = known && atomic_load(&vocl_as_event(e)->complete);
     }
     /* Complete ones stay so: waiting for them again asks no proxy (nor
@@ -268,7 +269,16 @@ static cl_int device_status(struct vocl_obj *e, cl_int *st)
 
 void vocl_event_known_complete(struct vocl_obj *e)
 {
-    atomic_store(&vocl_as_event(e)->complete, true);
+    struct vocl_event *ev = vocl_as_event(e);
+    if (ev)
+        atomic_store(&ev->complete, true);
+}
+
+void vocl_event_lands(struct vocl_obj *e)
+{
+    struct vocl_event *ev = vocl_as_event(e);
+    if (ev)
+        ev->lands = true;
 }
 
 int vocl_hook_clGetEventInfo(cl_event event, cl_event_info param_name, size_t param_value_size,

@@ -387,7 +387,7 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
             if (e && blocking)
                 vocl_event_known_complete(e);
             if (e && c.async)
-                vocl_as_event(e)->lands = true;
+                vocl_event_lands(e);
             *event = (cl_event)e;
         }
     }

@@ -531,7 +531,7 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
                 if (e && blocking_read)
                     vocl_event_known_complete(e);
                 if (e && c.async && !c.px->local)
-                    vocl_as_event(e)->lands = true;
+                    vocl_event_lands(e);
                 *event = (cl_event)e;
             }
         }

@@ -570,6 +570,8 @@ cl_int vocl_event_data_wait(struct vocl_obj *e);
 /* e's command is known to be complete: e says CL_COMPLETE from now on,
  * without asking its proxy (whose driver may say so a moment later). */
 void vocl_event_known_complete(struct vocl_obj *e);
+/* e is a non-blocking read's own event (struct vocl_event, lands). */
+void vocl_event_lands(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
