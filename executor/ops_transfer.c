@@ -562,13 +562,30 @@ void proxyd_op_clEnqueueMapBuffer(struct proxyd_req *q)
         proxyd_fail(q, "map is served in-process only");
     if (!proxyd_req_begin(q))
         return;
-    void *p = q->cl->clEnqueueMapBuffer(queue, buf, blocking, flags, offset, size, nwl, wl,
-                                        ev_id ? &ev : NULL, &err);
+    /* The executor runs under libvocl's lock of the proxy: a blocking map
+     * waits for its commands with the lock let go (s->leave), as a build
+     * does, so that another thread may set the user event it waits for. */
+    bool unlocked = blocking && q->s->leave;
+    void *p = q->cl->clEnqueueMapBuffer(queue, buf, blocking && !unlocked, flags, offset, size,
+                                        nwl, wl, ev_id || unlocked ? &ev : NULL, &err);
+    if (p && unlocked) {
+        q->s->leave(q->s);
+        cl_int rc = q->cl->clWaitForEvents(1, &ev);
+        q->s->enter(q->s);
+        if (rc != CL_SUCCESS)
+            err = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+    }
+    if (p && err != CL_SUCCESS) {
+        q->cl->clEnqueueUnmapMemObject(queue, buf, p, 0, NULL, NULL);
+        p = NULL;
+    }
     vocl_wr_i32(q->w, p ? CL_SUCCESS : err);
     vocl_enc_clEnqueueMapBuffer_rep(q->w, &(struct vocl_msg_clEnqueueMapBuffer_rep){
                                               .ptr = (uint64_t)(uintptr_t)p});
     if (p && ev_id)
         proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+    else if (ev)
+        q->cl->clReleaseEvent(ev);
 }
 
 void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)

@@ -19,6 +19,9 @@
  *            OpenCL-CTS events callbacks does): the maps return at once,
  *            and after the gate and a wait their pointers hold the data;
  *            a write through the buffer's map reaches the buffer.
+ *  setter    a blocking map gated by a user event that another thread sets
+ *            100 ms later: the map returns with the data (a local device's
+ *            map waited holding libvocl's lock, which the setter needs).
  *  foreign   12 kernels on the first device, gated by one user event, and
  *            a kernel on the last device (another proxy's, under vocl-run
  *            -n 2) whose wait list is their 12 events: the enqueue returns
@@ -161,6 +164,42 @@ static int gated_map_round(int round)
     ok = ok && back[0] == init[0] && back[1] == -5;
     clReleaseEvent(mapped[0]), clReleaseEvent(mapped[1]), clReleaseEvent(gate);
     clReleaseMemObject(img), clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+static void *set_later(void *gate)
+{
+    usleep(100000);
+    CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    return NULL;
+}
+
+/* A blocking map gated by a user event that another thread sets. */
+static int setter_round(int round)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[round % ndev], 0, &err);
+    CHECK(err);
+    int init[N];
+    for (int i = 0; i < N; i++)
+        init[i] = 5 * i - round;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                                &err);
+    CHECK(err);
+    cl_event gate = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    pthread_t t;
+    if (pthread_create(&t, NULL, set_later, gate))
+        return 0;
+    int *p = clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_READ, 0, sizeof(init), 1, &gate, NULL,
+                                &err);
+    CHECK(err);
+    int ok = p && !memcmp(p, init, sizeof(init));
+    pthread_join(t, NULL);
+    if (p)
+        CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    clReleaseEvent(gate), clReleaseMemObject(buf), clReleaseCommandQueue(q);
     return ok;
 }
 
@@ -450,13 +489,14 @@ int main(int argc, char **argv)
     int failed = 0, early = 0;
     for (int r = 0; r < rounds; r++) {
         int cb = callback_round(r), bl = blockers_round(&early), sh = shared_round(r);
-        int fo = foreign_round(r), gm = gated_map_round(r);
-        failed += !cb + !bl + !sh + !gm + !fo;
-        if (!cb || !bl || !sh || !gm || !fo)
+        int fo = foreign_round(r), gm = gated_map_round(r), st = setter_round(r);
+        failed += !cb + !bl + !sh + !gm + !fo + !st;
+        if (!cb || !bl || !sh || !gm || !fo || !st)
             fprintf(stderr,
-                    "waits: round %d: callback %s, blockers %s, shared %s, map %s, foreign %s\n",
+                    "waits: round %d: callback %s, blockers %s, shared %s, map %s, foreign %s, "
+                    "setter %s\n",
                     r, cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG",
-                    gm ? "ok" : "WRONG", fo ? "ok" : "WRONG");
+                    gm ? "ok" : "WRONG", fo ? "ok" : "WRONG", st ? "ok" : "WRONG");
     }
     int many = many_callbacks(), gate_failed = failed_callback();
     failed += !many + !gate_failed;
@@ -475,6 +515,8 @@ int main(int argc, char **argv)
            failed ? "FAILED" : "returned at once, data there after the wait");
     printf("a command waiting for %d gated events of another device: %s\n", FOREIGN,
            failed ? "FAILED" : "enqueued without waiting");
+    printf("a blocking map gated by a user event another thread sets: %s\n",
+           failed ? "FAILED" : "returned with the data");
     clReleaseProgram(prog);
     clReleaseContext(ctx);
     return failed || early ? 1 : 0;
