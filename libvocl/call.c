@@ -381,6 +381,9 @@ int vocl_call_wait(struct vocl_call *c)
     /* What the queue had when a clFinish began has ended (replica.c). */
     if (c->finish_tick && c->queue && c->err == CL_SUCCESS)
         vocl_raise(&vocl_as_queue(c->queue)->finished_at, c->finish_tick);
+    /* What its kernels printed came before the reply: on stdout by now. */
+    if (c->op == VOCL_OP_clFinish || c->op == VOCL_OP_clWaitForEvents)
+        vocl_output_write();
     return c->err != CL_SUCCESS;
 }
 

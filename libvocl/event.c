@@ -44,8 +44,10 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
     /* Complete ones stay so: waiting for them again asks no proxy (nor
      * returns an error deferred meanwhile: the next synchronisation that
      * does ask returns it). */
-    if (known)
+    if (known) {
+        vocl_output_write(); /* (what another thread's wait brought in meanwhile) */
         return CL_SUCCESS;
+    }
     /* One request per proxy the events live in (a user event of a context
      * spanning proxies: its first replica, which is set with the others),
      * all posted before any reply is waited for: the proxies wait side by

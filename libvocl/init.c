@@ -492,6 +492,7 @@ static void leave(void)
         px->dead = true;
         pthread_mutex_unlock(&px->lock);
     }
+    vocl_output_write();
     vocl_live_stop();
     /* Unreceived pings would make UCX complain at exit, on stdout. */
     vocl_live_drain();

@@ -72,23 +72,62 @@ static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
     return false;
 }
 
-/* What kernels printed on the proxy (an OUTPUT message before a reply):
- * to the application's stdout, before the call that saw them complete returns. */
+/*
+ * What kernels printed on the proxies (an OUTPUT message before a reply):
+ * queued as it comes, under a lock of its own that guards only the queue,
+ * and written to stdout by the calls that must have printed it when they
+ * return (clFinish, clWaitForEvents; and at exit), holding no proxy's
+ * lock: a stdout that blocks (a full pipe) stops only those calls, as a
+ * driver's printf stops only its own kernel.
+ */
+static struct {
+    pthread_mutex_t lock;   /* the queue */
+    pthread_mutex_t writer; /* one writer at a time, so that the order holds */
+    struct vocl_wr q;
+    atomic_bool queued;
+} output = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0}, false};
+
 static void put_output(const struct vocl_msg_hdr *h, const uint8_t *buf)
 {
     struct vocl_rd r;
     struct vocl_msg_OUTPUT_req m;
     vocl_rd_init(&r, buf + VOCL_HDR_SIZE, h->length);
     vocl_dec_OUTPUT_req(&r, &m);
-    const uint8_t *text = m.text.p;
-    fflush(stdout);
-    size_t done = 0;
-    while (done < m.text.len) {
-        ssize_t n = write(STDOUT_FILENO, text + done, m.text.len - done);
-        if (n <= 0)
+    pthread_mutex_lock(&output.lock);
+    void *d = vocl_wr_reserve(&output.q, m.text.len);
+    if (d)
+        memcpy(d, m.text.p, m.text.len);
+    output.q.fail = false; /* (output past VOCL_MSG_MAX not written yet is dropped) */
+    atomic_store(&output.queued, true);
+    pthread_mutex_unlock(&output.lock);
+}
+
+void vocl_output_write(void)
+{
+    if (!atomic_load(&output.queued))
+        return;
+    pthread_mutex_lock(&output.writer);
+    for (;;) {
+        pthread_mutex_lock(&output.lock);
+        struct vocl_wr text = output.q;
+        vocl_wr_init(&output.q);
+        atomic_store(&output.queued, false);
+        pthread_mutex_unlock(&output.lock);
+        if (!text.len) {
+            vocl_wr_free(&text);
             break;
-        done += (size_t)n;
+        }
+        fflush(stdout);
+        size_t done = 0;
+        while (done < text.len) {
+            ssize_t n = write(STDOUT_FILENO, text.buf + done, text.len - done);
+            if (n <= 0)
+                break;
+            done += (size_t)n;
+        }
+        vocl_wr_free(&text);
     }
+    pthread_mutex_unlock(&output.writer);
 }
 
 /* The waiter of seq on px, taken off the list; NULL: none (under lock). */

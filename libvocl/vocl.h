@@ -539,6 +539,9 @@ int vocl_xport_post(struct vocl_call *c);
 int vocl_xport_wait_reply(struct vocl_call *c);
 /* The first half: waits for the request to leave; -1 when the proxy is gone. */
 int vocl_xport_sent(struct vocl_call *c);
+/* Writes to stdout what kernels printed on the proxies since the last
+ * time, holding nothing (clFinish, clWaitForEvents, exit). */
+void vocl_output_write(void);
 /* Sends px's batch of requests now, if it has one; holding nothing. */
 void vocl_xport_flush(struct vocl_proxy *px);
 /* Stops the thread that sends batches that waited, and sends what is left. */
