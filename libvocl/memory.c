@@ -207,7 +207,8 @@ static cl_int sub_buffer_flags(cl_mem_flags parent, cl_mem_flags flags, cl_mem_f
         ((parent & CL_MEM_READ_ONLY) && (flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY))) ||
         ((parent & CL_MEM_HOST_WRITE_ONLY) && (flags & CL_MEM_HOST_READ_ONLY)) ||
         ((parent & CL_MEM_HOST_READ_ONLY) && (flags & CL_MEM_HOST_WRITE_ONLY)) ||
-        ((parent & CL_MEM_HOST_NO_ACCESS) && (flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY))))
+        ((parent & CL_MEM_HOST_NO_ACCESS) &&
+         (flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY))))
         return CL_INVALID_VALUE;
     *out = flags | (parent & ptr) | (flags & access ? 0 : parent & access) |
            (flags & VOCL_HOST_ACCESS ? 0 : parent & VOCL_HOST_ACCESS);
