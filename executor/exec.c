@@ -544,6 +544,12 @@ static int execute_batch(struct proxyd_session *s, const struct vocl_msg_hdr *h,
         rc = execute_one(s, &in, one, reply);
         if (rc < 0)
             return rc;
+        if (proxyd_session_parked(s) && p != end) {
+            /* A chunked write comes last (its chunks follow the message). */
+            vocl_warn("client %d: batch: a request after a chunked write: session ended",
+                      s->who);
+            return -1;
+        }
         replied = in.flags & VOCL_F_REPLY;
         n++;
     }
@@ -641,32 +647,44 @@ static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, 
         vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
-    for (struct proxyd_tmp *t = q.tmp, *next; t; t = next) {
+    return proxyd_req_end(&q, start);
+}
+
+int proxyd_req_end(struct proxyd_req *q, uint64_t start)
+{
+    struct proxyd_session *s = q->s;
+    struct vocl_wr *reply = q->w;
+    bool wants_reply = !q->async;
+    for (struct proxyd_tmp *t = q->tmp, *next; t; t = next) {
         next = t->next;
         free(t);
     }
-    if (q.later) {
-        /* Answered when its commands complete (complete.c). */
+    q->tmp = NULL;
+    if (q->later || proxyd_session_parked(s)) {
+        /* Answered when its commands complete (complete.c), or its chunks
+         * have come (inbound.c). */
+        if (!q->later)
+            proxyd_inbound_keep_reply(s, reply);
         vocl_wr_reset(reply);
         if (s->trace && start)
-            proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
+            proxyd_trace_add(s->trace, q->op, 0, start, 0);
         return 0;
     }
     vocl_wr_finish(reply);
     if (reply->fail) {
         /* The reply could not be built (too large, out of memory). */
-        vocl_wr_begin(reply, h.opcode, 0, h.seq);
+        vocl_wr_begin(reply, (uint16_t)q->op, 0, q->seq);
         vocl_wr_i32(reply, CL_OUT_OF_HOST_MEMORY);
         vocl_wr_finish(reply);
     }
     cl_int status = reply_status(reply);
     /* User events not set yet: see may_block in ops_transfer.c. */
-    if (h.opcode == VOCL_OP_clCreateUserEvent && status == CL_SUCCESS)
+    if (q->op == VOCL_OP_clCreateUserEvent && status == CL_SUCCESS)
         s->user_events++;
-    else if (h.opcode == VOCL_OP_clSetUserEventStatus && status == CL_SUCCESS && s->user_events)
+    else if (q->op == VOCL_OP_clSetUserEventStatus && status == CL_SUCCESS && s->user_events)
         s->user_events--;
-    settle_deferred(&q, wants_reply, reply, status);
-    if (s->trace && start && h.opcode != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
-        proxyd_trace_add(s->trace, h.opcode, 0, start, 0);
+    settle_deferred(q, wants_reply, reply, status);
+    if (s->trace && start && q->op != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
+        proxyd_trace_add(s->trace, q->op, 0, start, 0);
     return wants_reply ? 1 : 0;
 }

@@ -55,20 +55,14 @@ void proxyd_op_clCreateBuffer(struct proxyd_req *q)
         cl_command_queue tq = mem ? context_queue(q, ctx) : NULL;
         if (mem && !tq)
             err = CL_OUT_OF_RESOURCES;
-        if (tq) {
-            /* A new buffer on a queue of its own: nothing can hold this up. */
-            cl_event e = NULL;
-            err = proxyd_xfer_write_chunks(q, tq, mem, 0, &x, 0, NULL, CL_FALSE, &e);
-            if (e) {
-                if (err == CL_SUCCESS)
-                    err = q->cl->clWaitForEvents(1, &e);
-                q->cl->clReleaseEvent(e);
-            }
+        /* A new buffer on a queue of its own: nothing can hold its data up.
+         * Recorded and answered once the data is in (inbound.c). */
+        if (tq && (err = proxyd_inbound_create(q, tq, mem, &x, id)) == CL_SUCCESS)
+            return;
+        if (tq)
             q->cl->clReleaseCommandQueue(tq);
-        } else {
-            proxyd_xfer_drain(q, &x);
-        }
-        if (err != CL_SUCCESS && mem) {
+        proxyd_xfer_drain(q, &x);
+        if (mem) {
             q->cl->clReleaseMemObject(mem);
             mem = NULL;
         }

@@ -92,23 +92,6 @@ static int recv_chunks(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_
     return 0;
 }
 
-/*
- * A chunked write whose request was rejected: the client sent (or will
- * send) its chunks anyway, so they are drained to keep the channel in step.
- */
-void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x)
-{
-    if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
-        return;
-    uint8_t *buf = malloc(x->chunk);
-    for (size_t done = 0; buf && done < x->size; done += x->chunk)
-        if (q->s->data->recv(q->s, q->s->data_tag, buf, chunk_len(x, done)))
-            break;
-    if (!buf)
-        q->s->broken = true;
-    free(buf);
-}
-
 /* A failed chunked read: as many empty chunks as the client waits for. */
 static void fail_chunks(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
@@ -184,7 +167,7 @@ static bool host_unified(struct proxyd_req *q, cl_command_queue queue)
            unified;
 }
 
-static bool direct_ok(struct proxyd_req *q, cl_command_queue queue)
+bool proxyd_xfer_direct(struct proxyd_req *q, cl_command_queue queue)
 {
     return q->s->node->xfer.direct && q->s->node->xfer.pipeline && host_unified(q, queue);
 }
@@ -192,7 +175,7 @@ static bool direct_ok(struct proxyd_req *q, cl_command_queue queue)
 /* The end of a command: a blocking one is answered when e completes
  * (complete.c; q->later, and the status the handler writes is dropped), or
  * now if it has; its event is handed over. */
-static cl_int finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
+cl_int proxyd_finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
                          cl_event *ev)
 {
     if (rc == CL_SUCCESS && e && blocking)
@@ -210,8 +193,8 @@ static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void 
                               cl_event *ev)
 {
     if (rc == CL_SUCCESS && proxyd_reply_after(q, 1, &e, out, size, &rc))
-        return finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
-    rc = finish_cmd(q, rc, e, CL_FALSE, ev);
+        return proxyd_finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
+    rc = proxyd_finish_cmd(q, rc, e, CL_FALSE, ev);
     vocl_wr_i32(q->w, rc);
     if (rc == CL_SUCCESS)
         vocl_wr_bytes(q->w, out, size);
@@ -220,70 +203,14 @@ static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void 
 }
 
 /* Host memory a non-blocking write reads from: freed when the write is done. */
-static void keep_until_done(struct proxyd_req *q, cl_int rc, cl_event e, void *mem)
+void proxyd_keep_until_done(struct proxyd_session *s, cl_int rc, cl_event e, void *mem)
 {
     if (rc != CL_SUCCESS || !e) {
         proxyd_host_free(mem);
-    } else if (proxyd_keep(q->s->node, e, mem)) {
-        q->cl->clWaitForEvents(1, &e);
+    } else if (proxyd_keep(s->node, e, mem)) {
+        s->node->cl->clWaitForEvents(1, &e); /* (no memory to note it in) */
         proxyd_host_free(mem);
     }
-}
-
-/* Writes x's bytes into [offset, offset+size) of buf through queue. */
-cl_int proxyd_xfer_write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
-                                size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
-                                const cl_event *wl, cl_bool blocking, cl_event *ev)
-{
-    cl_event e = NULL;
-    cl_int rc;
-    if (!may_block(q)) {
-        uint8_t *mem = recv_whole(q, x);
-        if (!mem)
-            return q->s->broken ? CL_OUT_OF_RESOURCES : CL_OUT_OF_HOST_MEMORY;
-        rc = q->cl->clEnqueueWriteBuffer(queue, buf, CL_FALSE, offset, x->size, mem, nwl, wl, &e);
-        keep_until_done(q, rc, e, mem);
-        return finish_cmd(q, rc, e, blocking, ev);
-    }
-    if (direct_ok(q, queue)) {
-        uint8_t *p = q->cl->clEnqueueMapBuffer(queue, buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION,
-                                               offset, x->size, nwl, wl, NULL, &rc);
-        if (p) {
-            int got = recv_chunks(q, x, p);
-            rc = q->cl->clEnqueueUnmapMemObject(queue, buf, p, 0, NULL, &e);
-            return finish_cmd(q, got ? CL_OUT_OF_RESOURCES : rc, e, blocking, ev);
-        }
-        /* Not mappable (CL_MEM_HOST_NO_ACCESS, ...): the staged write says why. */
-    }
-    struct proxyd_pool *pool = proxyd_queue_pool(q->s->node, queue);
-    if (!pool) {
-        proxyd_xfer_drain(q, x);
-        return CL_OUT_OF_HOST_MEMORY;
-    }
-    cl_bool serial = !q->s->node->xfer.pipeline;
-    rc = CL_SUCCESS;
-    for (size_t done = 0; done < x->size; done += x->chunk) {
-        size_t n = chunk_len(x, done);
-        unsigned slot;
-        uint8_t *stage = proxyd_pool_take(pool, &slot);
-        if (q->s->data->recv(q->s, q->s->data_tag, stage, n)) {
-            q->s->broken = true;
-            rc = CL_OUT_OF_RESOURCES;
-            break;
-        }
-        if (rc != CL_SUCCESS)
-            continue; /* an earlier chunk failed: drain the rest */
-        cl_event prev = e;
-        e = NULL;
-        /* Each chunk after the one before: the command completes with the last. */
-        rc = q->cl->clEnqueueWriteBuffer(queue, buf, serial, offset + done, n, stage,
-                                         prev ? 1 : nwl, prev ? &prev : wl, &e);
-        if (prev)
-            q->cl->clReleaseEvent(prev);
-        if (rc == CL_SUCCESS)
-            proxyd_pool_busy(pool, slot, e);
-    }
-    return finish_cmd(q, rc, e, blocking, ev);
 }
 
 /* Reads [offset, offset+size) of buf through queue and sends it as x's chunks. */
@@ -295,7 +222,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
     cl_int rc = CL_SUCCESS;
     cl_context ctx;
     cl_event gate = NULL, mapped = NULL;
-    if (direct_ok(q, queue) &&
+    if (proxyd_xfer_direct(q, queue) &&
         q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) ==
             CL_SUCCESS &&
         (gate = q->cl->clCreateUserEvent(ctx, &rc))) {
@@ -317,7 +244,7 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
                                                                  .gate = last ? gate : NULL});
             }
             q->cl->clReleaseEvent(mapped);
-            return finish_cmd(q, CL_SUCCESS, e, blocking, ev);
+            return proxyd_finish_cmd(q, CL_SUCCESS, e, blocking, ev);
         }
         if (mapped) { /* mapped but not unmapped: give it back */
             q->cl->clWaitForEvents(1, &mapped);
@@ -337,7 +264,17 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
         struct proxyd_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
         unsigned slot = 0;
         if (rc == CL_SUCCESS) {
-            uint8_t *stage = own ? proxyd_host_alloc(q->s, n) : proxyd_pool_take(pool, &slot);
+            /* A staging buffer if one is free, else memory of its own; the
+             * buffer in turn is waited for only where there is no memory,
+             * or with VOCL_PIPELINE=0 (one buffer, each stage waited for). */
+            uint8_t *stage = own ? NULL : proxyd_pool_try(pool, &slot);
+            bool own_now = own || (!stage && !serial);
+            if (own_now)
+                stage = proxyd_host_alloc(q->s, n);
+            if (!stage && !own) {
+                own_now = false;
+                stage = proxyd_pool_take(pool, &slot);
+            }
             cl_event prev = e;
             e = NULL;
             rc = stage ? q->cl->clEnqueueReadBuffer(queue, buf, serial, offset + done, n, stage,
@@ -350,17 +287,19 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
                 c.data = stage;
                 c.ready = e;
                 q->cl->clRetainEvent(e);
-                if (own)
+                if (own_now)
                     c.free_after = stage;
                 else
                     c.slot = proxyd_pool_hold(pool, slot);
-            } else if (own) {
+            } else if (own_now) {
                 proxyd_host_free(stage);
+            } else if (stage) {
+                proxyd_pool_give(pool, slot);
             }
         }
         proxyd_stream_send(q->s->node, &c);
     }
-    return finish_cmd(q, rc, e, blocking, ev);
+    return proxyd_finish_cmd(q, rc, e, blocking, ev);
 }
 
 /* A buffer read's or write's fields, decoded (their messages differ in
@@ -431,14 +370,17 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
     cl_event e = NULL;
     switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
-        rc = proxyd_xfer_write_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking,
-                                      evp);
+        rc = proxyd_inbound_write(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking,
+                                  b.ev_id);
+        if (rc == CL_SUCCESS)
+            return; /* answered once its chunks have come (inbound.c) */
+        proxyd_xfer_drain(q, &b.x);
         break;
     case VOCL_DATA_HOSTPTR:
         /* Blocking or not, the request thread does not wait (finish_cmd). */
         rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
                                          b.nwl, b.wl, &e);
-        rc = finish_cmd(q, rc, e, b.blocking, evp);
+        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
         break;
     default: {
         /* The message is gone after this call: write from a copy. */
@@ -448,8 +390,8 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
         rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, copy,
                                                 b.nwl, b.wl, &e)
                   : CL_OUT_OF_HOST_MEMORY;
-        keep_until_done(q, rc, e, copy);
-        rc = finish_cmd(q, rc, e, b.blocking, evp);
+        proxyd_keep_until_done(q->s, rc, e, copy);
+        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
     }
     }
     proxyd_put_event(q, rc, b.ev_id, ev);
@@ -517,7 +459,7 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
     case VOCL_DATA_HOSTPTR:
         rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
                                         b.nwl, b.wl, &e);
-        rc = finish_cmd(q, rc, e, b.blocking, evp);
+        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
         break;
     case VOCL_DATA_INLINE: {
         if (b.blocking && !b.ev_id && read_mapped(q, &b))
@@ -647,10 +589,10 @@ cl_int proxyd_span_end(struct proxyd_req *q, const struct proxyd_xfer *x, bool w
     if (!write && x->mode == VOCL_DATA_INLINE)
         return reply_with_data(q, rc, e, buf, x->size, ev);
     if (write && owned)
-        keep_until_done(q, rc, e, buf);
+        proxyd_keep_until_done(q->s, rc, e, buf);
     else if (!write && x->mode == VOCL_DATA_CHUNKED)
         send_owned(q, x, buf, rc == CL_SUCCESS, rc == CL_SUCCESS ? e : NULL);
-    rc = finish_cmd(q, rc, e, blocking, ev);
+    rc = proxyd_finish_cmd(q, rc, e, blocking, ev);
     vocl_wr_i32(q->w, rc);
     return rc;
 }

@@ -24,7 +24,7 @@
 struct pool_buf {
     uint8_t *mem;
     cl_event busy;   /* the last device command using the buffer, or NULL */
-    atomic_int held; /* queued on the stream: not free until sent */
+    atomic_int held; /* taken: being filled, or queued on the stream until sent */
 };
 
 struct proxyd_pool {
@@ -139,19 +139,29 @@ void proxyd_pool_free(struct proxyd_pool *p)
     free(p);
 }
 
+/* Whether b is free now: not taken, not sending, its device copy done. */
+static bool buf_free(struct proxyd_pool *p, struct pool_buf *b)
+{
+    cl_int st = CL_COMPLETE;
+    if (atomic_load(&b->held))
+        return false;
+    if (b->busy && p->cl->clGetEventInfo(b->busy, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+                                         &st, NULL) == CL_SUCCESS &&
+        st > CL_COMPLETE)
+        return false;
+    if (b->busy) {
+        p->cl->clReleaseEvent(b->busy);
+        b->busy = NULL;
+    }
+    return true;
+}
+
 /* Whether no buffer of p is in use any more: it can be freed at once. */
 static bool pool_idle(struct proxyd_pool *p)
 {
-    for (unsigned i = 0; i < p->n; i++) {
-        struct pool_buf *b = &p->buf[i];
-        cl_int st = CL_COMPLETE;
-        if (atomic_load(&b->held))
+    for (unsigned i = 0; i < p->n; i++)
+        if (!buf_free(p, &p->buf[i]))
             return false;
-        if (b->busy && p->cl->clGetEventInfo(b->busy, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                             sizeof(st), &st, NULL) == CL_SUCCESS &&
-            st > CL_COMPLETE)
-            return false;
-    }
     return true;
 }
 
@@ -208,27 +218,42 @@ void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx)
     }
 }
 
-uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot)
+static uint8_t *take(struct proxyd_pool *p, unsigned *slot)
 {
     struct pool_buf *b = &p->buf[p->next];
     *slot = p->next;
     p->next = (p->next + 1) % p->n;
-    buf_wait(p, b);
+    atomic_store(&b->held, 1);
     return b->mem;
+}
+
+uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot)
+{
+    buf_wait(p, &p->buf[p->next]);
+    return take(p, slot);
+}
+
+uint8_t *proxyd_pool_try(struct proxyd_pool *p, unsigned *slot)
+{
+    return buf_free(p, &p->buf[p->next]) ? take(p, slot) : NULL;
 }
 
 void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev)
 {
     struct pool_buf *b = &p->buf[slot];
-    buf_wait(p, b);
     if (ev && p->cl->clRetainEvent(ev) == CL_SUCCESS)
         b->busy = ev;
+    atomic_store(&b->held, 0);
+}
+
+void proxyd_pool_give(struct proxyd_pool *p, unsigned slot)
+{
+    atomic_store(&p->buf[slot].held, 0);
 }
 
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot)
 {
-    atomic_store(&p->buf[slot].held, 1);
-    return &p->buf[slot].held;
+    return &p->buf[slot].held; /* (held since taken) */
 }
 
 /* --- host memory kept until a device command is done with it ---------------------------------- */

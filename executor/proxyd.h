@@ -86,6 +86,14 @@ void *proxyd_tmp(struct proxyd_req *q, size_t n);
 void proxyd_fail(struct proxyd_req *q, const char *why);
 /* After decoding: 1 to go on; 0 when an error reply was written instead. */
 int proxyd_req_begin(struct proxyd_req *q);
+/* The end of request q, its handler done: its reply finished in q->w, with
+ * an error deferred or reported as proxyd_execute does; 1 when a reply is
+ * due now, else 0.  start: when it began, for the trace (0: none). */
+int proxyd_req_end(struct proxyd_req *q, uint64_t start);
+/* The session's chunked write (inbound.c): let go (the session closed), or
+ * the reply its handler made, kept to send once its chunks are drained. */
+void proxyd_inbound_drop(struct proxyd_session *s);
+void proxyd_inbound_keep_reply(struct proxyd_session *s, const struct vocl_wr *w);
 /* Records a new object; releases it natively if the id cannot be used, or
  * it would take the session over its limits: then the error. */
 cl_int proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native);
@@ -146,11 +154,16 @@ struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node);
 struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue);
 /* The client released ctx: its pool is freed once no buffer is in use. */
 void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx);
-/* The next buffer in turn, once the device command using it is done. */
+/* The next buffer in turn, taken: proxyd_pool_take waits until the device
+ * command using it is done and the stream has sent it; proxyd_pool_try
+ * does not (NULL: not free yet). */
 uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot);
-/* Marks the buffer in use until ev completes. */
+uint8_t *proxyd_pool_try(struct proxyd_pool *p, unsigned *slot);
+/* A taken buffer, filled: in use until ev completes (NULL: free now). */
 void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev);
-/* Marks the buffer in use until the stream clears the flag returned. */
+/* A taken buffer, given back unused. */
+void proxyd_pool_give(struct proxyd_pool *p, unsigned slot);
+/* A taken buffer, queued on the stream: free once it clears the flag returned. */
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot);
 /* Frees mem (proxyd_host_alloc'd) once ev completes; -1 when it cannot be tracked (mem is not taken). */
 int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem);

@@ -244,6 +244,7 @@ static void fail_user_events(struct proxyd_session *s)
 void proxyd_session_close(struct proxyd_session *s)
 {
     proxyd_after_reply(s);
+    proxyd_inbound_drop(s);
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
     if (atomic_load(&s->lost))
         atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */

@@ -21,14 +21,30 @@ struct proxyd_xfer {
 /* Checks the data fields a generated decoder read (d) for a transfer of size bytes. */
 void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct vocl_data *d,
                      size_t size, bool data_in);
-/* A rejected chunked write: its chunks drained, to keep the channel in step. */
+/* A rejected chunked write: its chunks drained, to keep the channel in
+ * step, and the reply its handler makes sent after them (inbound.c). */
 void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x);
 /* A rejected request's data: drained (a write's) or answered empty (a read's). */
 void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool write);
-/* Writes x's bytes into [offset, offset+size) of buf through queue. */
-cl_int proxyd_xfer_write_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
-                                size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
-                                const cl_event *wl, cl_bool blocking, cl_event *ev);
+/* A chunked write of x's bytes into [offset, +size) of buf through queue,
+ * as clEnqueueWriteBuffer (ev_id: its event's, or 0), or into a new buffer
+ * on a queue of its own (both released if it fails; id: the buffer's).
+ * CL_SUCCESS: the session is parked, and answered once the chunks are in
+ * (inbound.c); the handler writes nothing more.  Else nothing was taken. */
+cl_int proxyd_inbound_write(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
+                            size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
+                            const cl_event *wl, cl_bool blocking, uint64_t ev_id);
+cl_int proxyd_inbound_create(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
+                             const struct proxyd_xfer *x, uint64_t id);
+/* Whether queue's device keeps buffers in host memory and the node lets
+ * transfers use them in place (the direct path). */
+bool proxyd_xfer_direct(struct proxyd_req *q, cl_command_queue queue);
+/* The end of a command (status rc, event e, taken): a blocking one answered
+ * once e completes (complete.c); its event handed over in *ev if asked. */
+cl_int proxyd_finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
+                         cl_event *ev);
+/* Host memory (proxyd_host_alloc'd) a command reads: freed once e completes. */
+void proxyd_keep_until_done(struct proxyd_session *s, cl_int rc, cl_event e, void *mem);
 
 /* Spans: the host rows of rectangular transfers and images.  Where the
  * bytes are for the native call (*owned: to free), what follows it, and

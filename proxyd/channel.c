@@ -93,6 +93,29 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
     return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
 }
 
+/* The chunk on tag into buf, if it has come: 0, 1 (not yet) or -1.  A
+ * message that has come is received whole at once (on one node, MPI copies
+ * it from the sender's memory; between nodes a stopped sender could still
+ * hold this up). */
+static int mpi_recv_try(struct proxyd_session *s, int tag, void *buf, size_t n)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int flag = 0, count = 0;
+    if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
+        return -1;
+    if (!flag)
+        return 1;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    if ((size_t)count != n) {
+        char dummy;
+        MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        vocl_warn("rank %d: data chunk of %d bytes where %zu were due", s->peer, count, n);
+        return -1;
+    }
+    return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+}
+
 /* Waits for a send to s's client to complete: not forever, and not past
  * the client's death. */
 static int sent(struct proxyd_session *s, MPI_Request *req)
@@ -306,6 +329,7 @@ static int mpi_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
 }
 
 const struct proxyd_data_ops proxyd_mpi_data = {.recv = mpi_recv,
+                                                .recv_try = mpi_recv_try,
                                                 .send = mpi_send,
                                                 .send_post = mpi_send_post,
                                                 .send_wait = mpi_send_wait,

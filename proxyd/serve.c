@@ -262,6 +262,8 @@ static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int c
     proxyd_mpi_reply(&cl->s, &sv->reply);
 }
 
+static void ended(struct server *sv, struct client *cl, int rc, bool bye);
+
 /* Receives and executes one request of client cl; msg was probed. */
 static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_Status *st)
 {
@@ -286,12 +288,21 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     }
     MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
     int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    if (rc >= 0 && proxyd_session_parked(&cl->s))
+        rc = proxyd_inbound_step(&cl->s, &sv->reply); /* (its first chunks may be here) */
     if (rc > 0)
         proxyd_mpi_reply(&cl->s, &sv->reply);
     proxyd_after_reply(&cl->s);
     vocl_live_begin(&cl->lw, cl->chan.live); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
+    ended(sv, cl, rc, bye);
+}
+
+/* After cl's request or write step (rc: as proxyd_execute's): its session
+ * closed if it said BYE, died or broke. */
+static void ended(struct server *sv, struct client *cl, int rc, bool bye)
+{
     if (bye) {
         if (cl->s.peer_died && sv->job_mode) {
             atomic_store(&proxyd_peer_died, true);
@@ -306,13 +317,38 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
         close_client(sv, cl, "a protocol error");
 }
 
-/* One pass over the clients; true when a request was handled. */
+/* Steps the parked sessions' writes (inbound.c); true when one ended. */
+static bool step_parked(struct server *sv, bool *any_parked)
+{
+    bool moved = false;
+    *any_parked = false;
+    for (int i = 0, n = clients_now(sv); i < n; i++) {
+        struct client *cl = client_at(sv, i);
+        if (cl->gone || !proxyd_session_parked(&cl->s))
+            continue;
+        int rc = proxyd_inbound_step(&cl->s, &sv->reply);
+        if (rc > 0)
+            proxyd_mpi_reply(&cl->s, &sv->reply);
+        if (proxyd_session_parked(&cl->s)) {
+            *any_parked = true;
+            continue;
+        }
+        moved = true;
+        vocl_live_begin(&cl->lw, cl->chan.live);
+        ended(sv, cl, rc, false);
+    }
+    return moved;
+}
+
+/* One pass over the clients; true when a request was handled.  A parked
+ * session's next request waits for its write (inbound.c). */
 static bool poll_once(struct server *sv)
 {
     MPI_Message msg;
     MPI_Status st;
     int flag = 0;
-    if (sv->job_mode) {
+    bool parked, moved = step_parked(sv, &parked);
+    if (sv->job_mode && !parked) {
         /* One communicator for all: probe any source, find its session. */
         MPI_Comm c = sv->clients[0]->chan.comm;
         MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
@@ -328,12 +364,12 @@ static bool poll_once(struct server *sv)
         handle(sv, sv->clients[src], &msg, &st);
         return true;
     }
-    bool any = false;
+    bool any = moved;
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
-        if (cl->gone)
+        if (cl->gone || proxyd_session_parked(&cl->s))
             continue;
-        MPI_Improbe(0, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
+        MPI_Improbe(cl->s.peer, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
         if (flag) {
             handle(sv, cl, &msg, &st);
             any = true;

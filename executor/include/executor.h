@@ -28,6 +28,7 @@ struct proxyd_pool;
 struct proxyd_stream;
 struct proxyd_kept;
 struct proxyd_trace;
+struct proxyd_inbound;
 
 /* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
 #define PROXYD_CHUNK_MIN (4u << 10)
@@ -119,6 +120,9 @@ struct proxyd_data_ops {
     /* Receive exactly n bytes of the next chunk of the transfer the
      * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
     int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    /* Optional: recv if the chunk has come (0), else 1 at once; -1: failed.
+     * NULL: recv serves (it waits). */
+    int (*recv_try)(struct proxyd_session *s, int tag, void *buf, size_t n);
     /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
      * Called from the stream thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
@@ -181,6 +185,9 @@ struct proxyd_session {
     struct {
         void *queue, *mem, *ptr, *mapped; /* cl_command_queue, cl_mem, its map's cl_event */
     } unmap_due;
+    /* A chunked write whose chunks are still coming (inbound.c): the
+     * session's later requests wait until it has them all. */
+    struct proxyd_inbound *inbound;
 };
 
 /* Node and sessions. */
@@ -207,6 +214,23 @@ bool proxyd_session_held(struct proxyd_session *s);
  * (a short read's map is unmapped: ops_transfer.c).  The transport calls it
  * after each reply; proxyd_execute and proxyd_session_end call it first. */
 void proxyd_after_reply(struct proxyd_session *s);
+
+/*
+ * A session whose chunked write is still receiving (inbound.c) is parked:
+ * its transport serves its next request only after proxyd_inbound_step
+ * has returned non-zero, and calls that, between other sessions'
+ * requests, until the session is no longer parked.  The step never
+ * waits: it takes the chunks that have come, and leaves the rest (or a
+ * device command that holds a staging buffer) for a later step.  Returns
+ * as proxyd_execute does once the write is done (1: its reply is in w to
+ * send), 0 while it is not, -1 when the session broke (a chunk did not
+ * come in time, or out of step).
+ */
+static inline bool proxyd_session_parked(const struct proxyd_session *s)
+{
+    return s->inbound != NULL;
+}
+int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w);
 
 /*
  * Executes one request message.  Writes the reply (if the request wants one)

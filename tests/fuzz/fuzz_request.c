@@ -185,6 +185,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 msg[VOCL_HDR_SIZE + b] = (uint8_t)(VOCL_WIRE_VERSION >> (8 * b));
         off += n;
         int rc = proxyd_execute(&s, msg, n, &reply);
+        /* A chunked write parks the session (inbound.c): stepped as the
+         * serving loop would, a bounded number of times (the fake driver's
+         * commands are done at once). */
+        for (int k = 0; k < 64 && rc >= 0 && proxyd_session_parked(&s); k++) {
+            rc = proxyd_inbound_step(&s, &reply);
+            run_jobs();
+        }
         struct vocl_msg_hdr h;
         bool bye = vocl_hdr_get(msg, n, &h) && h.opcode == VOCL_OP_BYE;
         free(msg);

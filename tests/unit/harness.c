@@ -50,6 +50,9 @@ cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
     vocl_wr_finish(req);
     vocl_wr_init(&rep->w);
     rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
+    /* A chunked write parks the session until its chunks are in (inbound.c). */
+    for (int k = 0; k < 1000 && rep->rc >= 0 && proxyd_session_parked(s); k++)
+        rep->rc = proxyd_inbound_step(s, &rep->w);
     if (rep->rc <= 0)
         return 1; /* no reply: treated as "not success" by callers */
     struct vocl_msg_hdr h;
