@@ -3,7 +3,9 @@
  *
  * Tenant A works on device 0 through phases: idle, a long program build,
  * a wait on a command gated by a user event its other thread sets later,
- * a ~2 s kernel with clFinish, idle again.  Tenant B, on device 1 of the
+ * a ~2 s kernel with clFinish, a ~2 s kernel of one work-item followed by
+ * a blocking 64 MiB write (which waits for it), 64 MiB writes while A's
+ * process is stopped (SIGSTOP) for a second in the middle, idle again.  Tenant B, on device 1 of the
  * same proxy, does 4-byte blocking reads all along and times each.  The
  * table gives B's latency in each of A's phases, natively (two processes
  * on the same PoCL devices) and through VOCL (vocl-run -a 2 -n 1 -d 2: two
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +42,8 @@
 #define PROG "vocl-bench-tenants"
 #define MAX_WAIT_S 120     /* the longest a tenant waits for the other */
 #define MAX_SAMPLES 400000 /* B's reads kept (the rest are not timed) */
+#define WRITE_MIB 64       /* A's large writes */
+#define STOP_S 1.0         /* how long A's process is stopped */
 
 _Noreturn void app_cl_fail(const char *call, cl_int err, int line)
 {
@@ -229,16 +234,50 @@ static void phase(FILE *log, const char *name, double t0)
     fprintf(log, "%s %.9f %.9f\n", name, t0, now());
 }
 
-/* Runs spin on work items, n iterations each; its time. */
-static double spin(struct dev *v, cl_kernel k, cl_mem o, cl_uint n)
+/* Enqueues spin on gws work items, n iterations each. */
+static void spin_start(struct dev *v, cl_kernel k, cl_mem o, cl_uint n, size_t gws)
 {
-    size_t gws = 256;
     CL_CHECK(clSetKernelArg(k, 0, sizeof(o), &o));
     CL_CHECK(clSetKernelArg(k, 1, sizeof(n), &n));
-    double t0 = now();
     CL_CHECK(clEnqueueNDRangeKernel(v->q, k, 1, NULL, &gws, NULL, 0, NULL, NULL));
+}
+
+/* Runs spin on gws work items, n iterations each; its time. */
+static double spin(struct dev *v, cl_kernel k, cl_mem o, cl_uint n, size_t gws)
+{
+    double t0 = now();
+    spin_start(v, k, o, n, gws);
     CL_CHECK(clFinish(v->q));
     return now() - t0;
+}
+
+/* The iterations for which spin on gws work items runs about secs. */
+static cl_uint calibrate(struct dev *v, cl_kernel k, cl_mem o, size_t gws, double secs)
+{
+    cl_uint n = 1u << 16;
+    double t = spin(v, k, o, n, gws);
+    while (t < 0.2 && n < (1u << 30)) {
+        n *= 4;
+        t = spin(v, k, o, n, gws);
+    }
+    double want = (double)n * secs / t;
+    return want > 4e9 ? 4000000000u : (cl_uint)want;
+}
+
+/* A child that stops this process (SIGSTOP) after delay, for STOP_S. */
+static pid_t stop_me_later(double delay)
+{
+    pid_t self = getpid(), child = fork();
+    if (child == 0) {
+        sleep_s(delay);
+        kill(self, SIGSTOP);
+        sleep_s(STOP_S);
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    if (child < 0)
+        die("cannot fork the stopping child");
+    return child;
 }
 
 static cl_program build(struct dev *v, const char *src)
@@ -250,8 +289,9 @@ static cl_program build(struct dev *v, const char *src)
     return p;
 }
 
-/* A: the phases, each logged as "name start end". */
-static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
+/* A: the phases, each logged as "name start end".  stop: A has a process
+ * of its own, to stop (not B's too). */
+static void tenant_a(const char *dir, double kernel_s, unsigned nfun, bool stop)
 {
     struct dev v = open_dev(0);
     cl_int err;
@@ -260,16 +300,19 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
     CL_CHECK_ERR("clCreateKernel", err);
     cl_mem o = clCreateBuffer(v.ctx, CL_MEM_READ_WRITE, 256 * sizeof(float), NULL, &err);
     CL_CHECK_ERR("clCreateBuffer", err);
-    /* Calibrate the long kernel before B starts: n iterations for kernel_s. */
-    cl_uint n = 1u << 16;
-    double t = spin(&v, k, o, n);
-    while (t < 0.2 && n < (1u << 30)) {
-        n *= 4;
-        t = spin(&v, k, o, n);
-    }
-    double want = (double)n * kernel_s / t;
-    n = want > 4e9 ? 4000000000u : (cl_uint)want;
+    /* Calibrate the long kernels before B starts: on every thread of the
+     * device's pool (which starves B's device in one process: PoCL), and
+     * on one work-item (which leaves the other thread to B). */
+    cl_uint n = calibrate(&v, k, o, 256, kernel_s), n1 = calibrate(&v, k, o, 1, kernel_s);
     char *src = slow_source(nfun);
+    const size_t big_bytes = (size_t)WRITE_MIB << 20;
+    char *host = malloc(big_bytes);
+    if (!host)
+        die("out of memory");
+    memset(host, 7, big_bytes);
+    cl_mem big = clCreateBuffer(v.ctx, CL_MEM_READ_WRITE, big_bytes, NULL, &err);
+    CL_CHECK_ERR("clCreateBuffer", err);
+    CL_CHECK(clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL));
 
     if (!await(dir, "b.ready"))
         die("tenant B never started");
@@ -281,7 +324,7 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
     phase(log, "idle", t0);
 
     t0 = now();
-    cl_program big = build(&v, src);
+    cl_program slow = build(&v, src);
     phase(log, "build", t0);
 
     t0 = now();
@@ -302,8 +345,22 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
     phase(log, "user-event", t0);
 
     t0 = now();
-    spin(&v, k, o, n);
+    spin(&v, k, o, n, 256);
     phase(log, "kernel", t0);
+
+    t0 = now();
+    spin_start(&v, k, o, n1, 1);
+    CL_CHECK(clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL));
+    phase(log, "kernel-write", t0);
+
+    t0 = now();
+    pid_t stopper = stop ? stop_me_later(0.3) : 0;
+    while (now() - t0 < 0.3 + STOP_S + 0.5)
+        CL_CHECK(clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL));
+    int st;
+    if (stopper && (waitpid(stopper, &st, 0) != stopper || !WIFEXITED(st) || WEXITSTATUS(st)))
+        die("the stopping child failed");
+    phase(log, "stopped", t0);
 
     t0 = now();
     sleep_s(1.0);
@@ -314,7 +371,9 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
     free(src);
     clReleaseEvent(gated);
     clReleaseEvent(s.user);
-    clReleaseProgram(big);
+    clReleaseProgram(slow);
+    clReleaseMemObject(big);
+    free(host);
     clReleaseKernel(k);
     clReleaseMemObject(o);
     clReleaseProgram(sp);
@@ -324,13 +383,13 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun)
 
 /* --- the driver -------------------------------------------------------------------------------- */
 
-#define NPHASES 5
-static const char *const phase_names[NPHASES] = {"idle", "build", "user-event", "kernel",
-                                                 "idle-after"};
+#define NPHASES 7
+static const char *const phase_names[NPHASES] = {"idle",         "build",   "user-event", "kernel",
+                                                 "kernel-write", "stopped", "idle-after"};
 
 struct stats {
     double span[NPHASES];  /* A's phase lengths */
-    double med[NPHASES], p95[NPHASES];
+    double med[NPHASES], p95[NPHASES], max[NPHASES];
     size_t n[NPHASES];
 };
 
@@ -380,6 +439,7 @@ static bool read_stats(const char *dir, struct stats *st)
         qsort(lat[i], m, sizeof(double), cmp_double);
         st->med[i] = m ? lat[i][m / 2] : 0;
         st->p95[i] = m ? lat[i][m * 95 / 100] : 0;
+        st->max[i] = m ? lat[i][m - 1] : 0;
         free(lat[i]);
     }
     return true;
@@ -405,8 +465,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " [--vocl-run PATH] [--kernel-seconds S] [--build-functions N]\n"
             "Tenant A (device 0) goes through phases: idle, a long build, a wait on a\n"
-            "user-event-gated command, a long kernel with clFinish; tenant B (device 1)\n"
-            "times 4-byte blocking reads all along.  Prints B's latency per phase, natively\n"
+            "user-event-gated command, a long kernel with clFinish, a long kernel of one\n"
+            "work-item followed by a blocking 64 MiB write, 64 MiB writes while its process\n"
+            "is stopped for 1 s (not in the one-process run); tenant B (device 1) times\n"
+            "4-byte blocking reads all along.  Prints B's latency per phase, natively\n"
             "and through one VOCL proxy serving both, and each against the idle latency.\n"
             "  --vocl-run PATH        the vocl-run to use (default: vocl-run on PATH)\n"
             "  --kernel-seconds S     how long A's kernel runs (default 2)\n"
@@ -417,9 +479,10 @@ static void usage(FILE *f)
 /* One row: A's phase, then B's reads in it for each run. */
 static void print_row(int i, const struct stats *st, int nruns)
 {
-    printf("%-11s %6.2f", phase_names[i], st[nruns - 1].span[i]);
+    printf("%-12s %6.2f", phase_names[i], st[nruns - 1].span[i]);
     for (int r = 0; r < nruns; r++)
-        printf(" | %6zu %9.1f %9.1f %7.2f", st[r].n[i], st[r].med[i] * 1e6, st[r].p95[i] * 1e6,
+        printf(" | %6zu %8.1f %8.1f %9.1f %6.2f", st[r].n[i], st[r].med[i] * 1e6,
+               st[r].p95[i] * 1e6, st[r].max[i] * 1e6,
                st[r].med[0] > 0 ? st[r].med[i] / st[r].med[0] : 0);
     printf("\n");
 }
@@ -459,7 +522,7 @@ int main(int argc, char **argv)
         if (!role)
             role = rank && strcmp(rank, "0") ? "b" : "a";
         if (!strcmp(role, "a"))
-            tenant_a(dir, kernel_s, (unsigned)nfun);
+            tenant_a(dir, kernel_s, (unsigned)nfun, true);
         else if (!strcmp(role, "b"))
             tenant_b(dir);
         else if (!strcmp(role, "ab")) { /* one process: B on a thread */
@@ -471,7 +534,7 @@ int main(int argc, char **argv)
             pthread_t b;
             if (pthread_create(&b, NULL, tenant_b_thread, (void *)dir))
                 die("cannot start a thread");
-            tenant_a(dir, kernel_s, (unsigned)nfun);
+            tenant_a(dir, kernel_s, (unsigned)nfun, false);
             pthread_join(b, NULL);
         } else
             die("--role takes a, b or ab");
@@ -489,6 +552,9 @@ int main(int argc, char **argv)
     snprintf(ks, sizeof(ks), "%g", kernel_s);
     snprintf(nf, sizeof(nf), "%u", (unsigned)nfun);
     setenv("POCL_DEVICES", getenv("POCL_DEVICES") ? getenv("POCL_DEVICES") : "pthread pthread", 1);
+    /* Through VOCL, data goes over MPI as from a client on another node:
+     * on this one, large buffers are shared and their writes no request. */
+    setenv("VOCL_SHM", getenv("VOCL_SHM") ? getenv("VOCL_SHM") : "0", 1);
     static const char *const titles[3] = {"native, 2 processes", "native, 1 process",
                                           "VOCL, 1 proxy"};
     struct stats st[3];
@@ -525,14 +591,14 @@ int main(int argc, char **argv)
             die(rc ? "a run failed" : "a run left no usable phases or samples");
     }
     printf("Tenant B's 4-byte blocking reads (device 1) while tenant A (device 0) is in each\n"
-           "phase: count, median and p95 latency in us, and the median against the median\n"
-           "while A is idle.\n\n");
-    printf("%-11s %6s", "A's phase", "secs");
+           "phase: count, median, p95 and worst latency in us, and the median against the\n"
+           "median while A is idle.  In the one-process run A is not stopped.\n\n");
+    printf("%-12s %6s", "A's phase", "secs");
     for (int r = 0; r < 3; r++)
-        printf(" | %-34s", titles[r]);
-    printf("\n%-11s %6s", "", "");
+        printf(" | %-41s", titles[r]);
+    printf("\n%-12s %6s", "", "");
     for (int r = 0; r < 3; r++)
-        printf(" | %6s %9s %9s %7s", "reads", "median", "p95", "ratio");
+        printf(" | %6s %8s %8s %9s %6s", "reads", "median", "p95", "worst", "ratio");
     printf("\n");
     for (int i = 0; i < NPHASES; i++)
         print_row(i, st, 3);
