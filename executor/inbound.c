@@ -41,6 +41,8 @@
 
 /* A chunk the client owes: waited for, but not forever (30 s, as before). */
 #define CHUNK_TIMEOUT_NS (30ull * 1000000000u)
+/* The most a step keeps landing chunks, once it has landed one. */
+#define STEP_NS (1000u * 1000u)
 
 enum inbound_kind {
     INBOUND_WRITE,  /* clEnqueueWriteBuffer */
@@ -332,12 +334,17 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
     return proxyd_req_end(&q, 0);
 }
 
-int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w)
+int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved)
 {
     struct proxyd_inbound *in = s->inbound;
     if (!in)
         return 0;
+    /* A chunk or more, then the other sessions' turn: a chunk of 4 MiB
+     * takes a millisecond or two to copy, 64 MiB would take them 30. */
+    uint64_t until = vocl_now_ns() + STEP_NS;
     while (in->done < in->x.size) {
+        if (*moved && vocl_now_ns() > until)
+            return 0;
         size_t n = next_len(in);
         if (!in->dst && !choose(s, in, n)) {
             if (!in->scratch && in->rc != CL_SUCCESS) /* (no memory even to drop it) */
@@ -358,6 +365,7 @@ int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w)
             goto broken;
         in->waiting_since = 0;
         landed(s, in, n);
+        *moved = true;
     }
     return finish(s, in, w);
 broken:

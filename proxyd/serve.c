@@ -288,8 +288,9 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
     }
     MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
     int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    bool moved = false;
     if (rc >= 0 && proxyd_session_parked(&cl->s))
-        rc = proxyd_inbound_step(&cl->s, &sv->reply); /* (its first chunks may be here) */
+        rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved); /* (its first chunks may be here) */
     if (rc > 0)
         proxyd_mpi_reply(&cl->s, &sv->reply);
     proxyd_after_reply(&cl->s);
@@ -317,7 +318,7 @@ static void ended(struct server *sv, struct client *cl, int rc, bool bye)
         close_client(sv, cl, "a protocol error");
 }
 
-/* Steps the parked sessions' writes (inbound.c); true when one ended. */
+/* Steps the parked sessions' writes (inbound.c); true when one moved on. */
 static bool step_parked(struct server *sv, bool *any_parked)
 {
     bool moved = false;
@@ -326,7 +327,7 @@ static bool step_parked(struct server *sv, bool *any_parked)
         struct client *cl = client_at(sv, i);
         if (cl->gone || !proxyd_session_parked(&cl->s))
             continue;
-        int rc = proxyd_inbound_step(&cl->s, &sv->reply);
+        int rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved);
         if (rc > 0)
             proxyd_mpi_reply(&cl->s, &sv->reply);
         if (proxyd_session_parked(&cl->s)) {
@@ -353,7 +354,7 @@ static bool poll_once(struct server *sv)
         MPI_Comm c = sv->clients[0]->chan.comm;
         MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
         if (!flag)
-            return false;
+            return moved;
         int src = st.MPI_SOURCE;
         if (src >= sv->nclients || sv->clients[src]->gone) {
             char dummy;

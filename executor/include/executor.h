@@ -220,9 +220,10 @@ void proxyd_after_reply(struct proxyd_session *s);
  * its transport serves its next request only after proxyd_inbound_step
  * has returned non-zero, and calls that, between other sessions'
  * requests, until the session is no longer parked.  The step never
- * waits: it takes the chunks that have come, and leaves the rest (or a
- * device command that holds a staging buffer) for a later step.  Returns
- * as proxyd_execute does once the write is done (1: its reply is in w to
+ * waits: it takes the chunks that have come (for about a millisecond at
+ * most, *moved set when it took one), and leaves the rest (or a device
+ * command that holds a staging buffer) for a later step.  Returns as
+ * proxyd_execute does once the write is done (1: its reply is in w to
  * send), 0 while it is not, -1 when the session broke (a chunk did not
  * come in time, or out of step).
  */
@@ -230,7 +231,7 @@ static inline bool proxyd_session_parked(const struct proxyd_session *s)
 {
     return s->inbound != NULL;
 }
-int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w);
+int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved);
 
 /*
  * Executes one request message.  Writes the reply (if the request wants one)

@@ -189,7 +189,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * serving loop would, a bounded number of times (the fake driver's
          * commands are done at once). */
         for (int k = 0; k < 64 && rc >= 0 && proxyd_session_parked(&s); k++) {
-            rc = proxyd_inbound_step(&s, &reply);
+            bool moved = false;
+            rc = proxyd_inbound_step(&s, &reply, &moved);
             run_jobs();
         }
         struct vocl_msg_hdr h;

@@ -52,7 +52,10 @@ cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
     rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
     /* A chunked write parks the session until its chunks are in (inbound.c). */
     for (int k = 0; k < 1000 && rep->rc >= 0 && proxyd_session_parked(s); k++)
-        rep->rc = proxyd_inbound_step(s, &rep->w);
+        {
+        bool moved = false;
+        rep->rc = proxyd_inbound_step(s, &rep->w, &moved);
+    }
     if (rep->rc <= 0)
         return 1; /* no reply: treated as "not success" by callers */
     struct vocl_msg_hdr h;
