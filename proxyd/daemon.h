@@ -5,8 +5,10 @@
 #ifndef VOCL_PROXYD_DAEMON_H
 #define VOCL_PROXYD_DAEMON_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <mpi.h>
 
@@ -35,7 +37,14 @@ struct proxyd_chan {
     MPI_Comm comm;
     int live;
     bool job; /* job mode: a client's death ends the job (main) */
+    /* Replies the client has not taken yet (a slow or stopped client):
+     * kept, with their buffers, until it has; nothing waits for them. */
+    pthread_mutex_t lock;
+    struct unsent *unsent;
+    atomic_size_t unsent_bytes; /* (read without the lock: 0, nothing kept) */
 };
+/* Initialiser of a channel's fields after job. */
+#define PROXYD_CHAN_REST .lock = PTHREAD_MUTEX_INITIALIZER, .unsent = NULL, .unsent_bytes = 0
 
 /* A peer (client or proxy) stopped answering pings: the job ends with
  * MPI_Abort (main). */
@@ -47,7 +56,15 @@ extern MPI_Comm proxyd_peer_comm;
 extern int proxyd_peer_self, proxyd_peer_size;
 /* A session's data channel over MPI. */
 extern const struct proxyd_data_ops proxyd_mpi_data;
+/* Sends w to s's client without waiting for it to take it (w's buffer
+ * may be taken for that: w stays usable); 0 or -1. */
 int proxyd_mpi_reply(struct proxyd_session *s, struct vocl_wr *w);
+/* Lets go of the replies c's client has taken since; false when the
+ * client has left too many untaken (its next requests should wait) or
+ * one for too long (its session should end: *stuck). */
+bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck);
+/* The session is over: replies not taken are cancelled. */
+void proxyd_chan_drop(struct proxyd_chan *c);
 /* Kernel printf: stdout into a pipe, sent to clients with their replies. */
 void proxyd_output_capture(void);
 

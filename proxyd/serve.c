@@ -39,6 +39,8 @@ struct client {
     int64_t pid;   /* connect mode: its process, if on this node (else 0) */
     uint64_t since_ns;  /* when it connected */
     uint64_t closed_ns; /* when its session was closed */
+    bool held; /* its next request waits: its write is parked, or it has
+                  not taken its replies (move_on) */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
 };
 
@@ -62,7 +64,8 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
         return NULL;
-    cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode};
+    cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode,
+                                     PROXYD_CHAN_REST};
     cl->id = id;
     proxyd_session_init(&cl->s, sv->node, peer);
     cl->s.who = id;
@@ -154,6 +157,7 @@ static void release_clients(struct server *sv)
         if (!cl->gone || cl->released || proxyd_session_draining(&cl->s))
             continue;
         proxyd_session_end(&cl->s); /* (its stream flush returns at once) */
+        proxyd_chan_drop(&cl->chan);
         cl->released = true;
         sv->closing--;
     }
@@ -318,38 +322,48 @@ static void ended(struct server *sv, struct client *cl, int rc, bool bye)
         close_client(sv, cl, "a protocol error");
 }
 
-/* Steps the parked sessions' writes (inbound.c); true when one moved on. */
-static bool step_parked(struct server *sv, bool *any_parked)
+/* Moves on what sessions wait for: parked writes (inbound.c), replies
+ * their clients have not taken (channel.c).  *any_held: a session's next
+ * request must wait.  True when something moved. */
+static bool move_on(struct server *sv, bool *any_held)
 {
     bool moved = false;
-    *any_parked = false;
+    *any_held = false;
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
-        if (cl->gone || !proxyd_session_parked(&cl->s))
+        bool stuck;
+        if (cl->gone)
             continue;
-        int rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved);
-        if (rc > 0)
-            proxyd_mpi_reply(&cl->s, &sv->reply);
-        if (proxyd_session_parked(&cl->s)) {
-            *any_parked = true;
+        cl->held = !proxyd_chan_flowing(&cl->chan, &stuck);
+        if (stuck) {
+            close_client(sv, cl, "a reply it did not take in 30 s");
             continue;
         }
-        moved = true;
-        vocl_live_begin(&cl->lw, cl->chan.live);
-        ended(sv, cl, rc, false);
+        if (proxyd_session_parked(&cl->s)) {
+            int rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved);
+            if (rc > 0)
+                proxyd_mpi_reply(&cl->s, &sv->reply);
+            if (!proxyd_session_parked(&cl->s)) {
+                moved = true;
+                vocl_live_begin(&cl->lw, cl->chan.live);
+                ended(sv, cl, rc, false);
+            }
+        }
+        cl->held |= proxyd_session_parked(&cl->s);
+        *any_held |= cl->held;
     }
     return moved;
 }
 
-/* One pass over the clients; true when a request was handled.  A parked
- * session's next request waits for its write (inbound.c). */
+/* One pass over the clients; true when a request was handled or a held
+ * session moved on (move_on). */
 static bool poll_once(struct server *sv)
 {
     MPI_Message msg;
     MPI_Status st;
     int flag = 0;
-    bool parked, moved = step_parked(sv, &parked);
-    if (sv->job_mode && !parked) {
+    bool held, moved = move_on(sv, &held);
+    if (sv->job_mode && !held) {
         /* One communicator for all: probe any source, find its session. */
         MPI_Comm c = sv->clients[0]->chan.comm;
         MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
@@ -368,7 +382,7 @@ static bool poll_once(struct server *sv)
     bool any = moved;
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
-        if (cl->gone || proxyd_session_parked(&cl->s))
+        if (cl->gone || cl->held)
             continue;
         MPI_Improbe(cl->s.peer, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
         if (flag) {

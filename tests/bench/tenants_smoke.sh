@@ -2,7 +2,8 @@
 # tenants_smoke.sh TOOL VOCL_RUN: vocl-bench-tenants with a short kernel and
 # a small build runs natively and through a proxy, and prints a row for each
 # of A's phases with three runs; B read in every run while A was idle, while
-# A's write waited for its kernel, and while A was stopped.
+# A's write waited for its kernel, and while A was stopped; through the proxy
+# none of B's reads waited for the stopped A.
 set -uo pipefail
 out=$("$1" --vocl-run "$2" --kernel-seconds 0.3 --build-functions 20) || {
     echo "tenants: the tool failed" >&2; exit 1; }
@@ -22,4 +23,9 @@ for phase in idle build user-event kernel kernel-write stopped idle-after; do
         done ;;
     esac
 done
+# A stopped for 1 s: through the proxy no read of B's waits for it (a proxy
+# that waited for A to take its replies held B for the whole second).
+worst=$(printf '%s\n' "$out" | awk -F'|' '/^stopped +[0-9.]+ \|/ {split($4, f, " "); print f[4]}')
+awk -v w="${worst:-1e9}" 'BEGIN { exit !(w < 500000) }' ||
+    { echo "tenants: B waited ${worst:-?} us while A was stopped (bound 500000)" >&2; fail=1; }
 exit $fail

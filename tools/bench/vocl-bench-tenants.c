@@ -4,8 +4,9 @@
  * Tenant A works on device 0 through phases: idle, a long program build,
  * a wait on a command gated by a user event its other thread sets later,
  * a ~2 s kernel with clFinish, a ~2 s kernel of one work-item followed by
- * a blocking 64 MiB write (which waits for it), 64 MiB writes while A's
- * process is stopped (SIGSTOP) for a second in the middle, idle again.  Tenant B, on device 1 of the
+ * a blocking 64 MiB write (which waits for it), 64 MiB writes and, on a
+ * second thread, 64 KiB reads while A's process is stopped (SIGSTOP) for a
+ * second in the middle, idle again.  Tenant B, on device 1 of the
  * same proxy, does 4-byte blocking reads all along and times each.  The
  * table gives B's latency in each of A's phases, natively (two processes
  * on the same PoCL devices) and through VOCL (vocl-run -a 2 -n 1 -d 2: two
@@ -215,6 +216,30 @@ struct setter {
     double after;
 };
 
+/* A's second thread in the stopped phase: 64 KiB blocking reads (their
+ * replies, past MPI's eager size, wait for A to take them) until t_end. */
+struct reader {
+    struct dev *v;
+    cl_mem buf;
+    double t_end;
+};
+
+static void *read_small(void *arg)
+{
+    struct reader *r = arg;
+    cl_int err;
+    char *host = malloc(65536);
+    cl_command_queue q = clCreateCommandQueue(r->v->ctx, r->v->d, 0, &err);
+    CL_CHECK_ERR("clCreateCommandQueue", err);
+    if (!host)
+        die("out of memory");
+    while (now() < r->t_end)
+        CL_CHECK(clEnqueueReadBuffer(q, r->buf, CL_TRUE, 0, 65536, host, 0, NULL, NULL));
+    clReleaseCommandQueue(q);
+    free(host);
+    return NULL;
+}
+
 static void *tenant_b_thread(void *dir)
 {
     tenant_b(dir);
@@ -354,9 +379,14 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun, bool stop)
     phase(log, "kernel-write", t0);
 
     t0 = now();
+    struct reader rd = {.v = &v, .buf = big, .t_end = t0 + 0.3 + STOP_S + 0.5};
+    pthread_t rt;
+    if (pthread_create(&rt, NULL, read_small, &rd))
+        die("cannot start a thread");
     pid_t stopper = stop ? stop_me_later(0.3) : 0;
-    while (now() - t0 < 0.3 + STOP_S + 0.5)
+    while (now() < rd.t_end)
         CL_CHECK(clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL));
+    pthread_join(rt, NULL);
     int st;
     if (stopper && (waitpid(stopper, &st, 0) != stopper || !WIFEXITED(st) || WEXITSTATUS(st)))
         die("the stopping child failed");
@@ -466,10 +496,11 @@ static void usage(FILE *f)
             "usage: " PROG " [--vocl-run PATH] [--kernel-seconds S] [--build-functions N]\n"
             "Tenant A (device 0) goes through phases: idle, a long build, a wait on a\n"
             "user-event-gated command, a long kernel with clFinish, a long kernel of one\n"
-            "work-item followed by a blocking 64 MiB write, 64 MiB writes while its process\n"
-            "is stopped for 1 s (not in the one-process run); tenant B (device 1) times\n"
-            "4-byte blocking reads all along.  Prints B's latency per phase, natively\n"
-            "and through one VOCL proxy serving both, and each against the idle latency.\n"
+            "work-item followed by a blocking 64 MiB write, 64 MiB writes and 64 KiB reads\n"
+            "while its process is stopped for 1 s (not in the one-process run); tenant B\n"
+            "(device 1) times 4-byte blocking reads all along.  Prints B's latency per\n"
+            "phase, natively and through one VOCL proxy serving both, and each against\n"
+            "the idle latency.\n"
             "  --vocl-run PATH        the vocl-run to use (default: vocl-run on PATH)\n"
             "  --kernel-seconds S     how long A's kernel runs (default 2)\n"
             "  --build-functions N    size of A's slow program (default 300)\n"
