@@ -8,11 +8,14 @@
  * chunk k+1, and up to the transfer's depth of chunks are in flight at
  * once.  A native event callback marks a job ready, and the thread sends
  * whichever job is ready first, so a read held by a user event holds up no
- * other read.  Only the chunks of one transfer (one session and tag)
- * keep their order: the client receives them in order on that tag.  A chunk
- * whose command failed is sent empty: the client counts the chunks it gets,
- * so an empty one marks the read failed without putting the transfer out of
- * step.
+ * other read.  Nor does a client that is stopped, or slow to take its
+ * chunks: sends in flight are tested, never waited for, and a transfer
+ * whose client has not taken its chunks holds back only its own next ones
+ * (a chunk not taken in 30 s ends its session).  Only the chunks of one
+ * transfer (one session and tag) keep their order, and end in it: the
+ * client receives them in order on that tag.  A chunk whose command
+ * failed is sent empty: the client counts the chunks it gets, so an empty
+ * one marks the read failed without putting the transfer out of step.
  *
  * Without a thread (the in-process executor, or no thread could be started)
  * every job runs at once, in the caller.
@@ -31,11 +34,14 @@ struct job {
     struct proxyd_stream *st;
     bool ready; /* c.ready has completed (or failed), under st->lock */
     struct proxyd_stream_chunk c;
-    bool posted;             /* h is a send to wait for */
+    bool posted;             /* h is a send to test */
     struct proxyd_sending h; /* (the channel's) */
     size_t sent;             /* bytes: c.n, or 0 (sent empty) */
-    uint64_t start;          /* for the trace */
+    uint64_t start;          /* when it was posted */
 };
+
+/* A chunk its client does not take in this long ends its session. */
+#define SEND_TIMEOUT_NS (30ull * 1000000000u)
 
 struct proxyd_stream {
     const struct vocl_native_api *cl;
@@ -44,7 +50,6 @@ struct proxyd_stream {
     pthread_cond_t wake, idle;
     struct job *head, *tail;    /* queued */
     struct job *flight, *flast; /* posted, oldest first: being sent */
-    unsigned nflight;
     bool stop;
 };
 
@@ -53,7 +58,7 @@ static void post_job(const struct vocl_native_api *cl, struct job *j)
 {
     struct proxyd_stream_chunk *c = &j->c;
     const struct proxyd_data_ops *data = c->s->data;
-    j->start = c->s->trace ? vocl_now_ns() : 0;
+    j->start = vocl_now_ns();
     bool ok = c->ok;
     if (ok && c->ready) {
         cl_int st = CL_COMPLETE;
@@ -74,14 +79,27 @@ static void post_job(const struct vocl_native_api *cl, struct job *j)
     }
 }
 
-/* Waits until j's chunk is sent, then gives back what it held. */
+/* Whether j's send is over: taken by its client, or given up (its session
+ * broke, or it waited too long).  Never waits. */
+static bool job_sent(struct job *j)
+{
+    struct proxyd_stream_chunk *c = &j->c;
+    if (!j->posted)
+        return true;
+    bool give_up = c->s->broken || vocl_now_ns() - j->start > SEND_TIMEOUT_NS;
+    int rc = c->s->data->send_test(c->s, &j->h, give_up);
+    if (rc < 0 && !c->s->broken) {
+        vocl_warn("client %d: a read's data %s: session ended", c->s->who,
+                  give_up ? "was not taken in 30 s" : "could not be sent");
+        c->s->broken = true;
+    }
+    return rc != 0;
+}
+
+/* j's chunk is sent: gives back what it held. */
 static void end_job(const struct vocl_native_api *cl, struct job *j)
 {
     struct proxyd_stream_chunk *c = &j->c;
-    if (j->posted && c->s->data->send_wait(c->s, &j->h)) {
-        vocl_warn("client %d: a read's data could not be sent: session ended", c->s->who);
-        c->s->broken = true;
-    }
     if (c->s->trace)
         proxyd_trace_add(c->s->trace, 0, 1, j->start, j->sent);
     if (c->slot)
@@ -95,17 +113,32 @@ static void end_job(const struct vocl_native_api *cl, struct job *j)
     proxyd_host_free(c->free_after);
 }
 
-/* The first ready job that no earlier job of its transfer precedes; NULL if none. */
+static bool same_transfer(const struct job *a, const struct job *b)
+{
+    return a->c.s == b->c.s && a->c.tag == b->c.tag;
+}
+
+/* Whether a job of j's transfer comes before it in the list from first. */
+static bool follows(const struct job *first, const struct job *j)
+{
+    for (const struct job *e = first; e != j; e = e->next)
+        if (same_transfer(e, j))
+            return true;
+    return false;
+}
+
+/* The first ready job that no earlier job of its transfer precedes and
+ * whose transfer has fewer than its depth of chunks in flight; NULL if none. */
 static struct job *take_ready(struct proxyd_stream *st)
 {
     for (struct job **pj = &st->head, *prev = NULL; *pj; prev = *pj, pj = &(*pj)->next) {
         struct job *j = *pj;
-        if (!j->ready)
+        if (!j->ready || follows(st->head, j))
             continue;
-        bool first = true;
-        for (struct job *e = st->head; e != j && first; e = e->next)
-            first = e->c.s != j->c.s || e->c.tag != j->c.tag;
-        if (!first)
+        unsigned depth = j->c.depth ? j->c.depth : 1, n = 0;
+        for (const struct job *f = st->flight; f; f = f->next)
+            n += same_transfer(f, j);
+        if (n >= depth)
             continue;
         *pj = j->next;
         if (st->tail == j)
@@ -115,40 +148,72 @@ static struct job *take_ready(struct proxyd_stream *st)
     return NULL;
 }
 
+/* Ends the sends in flight that are over, each after the earlier ones of
+ * its transfer (under st->lock, let go while testing); true if one ended. */
+static bool end_sent(struct proxyd_stream *st)
+{
+    bool ended = false;
+    for (struct job **pj = &st->flight, *prev = NULL; *pj;) {
+        struct job *j = *pj;
+        bool over = false;
+        if (!follows(st->flight, j)) {
+            pthread_mutex_unlock(&st->lock); /* (only this thread takes jobs off) */
+            over = job_sent(j);
+            if (over)
+                end_job(st->cl, j);
+            pthread_mutex_lock(&st->lock);
+        }
+        if (!over) {
+            prev = j;
+            pj = &j->next;
+            continue;
+        }
+        *pj = j->next;
+        if (st->flast == j)
+            st->flast = prev;
+        free(j);
+        ended = true;
+    }
+    if (ended)
+        pthread_cond_broadcast(&st->idle);
+    return ended;
+}
+
 /*
- * Sends are posted while fewer than the oldest's transfer allows (its
- * depth) are in flight, and waited for oldest first: the link carries the
- * next chunk while the client takes this one.  A chunk's pool buffer,
- * gate and event are let go once it is sent.
+ * Ready chunks are posted while their transfer has fewer than its depth
+ * in flight, and sends in flight are tested, oldest first, and polled
+ * while nothing else is to do: the link carries the next chunk while the
+ * client takes this one.  A chunk's pool buffer, gate and event are let go
+ * once it is sent.
  */
 static void *stream_main(void *arg)
 {
     struct proxyd_stream *st = arg;
+    uint64_t stalled = 0; /* since when the sends in flight have not moved */
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        unsigned depth = st->flight && st->flight->c.depth ? st->flight->c.depth : 1;
-        struct job *j = st->nflight < depth ? take_ready(st) : NULL;
-        if (j) {
+        bool moved = end_sent(st);
+        struct job *j;
+        while ((j = take_ready(st))) {
             j->next = NULL;
             if (st->flast)
                 st->flast->next = j;
             else
                 st->flight = j;
             st->flast = j;
-            st->nflight++;
             pthread_mutex_unlock(&st->lock);
             post_job(st->cl, j);
             pthread_mutex_lock(&st->lock);
-        } else if ((j = st->flight)) {
+            moved = true;
+        }
+        if (moved) {
+            stalled = 0;
+        } else if (st->flight) {
+            if (!stalled)
+                stalled = vocl_now_ns();
             pthread_mutex_unlock(&st->lock);
-            end_job(st->cl, j);
+            vocl_backoff(stalled, 100000);
             pthread_mutex_lock(&st->lock);
-            st->flight = j->next;
-            if (!st->flight)
-                st->flast = NULL;
-            st->nflight--;
-            free(j);
-            pthread_cond_broadcast(&st->idle);
         } else if (st->stop && !st->head) {
             break;
         } else {
@@ -210,6 +275,9 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
         struct job now = {.c = *c};
         now.c.tag = c->s->data_tag;
         post_job(node->cl, &now);
+        uint64_t start = vocl_now_ns();
+        while (!job_sent(&now)) /* (no thread to test it later: waited for here) */
+            vocl_backoff(start, 100000);
         end_job(node->cl, &now);
         return;
     }

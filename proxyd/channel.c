@@ -152,7 +152,7 @@ static int post(struct proxyd_session *s, int tag, const void *buf, size_t n, MP
     return -1;
 }
 
-/* A chunk of a read, posted; mpi_send_wait waits until the client took it. */
+/* A chunk of a read, posted; mpi_send_test says when the client took it. */
 static int mpi_send_post(struct proxyd_session *s, int tag, const void *buf, size_t n,
                          struct proxyd_sending *h)
 {
@@ -164,11 +164,20 @@ static int mpi_send_post(struct proxyd_session *s, int tag, const void *buf, siz
     return 0;
 }
 
-static int mpi_send_wait(struct proxyd_session *s, struct proxyd_sending *h)
+static int mpi_send_test(struct proxyd_session *s, struct proxyd_sending *h, bool give_up)
 {
     MPI_Request req;
+    int done = 0;
     memcpy(&req, h->handle, sizeof(req));
-    return sent(s, &req);
+    if (give_up || atomic_load(&s->lost)) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+        return -1;
+    }
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return -1;
+    memcpy(h->handle, &req, sizeof(req));
+    return done;
 }
 
 static int mpi_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
@@ -412,7 +421,7 @@ const struct proxyd_data_ops proxyd_mpi_data = {.recv = mpi_recv,
                                                 .recv_try = mpi_recv_try,
                                                 .send = mpi_send,
                                                 .send_post = mpi_send_post,
-                                                .send_wait = mpi_send_wait,
+                                                .send_test = mpi_send_test,
                                                 .peer_ok = mpi_peer_ok,
                                                 .peer_send = mpi_peer_send,
                                                 .peer_recv = mpi_peer_recv,

@@ -110,7 +110,7 @@ struct proxyd_session;
 
 #define PROXYD_DEPTH_MAX 16u /* chunks of a read in flight at most */
 
-/* A send posted on a channel, waited for later: the channel's own handle. */
+/* A send posted on a channel, tested later: the channel's own handle. */
 struct proxyd_sending {
     _Alignas(8) unsigned char handle[16];
 };
@@ -126,11 +126,13 @@ struct proxyd_data_ops {
     /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
      * Called from the stream thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
-    /* Optional: send as two halves, so that the stream thread keeps several
-     * chunks in flight (0 or -1 each).  NULL: send, one chunk at a time. */
+    /* Optional: send in two steps, so that the stream thread keeps several
+     * chunks in flight and never waits for a client to take one: posted (0
+     * or -1), then tested (1: taken, 0: not yet, -1: failed; give_up:
+     * cancelled, -1).  NULL: send, one chunk at a time. */
     int (*send_post)(struct proxyd_session *s, int tag, const void *buf, size_t n,
                      struct proxyd_sending *h);
-    int (*send_wait)(struct proxyd_session *s, struct proxyd_sending *h);
+    int (*send_test)(struct proxyd_session *s, struct proxyd_sending *h, bool give_up);
     /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
      * peer_recv takes the next message from rank on tag: *got is its size,
      * its bytes land in buf when they fit (else they are dropped). */

@@ -23,9 +23,10 @@ for phase in idle build user-event kernel kernel-write stopped idle-after; do
         done ;;
     esac
 done
-# A stopped for 1 s: through the proxy no read of B's waits for it (a proxy
-# that waited for A to take its replies held B for the whole second).
-worst=$(printf '%s\n' "$out" | awk -F'|' '/^stopped +[0-9.]+ \|/ {split($4, f, " "); print f[4]}')
-awk -v w="${worst:-1e9}" 'BEGIN { exit !(w < 500000) }' ||
-    { echo "tenants: B waited ${worst:-?} us while A was stopped (bound 500000)" >&2; fail=1; }
+# A stopped for 1 s: through the proxy B never waits for it (a proxy that
+# waited for A to take its replies, or its read's chunks, held B for the
+# whole second): B's longest time without a read is under half of it.
+gap=$(printf '%s\n' "$out" | awk -F'|' '/^stopped +[0-9.]+ \|/ {split($4, f, " "); print f[5]}')
+awk -v g="${gap:-1e9}" 'BEGIN { exit !(g < 500000) }' ||
+    { echo "tenants: B waited ${gap:-?} us while A was stopped (bound 500000)" >&2; fail=1; }
 exit $fail

@@ -4,9 +4,9 @@
  * Tenant A works on device 0 through phases: idle, a long program build,
  * a wait on a command gated by a user event its other thread sets later,
  * a ~2 s kernel with clFinish, a ~2 s kernel of one work-item followed by
- * a blocking 64 MiB write (which waits for it), 64 MiB writes and, on a
- * second thread, 64 KiB reads while A's process is stopped (SIGSTOP) for a
- * second in the middle, idle again.  Tenant B, on device 1 of the
+ * a blocking 64 MiB write (which waits for it), 64 MiB writes and reads
+ * and, on a second thread, 64 KiB reads while A's process is stopped
+ * (SIGSTOP) for a second in the middle, idle again.  Tenant B, on device 1 of the
  * same proxy, does 4-byte blocking reads all along and times each.  The
  * table gives B's latency in each of A's phases, natively (two processes
  * on the same PoCL devices) and through VOCL (vocl-run -a 2 -n 1 -d 2: two
@@ -135,8 +135,9 @@ static struct dev open_dev(cl_uint index)
     die("no platform has two devices (POCL_DEVICES=\"pthread pthread\", or vocl-run -d 2)");
 }
 
-/* B: a blocking 4-byte read every 50 us or so until A is done; "end
- * latency" a line. */
+/* B: a blocking 4-byte read every 50 us or so until A is done, and a
+ * 1 MiB one (untimed: chunks of a read, sent by the proxy's stream) after
+ * every hundred; "end latency" a line. */
 static void tenant_b(const char *dir)
 {
     struct dev v = open_dev(1);
@@ -144,15 +145,21 @@ static void tenant_b(const char *dir)
     cl_mem buf = clCreateBuffer(v.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(value),
                                 &value, &err);
     CL_CHECK_ERR("clCreateBuffer", err);
+    const size_t mib = 1u << 20;
+    cl_mem big = clCreateBuffer(v.ctx, CL_MEM_READ_WRITE, mib, NULL, &err);
+    CL_CHECK_ERR("clCreateBuffer", err);
     double *t = malloc(2 * MAX_SAMPLES * sizeof(*t));
-    if (!t)
+    char *bulk = malloc(mib);
+    if (!t || !bulk)
         die("out of memory");
     for (int i = 0; i < 100; i++) /* warm up */
         CL_CHECK(clEnqueueReadBuffer(v.q, buf, CL_TRUE, 0, sizeof(got), &got, 0, NULL, NULL));
     touch(dir, "b.ready");
     size_t n = 0;
     double until = now() + MAX_WAIT_S;
-    while (!exists(dir, "a.done") && now() < until) {
+    for (unsigned round = 0; !exists(dir, "a.done") && now() < until; round++) {
+        if (round % 5 == 4)
+            CL_CHECK(clEnqueueReadBuffer(v.q, big, CL_TRUE, 0, mib, bulk, 0, NULL, NULL));
         for (int i = 0; i < 20; i++) {
             double t0 = now();
             CL_CHECK(clEnqueueReadBuffer(v.q, buf, CL_TRUE, 0, sizeof(got), &got, 0, NULL, NULL));
@@ -173,6 +180,8 @@ static void tenant_b(const char *dir)
     if (!f || fclose(f))
         die("cannot write B's samples");
     free(t);
+    free(bulk);
+    clReleaseMemObject(big);
     clReleaseMemObject(buf);
     clReleaseCommandQueue(v.q);
     clReleaseContext(v.ctx);
@@ -384,8 +393,10 @@ static void tenant_a(const char *dir, double kernel_s, unsigned nfun, bool stop)
     if (pthread_create(&rt, NULL, read_small, &rd))
         die("cannot start a thread");
     pid_t stopper = stop ? stop_me_later(0.3) : 0;
-    while (now() < rd.t_end)
-        CL_CHECK(clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL));
+    for (unsigned i = 0; now() < rd.t_end; i++)
+        CL_CHECK(i % 2 ? clEnqueueReadBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL, NULL)
+                       : clEnqueueWriteBuffer(v.q, big, CL_TRUE, 0, big_bytes, host, 0, NULL,
+                                              NULL));
     pthread_join(rt, NULL);
     int st;
     if (stopper && (waitpid(stopper, &st, 0) != stopper || !WIFEXITED(st) || WEXITSTATUS(st)))
@@ -420,6 +431,7 @@ static const char *const phase_names[NPHASES] = {"idle",         "build",   "use
 struct stats {
     double span[NPHASES];  /* A's phase lengths */
     double med[NPHASES], p95[NPHASES], max[NPHASES];
+    double gap[NPHASES]; /* the longest B went without a timed read ending */
     size_t n[NPHASES];
 };
 
@@ -455,14 +467,22 @@ static bool read_stats(const char *dir, struct stats *st)
         if (!lat[i])
             die("out of memory");
     }
-    double t, l;
-    while (fscanf(f, "%lf %lf", &t, &l) == 2 && n++ < MAX_SAMPLES)
-        for (int i = 0; i < NPHASES; i++)
+    double t, l, last = 0;
+    for (int i = 0; i < NPHASES; i++)
+        st->gap[i] = 0;
+    while (fscanf(f, "%lf %lf", &t, &l) == 2 && n++ < MAX_SAMPLES) {
+        for (int i = 0; i < NPHASES; i++) {
+            /* A gap counts in the phase it ends in. */
+            if (last && t >= start[i] && t <= end[i] && t - last > st->gap[i])
+                st->gap[i] = t - last;
             /* A read is in a phase when it began and ended inside it. */
             if (t - l >= start[i] && t <= end[i]) {
                 lat[i][st->n[i]++] = l;
                 break;
             }
+        }
+        last = t;
+    }
     fclose(f);
     for (int i = 0; i < NPHASES; i++) {
         size_t m = st->n[i];
@@ -496,11 +516,11 @@ static void usage(FILE *f)
             "usage: " PROG " [--vocl-run PATH] [--kernel-seconds S] [--build-functions N]\n"
             "Tenant A (device 0) goes through phases: idle, a long build, a wait on a\n"
             "user-event-gated command, a long kernel with clFinish, a long kernel of one\n"
-            "work-item followed by a blocking 64 MiB write, 64 MiB writes and 64 KiB reads\n"
-            "while its process is stopped for 1 s (not in the one-process run); tenant B\n"
-            "(device 1) times 4-byte blocking reads all along.  Prints B's latency per\n"
-            "phase, natively and through one VOCL proxy serving both, and each against\n"
-            "the idle latency.\n"
+            "work-item followed by a blocking 64 MiB write, 64 MiB writes and reads and\n"
+            "64 KiB reads while its process is stopped for 1 s (not in the one-process\n"
+            "run); tenant B (device 1) times 4-byte blocking reads all along (and reads\n"
+            "1 MiB after every hundred).  Prints B's latency per phase, natively and\n"
+            "through one VOCL proxy serving both, and each against the idle latency.\n"
             "  --vocl-run PATH        the vocl-run to use (default: vocl-run on PATH)\n"
             "  --kernel-seconds S     how long A's kernel runs (default 2)\n"
             "  --build-functions N    size of A's slow program (default 300)\n"
@@ -512,8 +532,8 @@ static void print_row(int i, const struct stats *st, int nruns)
 {
     printf("%-12s %6.2f", phase_names[i], st[nruns - 1].span[i]);
     for (int r = 0; r < nruns; r++)
-        printf(" | %6zu %8.1f %8.1f %9.1f %6.2f", st[r].n[i], st[r].med[i] * 1e6,
-               st[r].p95[i] * 1e6, st[r].max[i] * 1e6,
+        printf(" | %6zu %8.1f %8.1f %9.1f %9.1f %6.2f", st[r].n[i], st[r].med[i] * 1e6,
+               st[r].p95[i] * 1e6, st[r].max[i] * 1e6, st[r].gap[i] * 1e6,
                st[r].med[0] > 0 ? st[r].med[i] / st[r].med[0] : 0);
     printf("\n");
 }
@@ -622,14 +642,15 @@ int main(int argc, char **argv)
             die(rc ? "a run failed" : "a run left no usable phases or samples");
     }
     printf("Tenant B's 4-byte blocking reads (device 1) while tenant A (device 0) is in each\n"
-           "phase: count, median, p95 and worst latency in us, and the median against the\n"
-           "median while A is idle.  In the one-process run A is not stopped.\n\n");
+           "phase: count, median, p95 and worst latency in us, the longest time in us that\n"
+           "B went without one (it reads 1 MiB after every hundred), and the median against\n"
+           "the median while A is idle.  In the one-process run A is not stopped.\n\n");
     printf("%-12s %6s", "A's phase", "secs");
     for (int r = 0; r < 3; r++)
-        printf(" | %-41s", titles[r]);
+        printf(" | %-51s", titles[r]);
     printf("\n%-12s %6s", "", "");
     for (int r = 0; r < 3; r++)
-        printf(" | %6s %8s %8s %9s %6s", "reads", "median", "p95", "worst", "ratio");
+        printf(" | %6s %8s %8s %9s %9s %6s", "reads", "median", "p95", "worst", "gap", "ratio");
     printf("\n");
     for (int i = 0; i < NPHASES; i++)
         print_row(i, st, 3);
