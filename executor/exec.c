@@ -588,6 +588,8 @@ static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, 
     uint64_t start = s->trace ? vocl_now_ns() : 0;
     struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode,
                            .seq = h.seq, .async = !wants_reply};
+    s->msg = msg;
+    s->msg_len = VOCL_HDR_SIZE + h.length;
     s->data_tag = s->tag_base + vocl_data_tag(h.seq);
 
     vocl_wr_begin(reply, h.opcode, 0, h.seq);
@@ -648,6 +650,13 @@ static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, 
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
     return proxyd_req_end(&q, start);
+}
+
+int proxyd_execute_again(struct proxyd_session *s, const void *msg, size_t len,
+                         struct vocl_wr *reply)
+{
+    struct vocl_msg_hdr h;
+    return vocl_hdr_get(msg, len, &h) ? execute_one(s, &h, msg, reply) : -1;
 }
 
 int proxyd_req_end(struct proxyd_req *q, uint64_t start)

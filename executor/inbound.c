@@ -28,8 +28,11 @@
  * fails).  Each chunk is written to the device after the one before, so the
  * command completes with the last.
  *
- * A request refused while its chunks are on their way (a bad handle, no
- * memory) parks too, to drain them; its reply, already made, goes after.
+ * A rectangle's or an image's data (its rows are not the buffer's) is
+ * received whole into memory of its own, and the request then runs again
+ * with it.  A request refused while its chunks are on their way (a bad
+ * handle, no memory) parks too, to drain them; its reply, already made,
+ * goes after.
  */
 #include "proxyd.h"
 #include "xfer.h"
@@ -48,6 +51,7 @@ enum inbound_kind {
     INBOUND_WRITE,  /* clEnqueueWriteBuffer */
     INBOUND_CREATE, /* clCreateBuffer with the data (a queue of its own) */
     INBOUND_DRAIN,  /* a refused request: the chunks dropped, then its reply */
+    INBOUND_WHOLE,  /* a rectangle or image: received whole, then the request again */
 };
 
 struct proxyd_inbound {
@@ -70,11 +74,14 @@ struct proxyd_inbound {
     struct proxyd_pool *pool; /* NULL: own memory only */
     cl_event last;            /* the last chunk's write */
     uint8_t *dst;             /* where the next chunk lands (NULL: not chosen) */
-    enum { LAND_MAP, LAND_POOL, LAND_OWN, LAND_DROP } land;
+    enum { LAND_MAP, LAND_POOL, LAND_OWN, LAND_WHOLE, LAND_DROP } land;
     unsigned slot;          /* LAND_POOL */
     uint8_t *scratch;       /* LAND_DROP: malloc'd once */
     uint64_t waiting_since; /* the next chunk: waited for since (0: not yet) */
     struct vocl_wr reply;   /* DRAIN: the refusal, as the handler made it */
+    uint8_t *whole;         /* WHOLE: where the data lands (proxyd_host_alloc'd) */
+    void *again;            /* WHOLE: a copy of the request, to run again */
+    size_t again_len;
     cl_uint nwl;
     cl_event wl[]; /* retained */
 };
@@ -167,6 +174,26 @@ void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x)
         q->s->broken = true; /* the data channel cannot be kept in step */
 }
 
+static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in);
+
+uint8_t *proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf)
+{
+    struct proxyd_inbound *in = park(q, INBOUND_WHOLE, x, 0, NULL);
+    void *again = in ? malloc(q->s->msg_len) : NULL;
+    if (!again) {
+        if (in)
+            inbound_free(q->s, in);
+        proxyd_host_free(buf);
+        proxyd_xfer_drain(q, x);
+        return NULL;
+    }
+    memcpy(again, q->s->msg, q->s->msg_len);
+    in->again = again;
+    in->again_len = q->s->msg_len;
+    in->whole = buf;
+    return NULL;
+}
+
 void proxyd_inbound_keep_reply(struct proxyd_session *s, const struct vocl_wr *w)
 {
     struct proxyd_inbound *in = s->inbound;
@@ -192,6 +219,11 @@ static bool event_done(const struct vocl_native_api *cl, cl_event ev, bool *fail
 static bool choose(struct proxyd_session *s, struct proxyd_inbound *in, size_t n)
 {
     const struct vocl_native_api *cl = s->node->cl;
+    if (in->whole) {
+        in->land = LAND_WHOLE;
+        in->dst = in->whole + in->done;
+        return true;
+    }
     if (in->rc == CL_SUCCESS && in->map) {
         bool failed;
         if (!event_done(cl, in->mapped, &failed))
@@ -230,7 +262,7 @@ static void landed(struct proxyd_session *s, struct proxyd_inbound *in, size_t n
     const struct vocl_native_api *cl = s->node->cl;
     cl_int rc = in->rc;
     cl_event e = NULL, prev = in->last;
-    if (rc == CL_SUCCESS && in->land != LAND_MAP && in->land != LAND_DROP) {
+    if (rc == CL_SUCCESS && (in->land == LAND_POOL || in->land == LAND_OWN)) {
         /* Each after the one before: the command completes with the last. */
         rc = cl->clEnqueueWriteBuffer(in->queue, in->buf, CL_FALSE, in->offset + in->done, n,
                                       in->dst, prev ? 1 : in->nwl, prev ? &prev : wait_list(in),
@@ -271,6 +303,8 @@ static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in)
     }
     free(in->scratch);
     vocl_wr_free(&in->reply);
+    proxyd_host_free(in->whole);
+    free(in->again);
     free(in);
     s->inbound = NULL;
 }
@@ -288,6 +322,19 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
     const struct vocl_native_api *cl = s->node->cl;
     struct proxyd_req q = {.s = s, .cl = cl, .w = w, .op = in->op, .seq = in->seq,
                            .async = in->async};
+    if (in->kind == INBOUND_WHOLE) {
+        void *again = in->again;
+        size_t len = in->again_len;
+        in->again = NULL;
+        s->preloaded = in->whole;
+        in->whole = NULL;
+        inbound_free(s, in);
+        int rc = proxyd_execute_again(s, again, len, w);
+        proxyd_host_free(s->preloaded); /* (where the request did not take it) */
+        s->preloaded = NULL;
+        free(again);
+        return rc;
+    }
     cl_int rc = in->rc;
     cl_event e = in->last;
     in->last = NULL;
@@ -322,6 +369,7 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
         vocl_wr_i32(w, rc);
         break;
     }
+    case INBOUND_WHOLE: /* (above) */
     case INBOUND_DRAIN:
         vocl_wr_reset(w);
         if (in->reply.len && vocl_wr_reserve(w, in->reply.len))

@@ -111,12 +111,21 @@ void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
 }
 
 /* All the chunks of x in memory of its own (to free); NULL when out of
- * memory (drained) or when the data channel broke. */
+ * memory (drained), when the data channel broke, or when they are still
+ * coming: then the session is parked, and the request runs again once
+ * they are all in (inbound.c), this time with them. */
 static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
+    if (q->s->preloaded) {
+        uint8_t *buf = q->s->preloaded;
+        q->s->preloaded = NULL;
+        return buf;
+    }
     uint8_t *buf = proxyd_host_alloc(q->s, x->size);
     if (!buf)
         proxyd_xfer_drain(q, x);
+    else if (q->s->data->recv_try)
+        buf = proxyd_inbound_whole(q, x, buf);
     else if (recv_chunks(q, x, buf)) {
         proxyd_host_free(buf);
         buf = NULL;

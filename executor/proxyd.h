@@ -90,6 +90,10 @@ int proxyd_req_begin(struct proxyd_req *q);
  * an error deferred or reported as proxyd_execute does; 1 when a reply is
  * due now, else 0.  start: when it began, for the trace (0: none). */
 int proxyd_req_end(struct proxyd_req *q, uint64_t start);
+/* Runs one request (not a batch) once more: one whose chunks came whole
+ * while its session was parked (inbound.c).  As proxyd_execute. */
+int proxyd_execute_again(struct proxyd_session *s, const void *msg, size_t len,
+                         struct vocl_wr *reply);
 /* The session's chunked write (inbound.c): let go (the session closed), or
  * the reply its handler made, kept to send once its chunks are drained. */
 void proxyd_inbound_drop(struct proxyd_session *s);

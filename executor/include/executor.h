@@ -190,6 +190,11 @@ struct proxyd_session {
     /* A chunked write whose chunks are still coming (inbound.c): the
      * session's later requests wait until it has them all. */
     struct proxyd_inbound *inbound;
+    /* The request being executed (one of a batch), and the data a parked
+     * one received whole, for its second run (inbound.c). */
+    const void *msg;
+    size_t msg_len;
+    void *preloaded;
 };
 
 /* Node and sessions. */
