@@ -5,8 +5,9 @@
 # mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
 #   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE [VOCL-SMI]]
 # MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
-# hostile (which runs tests/reliability/hostile, HOSTILE), or bench
-# (vocl-bench --daemons, given as HOSTILE's place: its path).
+# hostile (which runs tests/reliability/hostile, HOSTILE), bench
+# (vocl-bench --daemons, given as HOSTILE's place: its path), or stopped
+# (vocl-bench-tenants' two roles, given there too).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -349,6 +350,44 @@ bench)
     grep -E 'first call, connecting to 4 daemons +\| +[0-9.]+ [mu]?s +\| +[0-9.]+ [mu]?s' \
         "$tmp/bench.out" || fail "no connect row: $(cat "$tmp/bench.out")"
     grep -E '^read 4 B, blocking' "$tmp/bench.out" || fail "no round trip row"
+    ;;
+stopped)
+    # Two tenants of one daemon: vocl-bench-tenants' roles (its path in
+    # HOSTILE's place), two applications started alone.  A's phases include
+    # a write behind its kernel and a second in which its process is
+    # stopped (SIGSTOP) amid 64 MiB writes and reads and 64 KiB reads; B
+    # times 4-byte reads all along, with a 1 MiB read after every hundred.
+    # B must never go half of A's kernel without a read while A's write
+    # waits for it, nor half of A's stop.  Nothing shared (VOCL_SHM=0): A's
+    # data goes in chunks.
+    start_daemon a 2; pa=$dpid
+    d=$tmp/tenants
+    mkdir -p "$d"
+    VOCL_SHM=0 app "$tmp/b.out" a "$hostile" --role b --dir "$d" & b=$!
+    VOCL_SHM=0 app "$tmp/a.out" a "$hostile" --role a --dir "$d" --kernel-seconds 0.5 \
+        --build-functions 20 || fail "tenant A: exit $?: $(tail -5 "$tmp/a.out")"
+    wait $b || fail "tenant B: exit $?: $(tail -5 "$tmp/b.out")"
+    for phase in idle kernel-write stopped; do
+        # The gaps between B's reads that end in the phase, and from its
+        # last read (or its start) to its end.
+        read -r n worst gap < <(awk -v p="$phase" '
+            NR == FNR { if ($1 == p) { s = $2; e = $3; at = s } next }
+            { if ($1 >= s && $1 <= e) { if ($1 - $2 >= s) { n++; if ($2 > w) w = $2 }
+                                        if ($1 - (last > s ? last : s) > g) g = $1 - (last > s ? last : s)
+                                        at = $1 }
+              last = $1 }
+            END { if (e - at > g) g = e - at
+                  printf "%d %.1f %.1f\n", n, w * 1e3, g * 1e3 }' "$d/a.phases" "$d/b.samples")
+        echo "A $phase: B read $n times, worst $worst ms, longest without a read $gap ms"
+        case $phase in
+        kernel-write) bound=250 ;; # half of A's kernel
+        stopped) bound=500 ;;      # half of A's stop
+        *) bound=1000000 ;;
+        esac
+        awk -v g="$gap" -v b="$bound" 'BEGIN { exit !(g < b) }' ||
+            fail "B went $gap ms without a read while A was $phase (bound $bound ms)"
+    done
+    echo "daemon a idle $(wait_idle "$pa" a 5) s after: holds $(state "$pa" a)"
     ;;
 *)
     fail "unknown test $what"

@@ -467,14 +467,21 @@ static bool read_stats(const char *dir, struct stats *st)
         if (!lat[i])
             die("out of memory");
     }
-    double t, l, last = 0;
-    for (int i = 0; i < NPHASES; i++)
+    /* The gaps between B's reads that end in a phase, from its start on,
+     * and from its last read (or its start) to its end. */
+    double t, l, last = 0, at[NPHASES];
+    for (int i = 0; i < NPHASES; i++) {
         st->gap[i] = 0;
+        at[i] = start[i];
+    }
     while (fscanf(f, "%lf %lf", &t, &l) == 2 && n++ < MAX_SAMPLES) {
         for (int i = 0; i < NPHASES; i++) {
-            /* A gap counts in the phase it ends in. */
-            if (last && t >= start[i] && t <= end[i] && t - last > st->gap[i])
-                st->gap[i] = t - last;
+            if (t >= start[i] && t <= end[i]) {
+                double from = last > start[i] ? last : start[i];
+                if (t - from > st->gap[i])
+                    st->gap[i] = t - from;
+                at[i] = t;
+            }
             /* A read is in a phase when it began and ended inside it. */
             if (t - l >= start[i] && t <= end[i]) {
                 lat[i][st->n[i]++] = l;
@@ -483,6 +490,9 @@ static bool read_stats(const char *dir, struct stats *st)
         }
         last = t;
     }
+    for (int i = 0; i < NPHASES; i++)
+        if (end[i] - at[i] > st->gap[i])
+            st->gap[i] = end[i] - at[i];
     fclose(f);
     for (int i = 0; i < NPHASES; i++) {
         size_t m = st->n[i];
