@@ -62,11 +62,28 @@ static bool mpi_peer_died(void)
     return atomic_load(&proxyd_peer_died);
 }
 
+/* Receives the chunk msg (probed: st) into buf, if it is the n bytes due;
+ * 0, or -1 (the session is out of step). */
+static int take_chunk(struct proxyd_session *s, MPI_Message *msg, MPI_Status *st, void *buf,
+                      size_t n)
+{
+    int count = 0;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if ((size_t)count != n) {
+        /* Out of step: take the message off the queue and give up on the session. */
+        char dummy;
+        MPI_Mrecv(&dummy, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        vocl_warn("rank %d: data chunk of %d bytes where %zu were due", s->peer, count, n);
+        return -1;
+    }
+    return MPI_Mrecv(buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+}
+
 static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
 {
     MPI_Message msg;
     MPI_Status st;
-    int flag = 0, count = 0;
+    int flag = 0;
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
     vocl_live_begin(&lw, chan(s)->live);
@@ -82,15 +99,7 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
         if (!flag)
             vocl_backoff(start, 100000);
     }
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    if ((size_t)count != n) {
-        /* Out of step: take the message off the queue and give up on the session. */
-        char dummy;
-        MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-        vocl_warn("rank %d: data chunk of %d bytes where %zu were due", s->peer, count, n);
-        return -1;
-    }
-    return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    return take_chunk(s, &msg, &st, buf, n);
 }
 
 /* The chunk on tag into buf, if it has come: 0, 1 (not yet) or -1.  A
@@ -101,19 +110,10 @@ static int mpi_recv_try(struct proxyd_session *s, int tag, void *buf, size_t n)
 {
     MPI_Message msg;
     MPI_Status st;
-    int flag = 0, count = 0;
+    int flag = 0;
     if (MPI_Improbe(s->peer, tag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
         return -1;
-    if (!flag)
-        return 1;
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    if ((size_t)count != n) {
-        char dummy;
-        MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-        vocl_warn("rank %d: data chunk of %d bytes where %zu were due", s->peer, count, n);
-        return -1;
-    }
-    return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+    return flag ? take_chunk(s, &msg, &st, buf, n) : 1;
 }
 
 /* Waits for a send to s's client to complete: not forever, and not past
