@@ -103,9 +103,10 @@ static int mpi_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
 }
 
 /* The chunk on tag into buf, if it has come: 0, 1 (not yet) or -1.  A
- * message that has come is received whole at once (on one node, MPI copies
- * it from the sender's memory; between nodes a stopped sender could still
- * hold this up). */
+ * message that has come is received whole at once: MPICH on one node
+ * copies it from the sender's memory, but between nodes, and with Open
+ * MPI's shared-memory transport, a sender stopped in the middle of it
+ * holds this up until it goes on. */
 static int mpi_recv_try(struct proxyd_session *s, int tag, void *buf, size_t n)
 {
     MPI_Message msg;
