@@ -176,7 +176,7 @@ void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x)
 
 static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in);
 
-uint8_t *proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf)
+void proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf)
 {
     struct proxyd_inbound *in = park(q, INBOUND_WHOLE, x, 0, NULL);
     void *again = in ? malloc(q->s->msg_len) : NULL;
@@ -185,13 +185,12 @@ uint8_t *proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x,
             inbound_free(q->s, in);
         proxyd_host_free(buf);
         proxyd_xfer_drain(q, x);
-        return NULL;
+        return;
     }
     memcpy(again, q->s->msg, q->s->msg_len);
     in->again = again;
     in->again_len = q->s->msg_len;
     in->whole = buf;
-    return NULL;
 }
 
 void proxyd_inbound_keep_reply(struct proxyd_session *s, const struct vocl_wr *w)

@@ -81,17 +81,6 @@ static size_t chunk_len(const struct proxyd_xfer *x, size_t done)
     return x->size - done < x->chunk ? x->size - done : x->chunk;
 }
 
-/* Receives every chunk of x into dst. */
-static int recv_chunks(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *dst)
-{
-    for (size_t done = 0; done < x->size; done += x->chunk)
-        if (q->s->data->recv(q->s, q->s->data_tag, dst + done, chunk_len(x, done))) {
-            q->s->broken = true; /* the data channel is out of step */
-            return -1;
-        }
-    return 0;
-}
-
 /* A failed chunked read: as many empty chunks as the client waits for. */
 static void fail_chunks(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
@@ -110,10 +99,10 @@ void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
         fail_chunks(q, x);
 }
 
-/* All the chunks of x in memory of its own (to free); NULL when out of
- * memory (drained), when the data channel broke, or when they are still
- * coming: then the session is parked, and the request runs again once
- * they are all in (inbound.c), this time with them. */
+/* All the chunks of x in memory of its own (to free), on the request's
+ * second run; on its first, NULL: the session is parked to receive them
+ * (or drain them, out of memory), and the request runs again once they
+ * are all in (inbound.c). */
 static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
 {
     if (q->s->preloaded) {
@@ -124,13 +113,9 @@ static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
     uint8_t *buf = proxyd_host_alloc(q->s, x->size);
     if (!buf)
         proxyd_xfer_drain(q, x);
-    else if (q->s->data->recv_try)
-        buf = proxyd_inbound_whole(q, x, buf);
-    else if (recv_chunks(q, x, buf)) {
-        proxyd_host_free(buf);
-        buf = NULL;
-    }
-    return buf;
+    else
+        proxyd_inbound_whole(q, x, buf);
+    return NULL;
 }
 
 /* Sends buf's x->size bytes as chunks once ready completes (NULL: now);

@@ -38,9 +38,8 @@ cl_int proxyd_inbound_create(struct proxyd_req *q, cl_command_queue queue, cl_me
                              const struct proxyd_xfer *x, uint64_t id);
 /* Parks q's session to receive x's chunks into buf (x->size bytes,
  * proxyd_host_alloc'd, taken), then runs q's request again with buf as
- * s->preloaded; NULL.  Where it cannot park: buf, filled (waited for), or
- * NULL (drained). */
-uint8_t *proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf);
+ * s->preloaded.  Where it cannot park, the chunks are drained. */
+void proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf);
 /* Whether queue's device keeps buffers in host memory and the node lets
  * transfers use them in place (the direct path). */
 bool proxyd_xfer_direct(struct proxyd_req *q, cl_command_queue queue);
