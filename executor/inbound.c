@@ -78,6 +78,7 @@ struct proxyd_inbound {
     unsigned slot;          /* LAND_POOL */
     uint8_t *scratch;       /* LAND_DROP: malloc'd once */
     uint64_t waiting_since; /* the next chunk: waited for since (0: not yet) */
+    bool warned;            /* let go while its chunk was still coming: said once */
     struct vocl_wr reply;   /* DRAIN: the refusal, as the handler made it */
     uint8_t *whole;         /* WHOLE: where the data lands (proxyd_host_alloc'd) */
     void *again;            /* WHOLE: a copy of the request, to run again */
@@ -308,10 +309,61 @@ static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in)
     s->inbound = NULL;
 }
 
+/* Whether the data channel still writes into in's next chunk: one that
+ * began to come from a client that stopped in the middle of sending it. */
+static bool receiving(struct proxyd_session *s, const struct proxyd_inbound *in)
+{
+    return in->dst && s->data->recv_busy && s->data->recv_busy(s);
+}
+
+bool proxyd_inbound_busy(struct proxyd_session *s)
+{
+    return s->inbound && receiving(s, s->inbound);
+}
+
 void proxyd_inbound_drop(struct proxyd_session *s)
 {
-    if (s->inbound)
-        inbound_free(s, s->inbound);
+    struct proxyd_inbound *in = s->inbound;
+    if (!in)
+        return;
+    if (!receiving(s, in)) {
+        inbound_free(s, in);
+    } else if (!in->warned) {
+        in->warned = true;
+        vocl_warn("client %d: a chunk of its write is still coming: what its session holds is"
+                  " released once it is in (or given up)",
+                  s->who);
+    }
+}
+
+void proxyd_inbound_give_up(struct proxyd_session *s)
+{
+    struct proxyd_inbound *in = s->inbound;
+    if (!in || !receiving(s, in))
+        return;
+    vocl_warn("client %d: the chunk it began to send did not come: the %zu bytes it would land in"
+              " are left to it for good, the rest is released",
+              s->who, next_len(in));
+    switch (in->land) {
+    case LAND_MAP: /* the buffer stays, mapped */
+        s->node->cl->clRetainMemObject(in->buf);
+        in->map = NULL;
+        break;
+    case LAND_POOL:
+        proxyd_pool_lose(in->pool, in->slot);
+        break;
+    case LAND_WHOLE:
+        in->whole = NULL;
+        break;
+    case LAND_DROP:
+        in->scratch = NULL;
+        break;
+    case LAND_OWN:
+        break;
+    }
+    in->dst = NULL; /* (LAND_OWN: not freed) */
+    s->data->recv_give_up(s);
+    inbound_free(s, in);
 }
 
 /* Every chunk has landed: the command's end, as its handler would have
@@ -417,6 +469,6 @@ int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved
     return finish(s, in, w);
 broken:
     s->broken = true; /* the data channel is out of step */
-    inbound_free(s, in);
+    proxyd_inbound_drop(s);
     return -1;
 }

@@ -25,6 +25,7 @@ struct pool_buf {
     uint8_t *mem;
     cl_event busy;   /* the last device command using the buffer, or NULL */
     atomic_int held; /* taken: being filled, or queued on the stream until sent */
+    bool own;        /* mem is a block of its own (else: part of the driver's buffer) */
 };
 
 struct proxyd_pool {
@@ -32,6 +33,7 @@ struct proxyd_pool {
     size_t size;
     unsigned n, next;
     bool pinned;
+    bool lost; /* a part of the driver's buffer was lost: it is never given back */
     /* A context's pool: the driver's buffer, mapped at base through queue. */
     cl_command_queue queue;
     cl_mem mem;
@@ -70,6 +72,7 @@ struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n
         if (mlock(m, size))
             p->pinned = false;
         p->buf[i].mem = m;
+        p->buf[i].own = true;
     }
     if (!p->pinned)
         vocl_info("staging buffers not locked in memory (RLIMIT_MEMLOCK): transfers still work");
@@ -120,17 +123,17 @@ void proxyd_pool_free(struct proxyd_pool *p)
         return;
     for (unsigned i = 0; i < p->n; i++) {
         buf_wait(p, &p->buf[i]);
-        if (p->queue || !p->buf[i].mem)
+        if (!p->buf[i].own)
             continue; /* (the driver's memory: given back below) */
         if (p->pinned)
             munlock(p->buf[i].mem, p->size);
         free(p->buf[i].mem);
     }
-    if (p->base)
+    if (p->base && !p->lost)
         p->cl->clEnqueueUnmapMemObject(p->queue, p->mem, p->base, 0, NULL, NULL);
     if (p->queue)
         p->cl->clFinish(p->queue);
-    if (p->mem)
+    if (p->mem && !p->lost)
         p->cl->clReleaseMemObject(p->mem);
     if (p->queue) {
         p->cl->clReleaseCommandQueue(p->queue);
@@ -249,6 +252,25 @@ void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev)
 void proxyd_pool_give(struct proxyd_pool *p, unsigned slot)
 {
     atomic_store(&p->buf[slot].held, 0);
+}
+
+void proxyd_pool_lose(struct proxyd_pool *p, unsigned slot)
+{
+    /* The lost block is never freed (nor the driver's buffer it is part
+     * of); the slot goes on with a block of its own, not locked. */
+    struct pool_buf *b = &p->buf[slot];
+    void *m = NULL;
+    if (posix_memalign(&m, 4096, p->size)) {
+        vocl_error("a staging buffer is lost, and no memory to replace it: the pool is held");
+        return;
+    }
+    if (!b->own)
+        p->lost = true;
+    else if (p->pinned)
+        munlock(b->mem, p->size); /* (its pages need not stay in memory) */
+    b->mem = m;
+    b->own = true;
+    atomic_store(&b->held, 0);
 }
 
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot)

@@ -94,9 +94,12 @@ int proxyd_req_end(struct proxyd_req *q, uint64_t start);
  * while its session was parked (inbound.c).  As proxyd_execute. */
 int proxyd_execute_again(struct proxyd_session *s, const void *msg, size_t len,
                          struct vocl_wr *reply);
-/* The session's chunked write (inbound.c): let go (the session closed), or
- * the reply its handler made, kept to send once its chunks are drained. */
+/* The session's chunked write (inbound.c): let go (the session closed; but
+ * kept while proxyd_inbound_busy: a chunk is still being written into its
+ * memory), or the reply its handler made, kept to send once its chunks
+ * are drained. */
 void proxyd_inbound_drop(struct proxyd_session *s);
+bool proxyd_inbound_busy(struct proxyd_session *s);
 void proxyd_inbound_keep_reply(struct proxyd_session *s, const struct vocl_wr *w);
 /* Records a new object; releases it natively if the id cannot be used, or
  * it would take the session over its limits: then the error. */
@@ -167,6 +170,9 @@ uint8_t *proxyd_pool_try(struct proxyd_pool *p, unsigned *slot);
 void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev);
 /* A taken buffer, given back unused. */
 void proxyd_pool_give(struct proxyd_pool *p, unsigned slot);
+/* A taken buffer that something may still write into for good (a receive
+ * never finished): left alone, and the slot given new memory. */
+void proxyd_pool_lose(struct proxyd_pool *p, unsigned slot);
 /* A taken buffer, queued on the stream: free once it clears the flag returned. */
 atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot);
 /* Frees mem (proxyd_host_alloc'd) once ev completes; -1 when it cannot be tracked (mem is not taken). */

@@ -253,7 +253,7 @@ void proxyd_session_close(struct proxyd_session *s)
 
 bool proxyd_session_draining(struct proxyd_session *s)
 {
-    return proxyd_stream_busy(s->node, s);
+    return proxyd_stream_busy(s->node, s) || proxyd_inbound_busy(s);
 }
 
 void proxyd_session_end(struct proxyd_session *s)

@@ -42,9 +42,15 @@ struct proxyd_chan {
     pthread_mutex_t lock;
     struct unsent *unsent;
     atomic_size_t unsent_bytes; /* (read without the lock: 0, nothing kept) */
+    /* A write's chunk being received into rx_buf (channel.c): the serving
+     * thread's alone. */
+    MPI_Request rx;
+    void *rx_buf;
 };
 /* Initialiser of a channel's fields after job. */
-#define PROXYD_CHAN_REST .lock = PTHREAD_MUTEX_INITIALIZER, .unsent = NULL, .unsent_bytes = 0
+#define PROXYD_CHAN_REST                                                                           \
+    .lock = PTHREAD_MUTEX_INITIALIZER, .unsent = NULL, .unsent_bytes = 0, .rx = MPI_REQUEST_NULL,  \
+    .rx_buf = NULL
 
 /* A peer (client or proxy) stopped answering pings: the job ends with
  * MPI_Abort (main). */

@@ -149,12 +149,20 @@ static void close_client(struct server *sv, struct client *cl, const char *why)
         vocl_info("client %d: session closed (%d left)", cl->id, left);
 }
 
+/* A closed session's chunk that its client began to send and never
+ * finished (it died in the middle of it): given up after this. */
+#define GIVE_UP_NS (2ull * 1000000000u)
+
 /* Releases what the closed sessions held, where nothing is on its way out. */
 static void release_clients(struct server *sv)
 {
     for (int i = 0, n = clients_now(sv); i < n && sv->closing; i++) {
         struct client *cl = client_at(sv, i);
-        if (!cl->gone || cl->released || proxyd_session_draining(&cl->s))
+        if (!cl->gone || cl->released)
+            continue;
+        if (vocl_now_ns() - cl->closed_ns > GIVE_UP_NS)
+            proxyd_inbound_give_up(&cl->s);
+        if (proxyd_session_draining(&cl->s))
             continue;
         proxyd_session_end(&cl->s); /* (its stream flush returns at once) */
         proxyd_chan_drop(&cl->chan);
@@ -343,7 +351,7 @@ static bool move_on(struct server *sv, bool *any_held)
             int rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved);
             if (rc > 0)
                 proxyd_mpi_reply(&cl->s, &sv->reply);
-            if (!proxyd_session_parked(&cl->s)) {
+            if (rc < 0 || !proxyd_session_parked(&cl->s)) {
                 moved = true;
                 vocl_live_begin(&cl->lw, cl->chan.live);
                 ended(sv, cl, rc, false);

@@ -121,8 +121,15 @@ struct proxyd_data_ops {
      * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
     int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
     /* Optional: recv if the chunk has come (0), else 1 at once; -1: failed.
-     * NULL: recv serves (it waits). */
+     * NULL: recv serves (it waits).  A chunk that has begun to come may
+     * take longer (a sender stopped in the middle of it): 1 until it is
+     * in, and buf must stay the same until then. */
     int (*recv_try)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    /* Optional, with recv_try: whether a chunk recv_try began is still
+     * being written into its buffer (tested: it moves on); and, when it is,
+     * that it will not be waited for (its buffer is left alone for good). */
+    bool (*recv_busy)(struct proxyd_session *s);
+    void (*recv_give_up)(struct proxyd_session *s);
     /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
      * Called from the stream thread (stream.c) while the request thread goes on. */
     int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
@@ -209,11 +216,17 @@ void proxyd_session_end(struct proxyd_session *s);
  * proxyd_session_close ends the session at once (what is due to the client
  * is dropped, its user events fail); proxyd_session_draining says whether
  * a read of its objects is still on its way out (it may wait for its
- * device: a long kernel); once it is not, proxyd_session_end releases the
- * rest without waiting.
+ * device: a long kernel), or a chunk of a write still coming in (its client
+ * stopped in the middle of sending it); once it is not,
+ * proxyd_session_end releases the rest without waiting.
  */
 void proxyd_session_close(struct proxyd_session *s);
 bool proxyd_session_draining(struct proxyd_session *s);
+/* A closed session's client began to send a chunk and has not finished it
+ * (it died in the middle, or stays stopped): the memory the chunk lands in
+ * is left to the data channel for good, so that the rest can be released
+ * (inbound.c). */
+void proxyd_inbound_give_up(struct proxyd_session *s);
 /* After proxyd_session_end: whether a reply or build still due names s (its
  * memory must stay until this is false). */
 bool proxyd_session_held(struct proxyd_session *s);
