@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# cluster.sh - daemon mode on the cluster harness (vocl-cluster): Open MPI's
+# name server on the login node, a daemon (voclproxyd --listen, 8 devices)
+# on each of 4 hosts, started once, outside any job; the applications on a
+# fifth host, under LD_PRELOAD alone, see 32 virtual GPUs and verify.
+# With slurm, the same daemons serve a batch job that allocates only the
+# application's node (sbatch -N 1 -w vc5).  All traffic stays on the
+# harness's own subnet (10.213.0.0/24) inside its namespaces.
+#   cluster.sh MPI VOCL_CLUSTER LIBVOCL VOCLPROXYD EXAMPLES-DIR apps|slurm
+# MPI: the build's (openmpi or mpich).  Exits 77 (skipped) on MPICH (no
+# dynamic processes), where namespaces cannot be made, without
+# ompi-server, or (slurm) without Slurm.
+set -uo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ "${1:-}" != --inner ]; then
+    [ "$1" = openmpi ] || { echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $1"; exit 77; }
+    shift
+    cluster=$1 what=$5
+    why=$("$cluster" check) || { echo "SKIP: $why"; exit 77; }
+    command -v ompi-server >/dev/null || { echo "SKIP: no ompi-server (openmpi-bin)"; exit 77; }
+    up=(-n 5)
+    if [ "$what" = slurm ]; then
+        PATH=$PATH:/usr/sbin
+        for p in slurmctld slurmd sbatch munged; do
+            command -v "$p" >/dev/null ||
+                { echo "SKIP: no $p (tools/setup-debian.sh --cluster)"; exit 77; }
+        done
+        up+=(--slurm)
+    fi
+    [ "$("$cluster" status | head -1)" = "no namespaces" ] ||
+        fail "a vocl-cluster is up already (vocl-cluster down, if it is a leftover)"
+    CLUSTER_TMP=$(mktemp -d "${TMPDIR:-/tmp}/daemon-cluster.XXXXXX")
+    export CLUSTER_TMP
+    trap 'rm -rf "$CLUSTER_TMP"' EXIT
+    # (No preload of the harness's UCX fix: this is Open MPI.)
+    VOCL_CLUSTER_UCX_FIX= "$cluster" run "${up[@]}" -- bash "$0" --inner "$@"
+    exit $?
+fi
+
+shift
+cluster=$1 lib=$2 proxyd=$3 examples=$4 what=$5
+tmp=$CLUSTER_TMP
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# Open MPI on the harness's subnet only; no hydra, no preload.
+unset HYDRA_LAUNCHER HYDRA_LAUNCHER_EXEC HYDRA_HOST_FILE LD_PRELOAD VOCL_PRELOAD
+unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
+export OMPI_MCA_oob_tcp_if_include=10.213.0.0/24 OMPI_MCA_btl_tcp_if_include=10.213.0.0/24
+export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri
+mkdir -p "$HOME"
+
+ompi-server --no-daemonize -r "$VOCL_NAME_SERVER" >"$tmp/ns.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$VOCL_NAME_SERVER" ] && break; sleep 0.1; done
+[ -s "$VOCL_NAME_SERVER" ] || fail "ompi-server wrote no URI: $(cat "$tmp/ns.log")"
+
+daemons=(vc1 vc2 vc3 vc4)
+devs=$(printf 'pthread %.0s' 1 2 3 4 5 6 7 8)
+for h in "${daemons[@]}"; do
+    POCL_DEVICES=${devs% } "$cluster" exec "$h" "$proxyd" --listen --name "$h" -v \
+        >"$tmp/$h.log" 2>&1 &
+    pids+=($!)
+done
+for h in "${daemons[@]}"; do
+    for _ in $(seq 300); do grep -q 'listening on' "$tmp/$h.log" && break; sleep 0.1; done
+    grep -q 'listening on' "$tmp/$h.log" || fail "daemon on $h did not start: $(tail -5 "$tmp/$h.log")"
+done
+echo "daemons: $(printf '%s ' "${daemons[@]}")(8 devices each), name server on $(hostname)"
+proxies=$(IFS=,; echo "${daemons[*]}")
+
+# check NAME OUTPUT: 32 devices, verified, and every daemon served vc5.
+served=0
+check() {
+    tail -1 "$2"
+    [[ $(tail -n 1 "$2") == RESULT\ *devices=32\ *verified=yes ]] ||
+        fail "$1: no RESULT line on 32 devices with verified=yes: $(tail -5 "$2")"
+    served=$((served + 1))
+    for h in "${daemons[@]}"; do
+        n=$(grep -c "user root on vc5" "$tmp/$h.log")
+        [ "$n" -eq "$served" ] || fail "$1: daemon $h served $n clients of vc5, not $served"
+    done
+}
+
+case $what in
+apps)
+    # The cluster suite's applications and sizes, each alone on vc5.
+    run() {
+        local app=$1
+        shift
+        local start=$SECONDS
+        timeout 150 "$cluster" exec vc5 env VOCL_PROXIES="$proxies" LD_PRELOAD="$lib" \
+            "$examples/$app" "$@" >"$tmp/$app.out" 2>&1 ||
+            fail "$app: exit $?: $(tail -5 "$tmp/$app.out")"
+        echo -n "$app ($((SECONDS - start)) s): "
+        check "$app" "$tmp/$app.out"
+    }
+    run gemm -n 384 -r 2
+    run nbody -n 4096 -s 3
+    run transpose -n 2048 -r 3
+    run smithwaterman -n 256 -p 32
+    ;;
+slurm)
+    # A batch job of one node, vc5: the daemons are services, not part of
+    # the job.  The job's environment is the submitter's (sbatch exports it).
+    cat >"$tmp/job.sh" <<JOB
+#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w vc5
+#SBATCH -t 3
+#SBATCH -o $tmp/job.out
+echo "job on \$(hostname), nodes \$SLURM_JOB_NODELIST"
+VOCL_PROXIES=$proxies LD_PRELOAD=$lib $(printf '%q ' "$examples/gemm" -n 384 -r 2)
+JOB
+    timeout 120 sbatch --wait "$tmp/job.sh" || fail "sbatch: exit $?: $(tail -5 "$tmp/job.out" 2>/dev/null)"
+    head -1 "$tmp/job.out"
+    grep -qx 'job on vc5, nodes vc5' "$tmp/job.out" || fail "the job did not run on vc5 alone"
+    echo -n "gemm in the job: "
+    check "the job" "$tmp/job.out"
+    for p in "${pids[@]}"; do kill -0 "$p" || fail "a daemon or the name server is gone after the job"; done
+    echo "the daemons stay after the job: $(grep -c 'session closed' "$tmp/vc1.log") session closed on vc1"
+    ;;
+*)
+    fail "usage: cluster.sh MPI VOCL_CLUSTER LIBVOCL VOCLPROXYD EXAMPLES-DIR apps|slurm"
+    ;;
+esac
+echo PASS
