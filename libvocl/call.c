@@ -213,10 +213,12 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
         if (op == VOCL_OP_clFinish)
             c->finish_tick = now;
     }
+#ifdef VOCL_TEST_HOOKS
     if (vocl.post_delay_us && c->coherent) { /* (tests: the window replica.c closes) */
         struct timespec d = {vocl.post_delay_us / 1000000, vocl.post_delay_us % 1000000 * 1000};
         nanosleep(&d, NULL);
     }
+#endif
     if (c->px->dead) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;

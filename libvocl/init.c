@@ -367,7 +367,9 @@ static cl_int do_init(void)
 {
     vocl_log_set_prefix("libvocl");
     vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
+#ifdef VOCL_TEST_HOOKS
     vocl.post_delay_us = env_long("VOCL_TEST_POST_DELAY_US", 0);
+#endif
     long batch = env_long("VOCL_BATCH", 64), batch_us = env_long("VOCL_BATCH_US", 500);
     vocl.batch_max = batch > 0 ? (unsigned)(batch < 4096 ? batch : 4096) : 0;
     vocl.batch_us = batch_us > 0 ? (batch_us < 1000000 ? batch_us : 1000000) : 1;

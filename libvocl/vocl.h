@@ -275,7 +275,8 @@ struct vocl_state {
     const char *init_error; /* why there are no devices, for the one line on stderr */
     atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
     atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */
-    long post_delay_us; /* VOCL_TEST_POST_DELAY_US: tests widen a race window (call.c) */
+    long post_delay_us; /* VOCL_TEST_POST_DELAY_US: tests widen a race window (call.c;
+                           only in a build with the tests: VOCL_TEST_HOOKS) */
     unsigned batch_max; /* VOCL_BATCH: requests a batch holds at most (0: no batching) */
     long batch_us;      /* VOCL_BATCH_US: how long a batch may wait for more */
 };
