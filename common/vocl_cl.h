@@ -18,6 +18,6 @@
 #include <CL/cl_gl.h>
 #include <CL/cl_icd.h>
 
-struct proxyd_req;
+struct exec_req;
 
 #endif

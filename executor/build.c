@@ -10,7 +10,7 @@
  * its reply, and the client's other threads may go on with other objects,
  * as a driver lets them (a kernel created from the program meanwhile fails
  * as it would natively: not built yet).  The reply is written by the
- * serving thread (proxyd_builds_answer), the only one that touches
+ * serving thread (exec_builds_answer), the only one that touches
  * sessions: a session that ended meanwhile gets none, and a program a link
  * made is released.
  *
@@ -20,7 +20,7 @@
  * that serialises the executor (s->leave), so that the application's other
  * threads go on meanwhile.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,9 +30,9 @@
 
 struct job {
     struct job *next;
-    struct proxyd_session *s;
+    struct exec_session *s;
     uint32_t seq;
-    struct proxyd_build b; /* its arrays and strings owned, its objects retained */
+    struct exec_build b; /* its arrays and strings owned, its objects retained */
 };
 
 static struct {
@@ -45,7 +45,7 @@ static struct {
 } jobs = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &jobs.todo, NULL, false, 0};
 
 /* The native call; its status in b->err (a link's program in b->made). */
-static void run(const struct vocl_native_api *cl, struct proxyd_build *b)
+static void run(const struct vocl_native_api *cl, struct exec_build *b)
 {
     switch (b->op) {
     case VOCL_OP_clBuildProgram:
@@ -64,7 +64,7 @@ static void run(const struct vocl_native_api *cl, struct proxyd_build *b)
 
 /* The reply's body: the status; a link also says whether it made a program
  * (a failed link may make one, to read its log from), recorded under b->id. */
-static void answer(struct proxyd_req *q, const struct proxyd_build *b)
+static void answer(struct exec_req *q, const struct exec_build *b)
 {
     if (b->op != VOCL_OP_clLinkProgram) {
         vocl_wr_i32(q->w, b->err);
@@ -72,14 +72,14 @@ static void answer(struct proxyd_req *q, const struct proxyd_build *b)
     }
     cl_int err = b->err;
     bool made = b->made != NULL;
-    if (made && (err = proxyd_put_new(q, b->id, VOCL_T_PROGRAM, b->made)) != CL_SUCCESS)
-        made = false; /* released by proxyd_put_new */
+    if (made && (err = exec_put_new(q, b->id, VOCL_T_PROGRAM, b->made)) != CL_SUCCESS)
+        made = false; /* released by exec_put_new */
     vocl_wr_i32(q->w, err == CL_SUCCESS ? b->err : err);
     vocl_enc_clLinkProgram_rep(q->w, &(struct vocl_msg_clLinkProgram_rep){.made = made});
 }
 
 /* Retains (+1) or releases (-1) what b names. */
-static void hold(const struct vocl_native_api *cl, const struct proxyd_build *b, int d)
+static void hold(const struct vocl_native_api *cl, const struct exec_build *b, int d)
 {
     if (b->prog)
         (d > 0 ? cl->clRetainProgram : cl->clReleaseProgram)(b->prog);
@@ -117,7 +117,7 @@ static void *dup_mem(const void *p, size_t n, bool *ok)
 }
 
 /* A copy of b that outlives the request's message, holding its objects. */
-static struct job *job_new(const struct proxyd_req *q, const struct proxyd_build *b)
+static struct job *job_new(const struct exec_req *q, const struct exec_build *b)
 {
     struct job *j = calloc(1, sizeof(*j));
     if (!j)
@@ -126,7 +126,7 @@ static struct job *job_new(const struct proxyd_req *q, const struct proxyd_build
     j->s = q->s;
     atomic_fetch_add(&q->s->held, 1); /* until job_free */
     j->seq = q->seq;
-    j->b = (struct proxyd_build){.op = b->op, .prog = b->prog, .ctx = b->ctx, .id = b->id};
+    j->b = (struct exec_build){.op = b->op, .prog = b->prog, .ctx = b->ctx, .id = b->id};
     j->b.devs = dup_mem(b->devs, b->ndev * sizeof(*b->devs), &ok);
     j->b.ndev = j->b.devs ? b->ndev : 0;
     j->b.in = dup_mem(b->in, b->nin * sizeof(*b->in), &ok);
@@ -185,7 +185,7 @@ static bool queue_job(struct job *j)
     return ok;
 }
 
-void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
+void exec_build(struct exec_req *q, const struct exec_build *b)
 {
     /* In process the caller's thread builds, as a driver's clBuildProgram does. */
     struct job *j = !q->s->in_process && q->s->reply ? job_new(q, b) : NULL;
@@ -204,12 +204,12 @@ void proxyd_build(struct proxyd_req *q, const struct proxyd_build *b)
         return;
     }
     /* No thread to build on, and no lock to leave: here, holding it. */
-    struct proxyd_build now = *b;
+    struct exec_build now = *b;
     run(q->cl, &now);
     answer(q, &now);
 }
 
-unsigned proxyd_builds_answer(struct vocl_wr *w)
+unsigned exec_builds_answer(struct vocl_wr *w)
 {
     if (!atomic_load(&jobs.running))
         return 0;
@@ -220,13 +220,13 @@ unsigned proxyd_builds_answer(struct vocl_wr *w)
     unsigned n = 0;
     for (struct job *j = list, *next; j; j = next, n++) {
         next = j->next;
-        struct proxyd_session *s = j->s;
+        struct exec_session *s = j->s;
         const struct vocl_native_api *cl = s->node->cl;
         if (atomic_load(&s->closed)) {
             if (j->b.made)
                 cl->clReleaseProgram(j->b.made);
         } else {
-            struct proxyd_req q = {.s = s, .cl = cl, .w = w, .op = j->b.op, .seq = j->seq};
+            struct exec_req q = {.s = s, .cl = cl, .w = w, .op = j->b.op, .seq = j->seq};
             vocl_wr_begin(w, (uint16_t)j->b.op, 0, j->seq);
             answer(&q, &j->b);
             vocl_wr_finish(w);
@@ -240,7 +240,7 @@ unsigned proxyd_builds_answer(struct vocl_wr *w)
     return n;
 }
 
-unsigned proxyd_builds_running(void)
+unsigned exec_builds_running(void)
 {
     return atomic_load(&jobs.running);
 }

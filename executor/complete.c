@@ -21,7 +21,7 @@
  * may wait for, and in process (libvocl's local devices), where the request
  * runs under a lock.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -34,7 +34,7 @@
 
 struct later {
     struct later *next;
-    struct proxyd_session *s;
+    struct exec_session *s;
     const struct vocl_native_api *cl;
     unsigned op;
     uint32_t seq;
@@ -75,7 +75,7 @@ static void later_free(struct later *l)
     atomic_fetch_sub(&l->s->held, 1);
     for (cl_uint i = 0; i < l->nev; i++)
         l->cl->clReleaseEvent(l->ev[i]);
-    proxyd_host_free(l->payload);
+    exec_host_free(l->payload);
     free(l);
     pthread_mutex_lock(&done.lock);
     if (--done.alive == 0)
@@ -83,7 +83,7 @@ static void later_free(struct later *l)
     pthread_mutex_unlock(&done.lock);
 }
 
-bool proxyd_replies_settle(unsigned seconds)
+bool exec_replies_settle(unsigned seconds)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -153,17 +153,17 @@ static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
         queue_reply(l);
 }
 
-bool proxyd_may_poll(const struct proxyd_req *q)
+bool exec_may_poll(const struct exec_req *q)
 {
     /* In process the request runs under libvocl's lock of the proxy
      * (transport.c), and no thread waits holding a lock, even briefly. */
     return q->s->node->poll_ns && !q->s->user_events && !q->s->in_process;
 }
 
-bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl_int *failed)
+bool exec_poll_events(struct exec_req *q, cl_uint n, const cl_event *evs, cl_int *failed)
 {
     const uint64_t budget = q->s->node->poll_ns;
-    if (!proxyd_may_poll(q))
+    if (!exec_may_poll(q))
         return false;
     /* Their queues flushed (once each, where they come in runs), or the
      * driver may not start them. */
@@ -198,11 +198,11 @@ bool proxyd_poll_events(struct proxyd_req *q, cl_uint n, const cl_event *evs, cl
     }
 }
 
-bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, void *payload,
-                        size_t npayload, cl_int *status)
+bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *payload,
+                      size_t npayload, cl_int *status)
 {
     cl_int failed = CL_SUCCESS;
-    if (proxyd_poll_events(q, n, evs, &failed)) {
+    if (exec_poll_events(q, n, evs, &failed)) {
         *status = failed;
         return false;
     }
@@ -239,7 +239,7 @@ bool proxyd_reply_after(struct proxyd_req *q, cl_uint n, const cl_event *evs, vo
     l->npayload = npayload;
     l->deferred = q->s->deferred;
     if (atomic_fetch_sub(&l->left, 1) != 1) {
-        proxyd_take_deferred(q); /* l has it (if the wait fails, its own error wins) */
+        exec_take_deferred(q); /* l has it (if the wait fails, its own error wins) */
         q->later = true;
         return true;
     }

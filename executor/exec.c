@@ -8,7 +8,7 @@
  * and only then call the native library.  A bad request gets an error reply;
  * the session goes on.
  */
-#include "proxyd.h"
+#include "internal.h"
 #include "shm.h"
 
 #include "backoff.h"
@@ -20,13 +20,13 @@
 
 /* --- decoding helpers ---------------------------------------------------------------------- */
 
-void proxyd_fail(struct proxyd_req *q, const char *why)
+void exec_fail(struct exec_req *q, const char *why)
 {
     if (!q->fail)
         q->fail = why;
 }
 
-static void set_err(struct proxyd_req *q, cl_int err)
+static void set_err(struct exec_req *q, cl_int err)
 {
     if (q->err == CL_SUCCESS)
         q->err = err;
@@ -35,19 +35,19 @@ static void set_err(struct proxyd_req *q, cl_int err)
 /* A scratch block: a copy of a string or an array of the request.  There
  * may be many (a compile's header names), but never much more than the
  * message itself: each one costs the block's header on top of its size. */
-struct proxyd_tmp {
-    struct proxyd_tmp *next;
+struct exec_tmp {
+    struct exec_tmp *next;
     max_align_t data[];
 };
 
-void *proxyd_tmp(struct proxyd_req *q, size_t n)
+void *exec_tmp(struct exec_req *q, size_t n)
 {
-    size_t cost = sizeof(struct proxyd_tmp) + (n ? n : 1);
+    size_t cost = sizeof(struct exec_tmp) + (n ? n : 1);
     if (n > VOCL_MSG_MAX || q->tmp_bytes + cost > 2 * (size_t)VOCL_MSG_MAX) {
-        proxyd_fail(q, "scratch space exhausted");
+        exec_fail(q, "scratch space exhausted");
         return NULL;
     }
-    struct proxyd_tmp *t = calloc(1, cost);
+    struct exec_tmp *t = calloc(1, cost);
     if (!t) {
         set_err(q, CL_OUT_OF_HOST_MEMORY);
         return NULL;
@@ -59,14 +59,14 @@ void *proxyd_tmp(struct proxyd_req *q, size_t n)
 }
 
 /* (A decoder leaves the fields after a truncation 0: no lookup for them.) */
-void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable)
+void *exec_h(struct exec_req *q, uint64_t id, enum vocl_type t, int nullable)
 {
     if (id == 0) {
         if (!nullable)
             set_err(q, vocl_type_invalid_err(t));
         return NULL;
     }
-    struct proxyd_obj *o = proxyd_lookup(q->s, id, t);
+    struct exec_obj *o = exec_lookup(q->s, id, t);
     if (!o) {
         vocl_debug("rank %d: %s: no %s with id %#llx in this session", q->s->peer,
                    vocl_op_name(q->op), vocl_type_name(t), (unsigned long long)id);
@@ -80,26 +80,26 @@ void *proxyd_h(struct proxyd_req *q, uint64_t id, enum vocl_type t, int nullable
     return o->native;
 }
 
-void *proxyd_rd_h(struct proxyd_req *q, enum vocl_type t, int nullable)
+void *exec_rd_h(struct exec_req *q, enum vocl_type t, int nullable)
 {
     uint64_t id = vocl_rd_u64(q->r);
     if (q->r->fail)
         return NULL;
-    return proxyd_h(q, id, t, nullable);
+    return exec_h(q, id, t, nullable);
 }
 
-const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_ids *ids,
-                      cl_uint *count)
+const void *exec_ha(struct exec_req *q, enum vocl_type t, const struct vocl_ids *ids,
+                    cl_uint *count)
 {
     uint32_t n = ids->n;
     *count = 0;
     if (n == 0)
         return NULL;
-    void **arr = proxyd_tmp(q, n * sizeof(void *));
+    void **arr = exec_tmp(q, n * sizeof(void *));
     if (!arr)
         return NULL;
     for (uint32_t i = 0; i < n; i++) {
-        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_ids_at(ids, i), t);
+        struct exec_obj *o = exec_lookup(q->s, vocl_ids_at(ids, i), t);
         arr[i] = o ? o->native : NULL;
         if (!o)
             set_err(q, t == VOCL_T_EVENT ? CL_INVALID_EVENT_WAIT_LIST : vocl_type_invalid_err(t));
@@ -108,22 +108,22 @@ const void *proxyd_ha(struct proxyd_req *q, enum vocl_type t, const struct vocl_
     return arr;
 }
 
-const size_t *proxyd_va3(struct proxyd_req *q, const struct vocl_va3 *a)
+const size_t *exec_va3(struct exec_req *q, const struct vocl_va3 *a)
 {
     if (!a->present)
         return NULL;
-    size_t *arr = proxyd_tmp(q, 3 * sizeof(size_t));
+    size_t *arr = exec_tmp(q, 3 * sizeof(size_t));
     for (int i = 0; arr && i < 3; i++)
         arr[i] = (size_t)a->v[i];
     return arr;
 }
 
 /* A string, returned NUL-terminated in scratch space; NULL stays NULL. */
-const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s)
+const char *exec_str(struct exec_req *q, const struct vocl_str *s)
 {
     if (s->null || !s->p)
         return NULL;
-    char *copy = proxyd_tmp(q, s->len + 1);
+    char *copy = exec_tmp(q, s->len + 1);
     if (!copy)
         return NULL;
     memcpy(copy, s->p, s->len);
@@ -137,77 +137,77 @@ const char *proxyd_str(struct proxyd_req *q, const struct vocl_str *s)
  * value) pairs (or a partition's counts, then its 0), and must stop inside
  * it even where the client's 0 is a value, or the request is cut short.
  */
-const void *proxyd_props(struct proxyd_req *q, const struct vocl_ids *list)
+const void *exec_props(struct exec_req *q, const struct vocl_ids *list)
 {
     uint32_t n = list->n;
     if (n == 0)
         return NULL;
     if (n > 256) {
-        proxyd_fail(q, "property list too long");
+        exec_fail(q, "property list too long");
         return NULL;
     }
-    uint64_t *p = proxyd_tmp(q, (n + 2) * sizeof(uint64_t));
+    uint64_t *p = exec_tmp(q, (n + 2) * sizeof(uint64_t));
     if (!p)
         return NULL;
     for (uint32_t i = 0; i < n; i++)
         p[i] = vocl_ids_at(list, i);
     if (p[n - 1] != 0)
-        proxyd_fail(q, "property list not terminated");
+        exec_fail(q, "property list not terminated");
     return p;
 }
 
 /* An id for an object the request creates: 0 (none) or unused and in range. */
-uint64_t proxyd_newid(struct proxyd_req *q, uint64_t id)
+uint64_t exec_newid(struct exec_req *q, uint64_t id)
 {
     if (id == 0)
         return 0;
     if (id < VOCL_ID_CLIENT_MIN || id == VOCL_MAP_TOMB || vocl_map_get(&q->s->objs, id)) {
-        proxyd_fail(q, "new object id out of range or in use");
+        exec_fail(q, "new object id out of range or in use");
         return 0;
     }
     return id;
 }
 
-uint64_t proxyd_newobj(struct proxyd_req *q, uint64_t id)
+uint64_t exec_newobj(struct exec_req *q, uint64_t id)
 {
-    id = proxyd_newid(q, id);
+    id = exec_newid(q, id);
     if (!id)
-        proxyd_fail(q, "a create without an id for the new object");
+        exec_fail(q, "a create without an id for the new object");
     return id;
 }
 
 /* Ids (at most max) for objects the call may make. */
-const uint64_t *proxyd_newids(struct proxyd_req *q, const struct vocl_ids *list, uint32_t *count,
-                              uint32_t max)
+const uint64_t *exec_newids(struct exec_req *q, const struct vocl_ids *list, uint32_t *count,
+                            uint32_t max)
 {
     uint32_t n = list->n;
     *count = 0;
     if (n == 0)
         return NULL;
     if (n > max) {
-        proxyd_fail(q, "too many new objects in one request");
+        exec_fail(q, "too many new objects in one request");
         return NULL;
     }
-    uint64_t *ids = proxyd_tmp(q, n * sizeof(*ids));
+    uint64_t *ids = exec_tmp(q, n * sizeof(*ids));
     /* Each unused, and none twice: the object table would keep only one. */
     struct vocl_map seen;
     vocl_map_init(&seen);
     for (uint32_t i = 0; ids && i < n; i++) {
-        ids[i] = proxyd_newid(q, vocl_ids_at(list, i));
+        ids[i] = exec_newid(q, vocl_ids_at(list, i));
         if (ids[i] && (vocl_map_get(&seen, ids[i]) || vocl_map_put(&seen, ids[i], &ids[i])))
-            proxyd_fail(q, "a new object id given twice");
+            exec_fail(q, "a new object id given twice");
     }
     vocl_map_free(&seen);
     *count = ids ? n : 0;
     return ids;
 }
 
-int proxyd_req_begin(struct proxyd_req *q)
+int exec_req_begin(struct exec_req *q)
 {
     if (q->r->fail)
-        proxyd_fail(q, "truncated request");
+        exec_fail(q, "truncated request");
     else if (q->r->p != q->r->end)
-        proxyd_fail(q, "trailing bytes in request");
+        exec_fail(q, "trailing bytes in request");
     if (q->fail) {
         vocl_warn("client %d: rejected %s: %s", q->s->who, vocl_op_name(q->op), q->fail);
         vocl_wr_i32(q->w, CL_INVALID_VALUE);
@@ -220,28 +220,26 @@ int proxyd_req_begin(struct proxyd_req *q)
     return 1;
 }
 
-cl_int proxyd_put_new(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *native)
+cl_int exec_put_new(struct exec_req *q, uint64_t id, enum vocl_type t, void *native)
 {
-    cl_int rc = proxyd_add_obj(q->s, id, t, native, 1);
+    cl_int rc = exec_add_obj(q->s, id, t, native, 1);
     if (rc != CL_SUCCESS)
-        proxyd_release_native(q->cl, t, native); /* the client treats the id as failed */
+        exec_release_native(q->cl, t, native); /* the client treats the id as failed */
     return rc;
 }
 
-void proxyd_reply_made(struct proxyd_req *q, uint64_t id, enum vocl_type t, void *made,
-                       cl_int err)
+void exec_reply_made(struct exec_req *q, uint64_t id, enum vocl_type t, void *made, cl_int err)
 {
-    vocl_wr_i32(q->w, made ? proxyd_put_new(q, id, t, made) : err);
+    vocl_wr_i32(q->w, made ? exec_put_new(q, id, t, made) : err);
 }
 
-void proxyd_put_event(struct proxyd_req *q, cl_int rc, uint64_t ev_id, cl_event ev)
+void exec_put_event(struct exec_req *q, cl_int rc, uint64_t ev_id, cl_event ev)
 {
     if (rc == CL_SUCCESS && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+        exec_put_new(q, ev_id, VOCL_T_EVENT, ev);
 }
 
-void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t size,
-                     size_t size_ret)
+void exec_put_info(struct exec_req *q, cl_int rc, const void *value, size_t size, size_t size_ret)
 {
     if (rc != CL_SUCCESS)
         return;
@@ -253,7 +251,7 @@ void proxyd_put_info(struct proxyd_req *q, cl_int rc, const void *value, size_t 
 
 /* The user and host a HELLO names, into s (for logs and vocl-smi), where
  * the name is one (token.h). */
-static void note_user(struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
+static void note_user(struct exec_session *s, const struct vocl_msg_HELLO_req *m)
 {
     if (!(m->flags & VOCL_HELLO_USER) || !vocl_user_name_ok(m->user.p, m->user.len))
         return;
@@ -266,9 +264,9 @@ static void note_user(struct proxyd_session *s, const struct vocl_msg_HELLO_req 
 
 /* Why a HELLO is refused (NULL: it is not): in connect mode its token must
  * be the proxy's, or with --users that of the user it names (note_user). */
-static const char *refusal(const struct proxyd_session *s, const struct vocl_msg_HELLO_req *m)
+static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m)
 {
-    const struct proxyd_node *node = s->node;
+    const struct exec_node *node = s->node;
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
     if (node->users) {
@@ -287,17 +285,17 @@ static const char *refusal(const struct proxyd_session *s, const struct vocl_msg
     return NULL;
 }
 
-static void op_hello(struct proxyd_req *q)
+static void op_hello(struct exec_req *q)
 {
     struct vocl_msg_HELLO_req m;
     vocl_dec_HELLO_req(q->r, &m); /* (no counts: truncation is all that fails) */
-    if (!proxyd_req_begin(q))
+    if (!exec_req_begin(q))
         return;
     if (m.version != VOCL_WIRE_VERSION || q->s->hello) {
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
     }
-    struct proxyd_node *node = q->s->node;
+    struct exec_node *node = q->s->node;
     note_user(q->s, &m);
     const char *refused = refusal(q->s, &m);
     if (refused) {
@@ -310,17 +308,17 @@ static void op_hello(struct proxyd_req *q)
     }
     if (*q->s->user)
         vocl_info("client %d: user %s on %s", q->s->who, q->s->user, q->s->host);
-    struct vocl_rec_hello_device *devs = proxyd_tmp(q, node->ndev * sizeof(*devs));
+    struct vocl_rec_hello_device *devs = exec_tmp(q, node->ndev * sizeof(*devs));
     for (cl_uint i = 0; devs && i < node->ndev; i++)
         devs[i] = (struct vocl_rec_hello_device){node->types[i], node->max_alloc[i]};
     for (cl_uint i = 0; i < node->ndev; i++)
-        if (!devs || proxyd_add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
+        if (!devs || exec_add_obj(q->s, i + 1, VOCL_T_DEVICE, node->devs[i], 0)) {
             vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
             return;
         }
     q->s->hello = true;
     if ((m.flags & VOCL_HELLO_TRACE) && !q->s->trace)
-        q->s->trace = proxyd_trace_new();
+        q->s->trace = exec_trace_new();
     q->s->shm = m.node_key && !q->s->in_process && m.node_key == vocl_node_key(true) &&
                 vocl_shm_allowed();
     vocl_wr_i32(q->w, CL_SUCCESS);
@@ -333,35 +331,35 @@ static void op_hello(struct proxyd_req *q)
 }
 
 /* STATE: what the proxy holds, its open sessions and its devices (vocl-smi). */
-static void op_state(struct proxyd_req *q)
+static void op_state(struct exec_req *q)
 {
     struct vocl_msg_STATE_req m;
     vocl_dec_STATE_req(q->r, &m); /* (empty: trailing bytes are all that fails) */
-    if (!proxyd_req_begin(q))
+    if (!exec_req_begin(q))
         return;
-    struct proxyd_node *node = q->s->node;
+    struct exec_node *node = q->s->node;
     enum { MAX = 4096 };
-    struct proxyd_session_state *open = proxyd_tmp(q, MAX * sizeof(*open));
+    struct exec_session_state *open = exec_tmp(q, MAX * sizeof(*open));
     size_t n = open && node->sessions ? node->sessions(node->sessions_ctx, open, MAX) : 0;
     n = n < MAX ? n : MAX;
-    struct vocl_rec_session_state *ss = proxyd_tmp(q, (n ? n : 1) * sizeof(*ss));
-    struct vocl_rec_device_state *ds = proxyd_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*ds));
-    char (*names)[128] = proxyd_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*names));
+    struct vocl_rec_session_state *ss = exec_tmp(q, (n ? n : 1) * sizeof(*ss));
+    struct vocl_rec_device_state *ds = exec_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*ds));
+    char(*names)[128] = exec_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*names));
     if (!ss || !ds || !names) {
         vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
         return;
     }
     uint64_t now = vocl_now_ns();
     for (size_t i = 0; i < n; i++)
-        ss[i] = (struct vocl_rec_session_state){
-            .id = (uint32_t)open[i].id,
-            .user = {open[i].user, strlen(open[i].user), 0},
-            .host = {open[i].s->host, strlen(open[i].s->host), 0},
-            .pid = (uint64_t)open[i].pid,
-            .seconds = (now - open[i].since_ns) / 1000000000u,
-            .objects = open[i].s->nobjs,
-            .bytes = open[i].s->bytes,
-            .host_mem = proxyd_host_held(open[i].s)};
+        ss[i] =
+            (struct vocl_rec_session_state){.id = (uint32_t)open[i].id,
+                                            .user = {open[i].user, strlen(open[i].user), 0},
+                                            .host = {open[i].s->host, strlen(open[i].s->host), 0},
+                                            .pid = (uint64_t)open[i].pid,
+                                            .seconds = (now - open[i].since_ns) / 1000000000u,
+                                            .objects = open[i].s->nobjs,
+                                            .bytes = open[i].s->bytes,
+                                            .host_mem = exec_host_held(open[i].s)};
     for (cl_uint d = 0; d < node->ndev; d++) {
         cl_ulong mem = 0;
         names[d][0] = 0;
@@ -379,7 +377,7 @@ static void op_state(struct proxyd_req *q)
                                  .devices = {.n = node->ndev, .v = ds}});
 }
 
-static void op_refcount(struct proxyd_req *q, bool retain)
+static void op_refcount(struct exec_req *q, bool retain)
 {
     uint64_t id;
     uint8_t last = 0;
@@ -393,8 +391,8 @@ static void op_refcount(struct proxyd_req *q, bool retain)
         id = m.id;
         last = m.last;
     }
-    struct proxyd_obj *o = vocl_map_get(&q->s->objs, id);
-    if (!proxyd_req_begin(q))
+    struct exec_obj *o = vocl_map_get(&q->s->objs, id);
+    if (!exec_req_begin(q))
         return;
     if (!o && last) {
         /* Never made here (its create failed, and that error is deferred): done. */
@@ -414,7 +412,7 @@ static void op_refcount(struct proxyd_req *q, bool retain)
         return;
     }
     if (retain) {
-        cl_int rc = root ? CL_SUCCESS : proxyd_retain_native(q->cl, o->type, o->native);
+        cl_int rc = root ? CL_SUCCESS : exec_retain_native(q->cl, o->type, o->native);
         if (rc == CL_SUCCESS && !root)
             o->refs++;
         vocl_wr_i32(q->w, rc);
@@ -422,15 +420,15 @@ static void op_refcount(struct proxyd_req *q, bool retain)
     }
     cl_int rc = CL_SUCCESS;
     if (!root && o->refs) {
-        rc = proxyd_release_native(q->cl, o->type, o->native);
+        rc = exec_release_native(q->cl, o->type, o->native);
         if (rc == CL_SUCCESS)
             o->refs--;
     }
     /* The client's last reference: the id is dead, whatever natives still hold. */
     if (last && !root) {
         for (; o->refs; o->refs--)
-            proxyd_release_native(q->cl, o->type, o->native);
-        proxyd_forget_obj(q->s, vocl_map_del(&q->s->objs, id));
+            exec_release_native(q->cl, o->type, o->native);
+        exec_forget_obj(q->s, vocl_map_del(&q->s->objs, id));
     }
     vocl_wr_i32(q->w, rc);
 }
@@ -447,7 +445,7 @@ static cl_int reply_status(const struct vocl_wr *reply)
 }
 
 /* The id of the context a request's queue (or context) belongs to; 0: none. */
-static uint64_t request_context(const struct proxyd_req *q)
+static uint64_t request_context(const struct exec_req *q)
 {
     cl_context ctx = q->queue;
     if (q->queue_type == VOCL_T_QUEUE &&
@@ -457,7 +455,7 @@ static uint64_t request_context(const struct proxyd_req *q)
     uint64_t id;
     void *v;
     while (ctx && vocl_map_next(&q->s->objs, &pos, &id, &v)) {
-        const struct proxyd_obj *o = v;
+        const struct exec_obj *o = v;
         if (o->type == VOCL_T_CONTEXT && o->native == ctx)
             return id;
     }
@@ -466,7 +464,7 @@ static uint64_t request_context(const struct proxyd_req *q)
 
 /* The application hears of a deferred error as it happens too: from its
  * context's pfn_notify, as a driver reports an asynchronous error. */
-static void notify_deferred(const struct proxyd_req *q, cl_int err)
+static void notify_deferred(const struct exec_req *q, cl_int err)
 {
     uint64_t ctx = request_context(q);
     if (!ctx)
@@ -476,15 +474,15 @@ static void notify_deferred(const struct proxyd_req *q, cl_int err)
              "VOCL: %s failed with %s on the proxy; it was sent without waiting for a reply, "
              "so the next clFinish, clWaitForEvents or blocking transfer returns the error",
              vocl_op_name(q->op), vocl_err_name(err));
-    proxyd_notify_post(q->s, ctx, info);
+    exec_notify_post(q->s, ctx, info);
 }
 
 /* A request without a reply keeps its first error (err) for the session; a
  * synchronising reply that would say success reports it instead, once. */
-static void settle_deferred(const struct proxyd_req *q, bool wants_reply, struct vocl_wr *reply,
+static void settle_deferred(const struct exec_req *q, bool wants_reply, struct vocl_wr *reply,
                             cl_int err)
 {
-    struct proxyd_session *s = q->s;
+    struct exec_session *s = q->s;
     unsigned op = q->op;
     if (!wants_reply) {
         if (err != CL_SUCCESS)
@@ -498,14 +496,14 @@ static void settle_deferred(const struct proxyd_req *q, bool wants_reply, struct
     if (err != CL_SUCCESS || s->deferred == CL_SUCCESS || !vocl_op_syncs(op))
         return;
     uint8_t *p = reply->buf + VOCL_HDR_SIZE;
-    uint32_t v = (uint32_t)proxyd_take_deferred(q);
+    uint32_t v = (uint32_t)exec_take_deferred(q);
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-cl_int proxyd_take_deferred(const struct proxyd_req *q)
+cl_int exec_take_deferred(const struct exec_req *q)
 {
-    struct proxyd_session *s = q->s;
+    struct exec_session *s = q->s;
     cl_int err = s->deferred;
     if (err != CL_SUCCESS)
         vocl_warn("client %d: an earlier %s failed with %s: reported by %s", s->who,
@@ -516,13 +514,13 @@ cl_int proxyd_take_deferred(const struct proxyd_req *q)
 
 /* --- entry point ---------------------------------------------------------------------------------- */
 
-static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, const void *msg,
+static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, const void *msg,
                        struct vocl_wr *reply);
 
 /* A BATCH: its requests in order, as if each had come alone (protocol.h).
  * The reply is the last one's; any other that wants one, or a request
  * that must come alone, ends the session, as a malformed message does. */
-static int execute_batch(struct proxyd_session *s, const struct vocl_msg_hdr *h, const void *msg,
+static int execute_batch(struct exec_session *s, const struct vocl_msg_hdr *h, const void *msg,
                          struct vocl_wr *reply)
 {
     const uint8_t *p = (const uint8_t *)msg + VOCL_HDR_SIZE, *end = p + h->length;
@@ -544,7 +542,7 @@ static int execute_batch(struct proxyd_session *s, const struct vocl_msg_hdr *h,
         rc = execute_one(s, &in, one, reply);
         if (rc < 0)
             return rc;
-        if (proxyd_session_parked(s) && p != end) {
+        if (exec_session_parked(s) && p != end) {
             /* A chunked write comes last (its chunks follow the message). */
             vocl_warn("client %d: batch: a request after a chunked write: session ended",
                       s->who);
@@ -561,12 +559,12 @@ static int execute_batch(struct proxyd_session *s, const struct vocl_msg_hdr *h,
     return rc;
 }
 
-int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply)
+int exec_request(struct exec_session *s, const void *msg, size_t len, struct vocl_wr *reply)
 {
     struct vocl_msg_hdr h;
 
-    proxyd_after_reply(s); /* (where the transport did not) */
-    proxyd_record(msg, len);
+    exec_after_reply(s); /* (where the transport did not) */
+    exec_record(msg, len);
     if (!vocl_hdr_get(msg, len, &h)) {
         vocl_warn("client %d: malformed message header (%zu bytes): session ended", s->who, len);
         return -1;
@@ -577,7 +575,7 @@ int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct
 }
 
 /* One request, its header read (hp). */
-static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, const void *msg,
+static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, const void *msg,
                        struct vocl_wr *reply)
 {
     const struct vocl_msg_hdr h = *hp;
@@ -586,8 +584,13 @@ static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, 
     vocl_rd_init(&r, (const uint8_t *)msg + VOCL_HDR_SIZE, h.length);
     bool wants_reply = h.flags & VOCL_F_REPLY;
     uint64_t start = s->trace ? vocl_now_ns() : 0;
-    struct proxyd_req q = {.s = s, .cl = s->node->cl, .r = &r, .w = reply, .op = h.opcode,
-                           .seq = h.seq, .async = !wants_reply};
+    struct exec_req q = {.s = s,
+                         .cl = s->node->cl,
+                         .r = &r,
+                         .w = reply,
+                         .op = h.opcode,
+                         .seq = h.seq,
+                         .async = !wants_reply};
     s->msg = msg;
     s->msg_len = VOCL_HDR_SIZE + h.length;
     s->data_tag = s->tag_base + vocl_data_tag(h.seq);
@@ -623,60 +626,59 @@ static int execute_one(struct proxyd_session *s, const struct vocl_msg_hdr *hp, 
     } else if (h.opcode == VOCL_OP_RETAIN || h.opcode == VOCL_OP_RELEASE) {
         op_refcount(&q, h.opcode == VOCL_OP_RETAIN);
     } else if (h.opcode == VOCL_OP_PROGRAM_BINARIES) {
-        proxyd_op_program_binaries(&q);
+        exec_op_program_binaries(&q);
     } else if (h.opcode == VOCL_OP_SHM_MAP) {
-        proxyd_op_shm_map(&q);
+        exec_op_shm_map(&q);
     } else if (h.opcode == VOCL_OP_TRACE) {
-        proxyd_op_trace(&q);
+        exec_op_trace(&q);
     } else if (h.opcode == VOCL_OP_STATE) {
         op_state(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_OUT) {
-        proxyd_op_migrate_out(&q);
+        exec_op_migrate_out(&q);
     } else if (h.opcode == VOCL_OP_MIGRATE_IN) {
-        proxyd_op_migrate_in(&q);
+        exec_op_migrate_in(&q);
     } else if (h.opcode == VOCL_OP_DIFF_OUT) {
-        proxyd_op_diff_out(&q);
+        exec_op_diff_out(&q);
     } else if (h.opcode == VOCL_OP_DIFF_IN) {
-        proxyd_op_diff_in(&q);
+        exec_op_diff_in(&q);
     } else if (h.opcode == VOCL_OP_EVENT_OUT) {
-        proxyd_op_event_out(&q);
+        exec_op_event_out(&q);
     } else if (h.opcode == VOCL_OP_EVENT_IN) {
-        proxyd_op_event_in(&q);
+        exec_op_event_in(&q);
     } else if (h.opcode == VOCL_OP_clFinish) {
         /* A gen entry on the client; here it must not wait (complete.c). */
-        proxyd_op_finish(&q);
-    } else if (proxyd_dispatch_api(&q, h.opcode) != 0) {
+        exec_op_finish(&q);
+    } else if (exec_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
     }
-    return proxyd_req_end(&q, start);
+    return exec_req_end(&q, start);
 }
 
-int proxyd_execute_again(struct proxyd_session *s, const void *msg, size_t len,
-                         struct vocl_wr *reply)
+int exec_request_again(struct exec_session *s, const void *msg, size_t len, struct vocl_wr *reply)
 {
     struct vocl_msg_hdr h;
     return vocl_hdr_get(msg, len, &h) ? execute_one(s, &h, msg, reply) : -1;
 }
 
-int proxyd_req_end(struct proxyd_req *q, uint64_t start)
+int exec_req_end(struct exec_req *q, uint64_t start)
 {
-    struct proxyd_session *s = q->s;
+    struct exec_session *s = q->s;
     struct vocl_wr *reply = q->w;
     bool wants_reply = !q->async;
-    for (struct proxyd_tmp *t = q->tmp, *next; t; t = next) {
+    for (struct exec_tmp *t = q->tmp, *next; t; t = next) {
         next = t->next;
         free(t);
     }
     q->tmp = NULL;
-    if (q->later || proxyd_session_parked(s)) {
+    if (q->later || exec_session_parked(s)) {
         /* Answered when its commands complete (complete.c), or its chunks
          * have come (inbound.c). */
         if (!q->later)
-            proxyd_inbound_keep_reply(s, reply);
+            exec_inbound_keep_reply(s, reply);
         vocl_wr_reset(reply);
         if (s->trace && start)
-            proxyd_trace_add(s->trace, q->op, 0, start, 0);
+            exec_trace_add(s->trace, q->op, 0, start, 0);
         return 0;
     }
     vocl_wr_finish(reply);
@@ -694,6 +696,6 @@ int proxyd_req_end(struct proxyd_req *q, uint64_t start)
         s->user_events--;
     settle_deferred(q, wants_reply, reply, status);
     if (s->trace && start && q->op != VOCL_OP_TRACE) /* HELLO turns it on: not itself */
-        proxyd_trace_add(s->trace, q->op, 0, start, 0);
+        exec_trace_add(s->trace, q->op, 0, start, 0);
     return wants_reply ? 1 : 0;
 }

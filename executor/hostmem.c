@@ -9,7 +9,7 @@
  * the count lives in an account of its own: each block names it in a header
  * before the bytes, and the account goes with its last block.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include "log.h"
 
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-struct proxyd_account {
+struct exec_account {
     atomic_size_t used; /* bytes of blocks not yet freed */
     atomic_uint refs;   /* the session's, and one per block */
 };
@@ -26,39 +26,39 @@ struct proxyd_account {
 /* Before each block: its account and size, aligned as malloc aligns. */
 union head {
     struct {
-        struct proxyd_account *a;
+        struct exec_account *a;
         size_t n;
     } h;
     max_align_t align;
 };
 
-static void account_put(struct proxyd_account *a)
+static void account_put(struct exec_account *a)
 {
     if (a && atomic_fetch_sub(&a->refs, 1) == 1)
         free(a);
 }
 
-void proxyd_account_open(struct proxyd_session *s)
+void exec_account_open(struct exec_session *s)
 {
     s->account = calloc(1, sizeof(*s->account));
     if (s->account)
         atomic_init(&s->account->refs, 1);
 }
 
-void proxyd_account_close(struct proxyd_session *s)
+void exec_account_close(struct exec_session *s)
 {
     account_put(s->account);
     s->account = NULL;
 }
 
-size_t proxyd_host_held(const struct proxyd_session *s)
+size_t exec_host_held(const struct exec_session *s)
 {
     return s->account ? atomic_load(&s->account->used) : 0;
 }
 
-void *proxyd_host_alloc(struct proxyd_session *s, size_t n)
+void *exec_host_alloc(struct exec_session *s, size_t n)
 {
-    struct proxyd_account *a = s->account;
+    struct exec_account *a = s->account;
     uint64_t limit = s->node->limits.host;
     if (!a || n > SIZE_MAX - sizeof(union head))
         return NULL;
@@ -81,7 +81,7 @@ void *proxyd_host_alloc(struct proxyd_session *s, size_t n)
     return h + 1;
 }
 
-void proxyd_host_free(void *p)
+void exec_host_free(void *p)
 {
     if (!p)
         return;

@@ -34,7 +34,7 @@
  * handle, no memory) parks too, to drain them; its reply, already made,
  * goes after.
  */
-#include "proxyd.h"
+#include "internal.h"
 #include "xfer.h"
 
 #include <stdlib.h>
@@ -54,7 +54,7 @@ enum inbound_kind {
     INBOUND_WHOLE,  /* a rectangle or image: received whole, then the request again */
 };
 
-struct proxyd_inbound {
+struct exec_inbound {
     enum inbound_kind kind;
     unsigned op;
     uint32_t seq;
@@ -63,7 +63,7 @@ struct proxyd_inbound {
     cl_command_queue queue; /* CREATE: the write's own, released at the end */
     cl_mem buf;             /* CREATE: the new buffer, recorded at the end */
     size_t offset;
-    struct proxyd_xfer x;
+    struct exec_xfer x;
     cl_bool blocking;
     uint64_t id; /* WRITE: the event's (0: none); CREATE: the buffer's */
     bool may_wait; /* no user event of the client unset: the device may be waited for */
@@ -71,7 +71,7 @@ struct proxyd_inbound {
     cl_int rc;     /* the first failure: the chunks after it are drained */
     uint8_t *map;  /* direct: the region, mapped by the command mapped */
     cl_event mapped;
-    struct proxyd_pool *pool; /* NULL: own memory only */
+    struct exec_pool *pool;   /* NULL: own memory only */
     cl_event last;            /* the last chunk's write */
     uint8_t *dst;             /* where the next chunk lands (NULL: not chosen) */
     enum { LAND_MAP, LAND_POOL, LAND_OWN, LAND_WHOLE, LAND_DROP } land;
@@ -80,35 +80,40 @@ struct proxyd_inbound {
     uint64_t waiting_since; /* the next chunk: waited for since (0: not yet) */
     bool warned;            /* let go while its chunk was still coming: said once */
     struct vocl_wr reply;   /* DRAIN: the refusal, as the handler made it */
-    uint8_t *whole;         /* WHOLE: where the data lands (proxyd_host_alloc'd) */
+    uint8_t *whole;         /* WHOLE: where the data lands (exec_host_alloc'd) */
     void *again;            /* WHOLE: a copy of the request, to run again */
     size_t again_len;
     cl_uint nwl;
     cl_event wl[]; /* retained */
 };
 
-static size_t next_len(const struct proxyd_inbound *in)
+static size_t next_len(const struct exec_inbound *in)
 {
     size_t left = in->x.size - in->done;
     return left < in->x.chunk ? left : in->x.chunk;
 }
 
 /* The write's wait list, as the native call takes it (none: NULL). */
-static const cl_event *wait_list(const struct proxyd_inbound *in)
+static const cl_event *wait_list(const struct exec_inbound *in)
 {
     return in->nwl ? in->wl : NULL;
 }
 
 /* Parks q's session on a new inbound of kind; NULL when out of memory. */
-static struct proxyd_inbound *park(struct proxyd_req *q, enum inbound_kind kind,
-                                   const struct proxyd_xfer *x, cl_uint nwl, const cl_event *wl)
+static struct exec_inbound *park(struct exec_req *q, enum inbound_kind kind,
+                                 const struct exec_xfer *x, cl_uint nwl, const cl_event *wl)
 {
-    struct proxyd_inbound *in = calloc(1, sizeof(*in) + nwl * sizeof(cl_event));
+    struct exec_inbound *in = calloc(1, sizeof(*in) + nwl * sizeof(cl_event));
     if (!in)
         return NULL;
-    *in = (struct proxyd_inbound){.kind = kind, .op = q->op, .seq = q->seq, .async = q->async,
-                                  .tag = q->s->data_tag, .x = *x, .nwl = nwl,
-                                  .may_wait = q->s->user_events == 0};
+    *in = (struct exec_inbound){.kind = kind,
+                                .op = q->op,
+                                .seq = q->seq,
+                                .async = q->async,
+                                .tag = q->s->data_tag,
+                                .x = *x,
+                                .nwl = nwl,
+                                .may_wait = q->s->user_events == 0};
     for (cl_uint i = 0; i < nwl; i++) {
         in->wl[i] = wl[i];
         q->cl->clRetainEvent(wl[i]);
@@ -119,17 +124,16 @@ static struct proxyd_inbound *park(struct proxyd_req *q, enum inbound_kind kind,
 }
 
 /* The data of a write into [offset, +x->size) of buf through queue. */
-static cl_int start(struct proxyd_req *q, enum inbound_kind kind, cl_command_queue queue,
-                    cl_mem buf, size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
-                    const cl_event *wl)
+static cl_int start(struct exec_req *q, enum inbound_kind kind, cl_command_queue queue, cl_mem buf,
+                    size_t offset, const struct exec_xfer *x, cl_uint nwl, const cl_event *wl)
 {
-    struct proxyd_inbound *in = park(q, kind, x, nwl, wl);
+    struct exec_inbound *in = park(q, kind, x, nwl, wl);
     if (!in)
         return CL_OUT_OF_HOST_MEMORY;
     in->queue = queue;
     in->buf = buf;
     in->offset = offset;
-    if (in->may_wait && x->size && proxyd_xfer_direct(q, queue)) {
+    if (in->may_wait && x->size && exec_xfer_direct(q, queue)) {
         cl_int rc;
         in->map = q->cl->clEnqueueMapBuffer(queue, buf, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION,
                                             offset, x->size, in->nwl, wait_list(in),
@@ -139,13 +143,13 @@ static cl_int start(struct proxyd_req *q, enum inbound_kind kind, cl_command_que
         /* Not mappable (CL_MEM_HOST_NO_ACCESS, ...): the staged write says why. */
     }
     if (!in->map)
-        in->pool = proxyd_queue_pool(q->s->node, queue);
+        in->pool = exec_queue_pool(q->s->node, queue);
     return CL_SUCCESS;
 }
 
-cl_int proxyd_inbound_write(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
-                            size_t offset, const struct proxyd_xfer *x, cl_uint nwl,
-                            const cl_event *wl, cl_bool blocking, uint64_t ev_id)
+cl_int exec_inbound_write(struct exec_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
+                          const struct exec_xfer *x, cl_uint nwl, const cl_event *wl,
+                          cl_bool blocking, uint64_t ev_id)
 {
     cl_int rc = start(q, INBOUND_WRITE, queue, buf, offset, x, nwl, wl);
     if (rc == CL_SUCCESS) {
@@ -155,8 +159,8 @@ cl_int proxyd_inbound_write(struct proxyd_req *q, cl_command_queue queue, cl_mem
     return rc;
 }
 
-cl_int proxyd_inbound_create(struct proxyd_req *q, cl_command_queue queue, cl_mem buf,
-                             const struct proxyd_xfer *x, uint64_t id)
+cl_int exec_inbound_create(struct exec_req *q, cl_command_queue queue, cl_mem buf,
+                           const struct exec_xfer *x, uint64_t id)
 {
     cl_int rc = start(q, INBOUND_CREATE, queue, buf, 0, x, 0, NULL);
     if (rc == CL_SUCCESS)
@@ -164,28 +168,28 @@ cl_int proxyd_inbound_create(struct proxyd_req *q, cl_command_queue queue, cl_me
     return rc;
 }
 
-void proxyd_xfer_drain(struct proxyd_req *q, const struct proxyd_xfer *x)
+void exec_xfer_drain(struct exec_req *q, const struct exec_xfer *x)
 {
     if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0 || q->s->inbound)
         return;
-    struct proxyd_inbound *in = park(q, INBOUND_DRAIN, x, 0, NULL);
+    struct exec_inbound *in = park(q, INBOUND_DRAIN, x, 0, NULL);
     if (in)
         in->rc = CL_INVALID_OPERATION; /* (a refusal: every chunk dropped) */
     else
         q->s->broken = true; /* the data channel cannot be kept in step */
 }
 
-static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in);
+static void inbound_free(struct exec_session *s, struct exec_inbound *in);
 
-void proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf)
+void exec_inbound_whole(struct exec_req *q, const struct exec_xfer *x, uint8_t *buf)
 {
-    struct proxyd_inbound *in = park(q, INBOUND_WHOLE, x, 0, NULL);
+    struct exec_inbound *in = park(q, INBOUND_WHOLE, x, 0, NULL);
     void *again = in ? malloc(q->s->msg_len) : NULL;
     if (!again) {
         if (in)
             inbound_free(q->s, in);
-        proxyd_host_free(buf);
-        proxyd_xfer_drain(q, x);
+        exec_host_free(buf);
+        exec_xfer_drain(q, x);
         return;
     }
     memcpy(again, q->s->msg, q->s->msg_len);
@@ -194,9 +198,9 @@ void proxyd_inbound_whole(struct proxyd_req *q, const struct proxyd_xfer *x, uin
     in->whole = buf;
 }
 
-void proxyd_inbound_keep_reply(struct proxyd_session *s, const struct vocl_wr *w)
+void exec_inbound_keep_reply(struct exec_session *s, const struct vocl_wr *w)
 {
-    struct proxyd_inbound *in = s->inbound;
+    struct exec_inbound *in = s->inbound;
     if (in->kind != INBOUND_DRAIN)
         return;
     void *p = vocl_wr_reserve(&in->reply, w->len);
@@ -216,7 +220,7 @@ static bool event_done(const struct vocl_native_api *cl, cl_event ev, bool *fail
 }
 
 /* Chooses where the next chunk of n bytes lands; false: nowhere yet. */
-static bool choose(struct proxyd_session *s, struct proxyd_inbound *in, size_t n)
+static bool choose(struct exec_session *s, struct exec_inbound *in, size_t n)
 {
     const struct vocl_native_api *cl = s->node->cl;
     if (in->whole) {
@@ -235,13 +239,13 @@ static bool choose(struct proxyd_session *s, struct proxyd_inbound *in, size_t n
         }
         in->rc = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
     }
-    if (in->rc == CL_SUCCESS && in->pool && (in->dst = proxyd_pool_try(in->pool, &in->slot))) {
+    if (in->rc == CL_SUCCESS && in->pool && (in->dst = exec_pool_try(in->pool, &in->slot))) {
         in->land = LAND_POOL;
         return true;
     }
     if (in->rc == CL_SUCCESS && in->pool && !s->node->xfer.pipeline && in->may_wait)
         return false; /* (VOCL_PIPELINE=0: one buffer, each stage waited for) */
-    if (in->rc == CL_SUCCESS && (in->dst = proxyd_host_alloc(s, n))) {
+    if (in->rc == CL_SUCCESS && (in->dst = exec_host_alloc(s, n))) {
         in->land = LAND_OWN;
         return true;
     }
@@ -257,7 +261,7 @@ static bool choose(struct proxyd_session *s, struct proxyd_inbound *in, size_t n
 }
 
 /* The next chunk of n bytes has landed in in->dst: on to the device. */
-static void landed(struct proxyd_session *s, struct proxyd_inbound *in, size_t n)
+static void landed(struct exec_session *s, struct exec_inbound *in, size_t n)
 {
     const struct vocl_native_api *cl = s->node->cl;
     cl_int rc = in->rc;
@@ -272,22 +276,22 @@ static void landed(struct proxyd_session *s, struct proxyd_inbound *in, size_t n
         in->last = rc == CL_SUCCESS ? e : NULL;
     }
     if (in->land == LAND_POOL)
-        proxyd_pool_busy(in->pool, in->slot, rc == CL_SUCCESS ? e : NULL);
+        exec_pool_busy(in->pool, in->slot, rc == CL_SUCCESS ? e : NULL);
     else if (in->land == LAND_OWN)
-        proxyd_keep_until_done(s, rc, e, in->dst);
+        exec_keep_until_done(s, rc, e, in->dst);
     in->rc = rc;
     in->dst = NULL;
     in->done += n;
 }
 
 /* Lets go of what in holds; the session is no longer parked. */
-static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in)
+static void inbound_free(struct exec_session *s, struct exec_inbound *in)
 {
     const struct vocl_native_api *cl = s->node->cl;
     if (in->dst && in->land == LAND_POOL)
-        proxyd_pool_give(in->pool, in->slot);
+        exec_pool_give(in->pool, in->slot);
     else if (in->dst && in->land == LAND_OWN)
-        proxyd_host_free(in->dst);
+        exec_host_free(in->dst);
     if (in->map)
         cl->clEnqueueUnmapMemObject(in->queue, in->buf, in->map, 0, NULL, NULL);
     if (in->mapped)
@@ -303,7 +307,7 @@ static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in)
     }
     free(in->scratch);
     vocl_wr_free(&in->reply);
-    proxyd_host_free(in->whole);
+    exec_host_free(in->whole);
     free(in->again);
     free(in);
     s->inbound = NULL;
@@ -311,19 +315,19 @@ static void inbound_free(struct proxyd_session *s, struct proxyd_inbound *in)
 
 /* Whether the data channel still writes into in's next chunk: one that
  * began to come from a client that stopped in the middle of sending it. */
-static bool receiving(struct proxyd_session *s, const struct proxyd_inbound *in)
+static bool receiving(struct exec_session *s, const struct exec_inbound *in)
 {
     return in->dst && s->data->recv_busy && s->data->recv_busy(s);
 }
 
-bool proxyd_inbound_busy(struct proxyd_session *s)
+bool exec_inbound_busy(struct exec_session *s)
 {
     return s->inbound && receiving(s, s->inbound);
 }
 
-void proxyd_inbound_drop(struct proxyd_session *s)
+void exec_inbound_drop(struct exec_session *s)
 {
-    struct proxyd_inbound *in = s->inbound;
+    struct exec_inbound *in = s->inbound;
     if (!in)
         return;
     if (!receiving(s, in)) {
@@ -336,9 +340,9 @@ void proxyd_inbound_drop(struct proxyd_session *s)
     }
 }
 
-void proxyd_inbound_give_up(struct proxyd_session *s)
+void exec_inbound_give_up(struct exec_session *s)
 {
-    struct proxyd_inbound *in = s->inbound;
+    struct exec_inbound *in = s->inbound;
     if (!in || !receiving(s, in))
         return;
     vocl_warn("client %d: the chunk it began to send did not come: the %zu bytes it would land in"
@@ -350,7 +354,7 @@ void proxyd_inbound_give_up(struct proxyd_session *s)
         in->map = NULL;
         break;
     case LAND_POOL:
-        proxyd_pool_lose(in->pool, in->slot);
+        exec_pool_lose(in->pool, in->slot);
         break;
     case LAND_WHOLE:
         in->whole = NULL;
@@ -368,11 +372,11 @@ void proxyd_inbound_give_up(struct proxyd_session *s)
 
 /* Every chunk has landed: the command's end, as its handler would have
  * answered it. */
-static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vocl_wr *w)
+static int finish(struct exec_session *s, struct exec_inbound *in, struct vocl_wr *w)
 {
     const struct vocl_native_api *cl = s->node->cl;
-    struct proxyd_req q = {.s = s, .cl = cl, .w = w, .op = in->op, .seq = in->seq,
-                           .async = in->async};
+    struct exec_req q = {
+        .s = s, .cl = cl, .w = w, .op = in->op, .seq = in->seq, .async = in->async};
     if (in->kind == INBOUND_WHOLE) {
         void *again = in->again;
         size_t len = in->again_len;
@@ -380,8 +384,8 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
         s->preloaded = in->whole;
         in->whole = NULL;
         inbound_free(s, in);
-        int rc = proxyd_execute_again(s, again, len, w);
-        proxyd_host_free(s->preloaded); /* (where the request did not take it) */
+        int rc = exec_request_again(s, again, len, w);
+        exec_host_free(s->preloaded); /* (where the request did not take it) */
         s->preloaded = NULL;
         free(again);
         return rc;
@@ -399,8 +403,8 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
     switch (in->kind) {
     case INBOUND_WRITE: {
         cl_event ev = NULL;
-        rc = proxyd_finish_cmd(&q, rc, e, in->blocking, in->id ? &ev : NULL);
-        proxyd_put_event(&q, rc, in->id, ev);
+        rc = exec_finish_cmd(&q, rc, e, in->blocking, in->id ? &ev : NULL);
+        exec_put_event(&q, rc, in->id, ev);
         vocl_wr_i32(w, rc);
         break;
     }
@@ -409,11 +413,11 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
         cl_mem buf = in->buf;
         in->buf = NULL;
         if (rc == CL_SUCCESS)
-            rc = proxyd_put_new(&q, in->id, VOCL_T_MEM, buf);
+            rc = exec_put_new(&q, in->id, VOCL_T_MEM, buf);
         else
             cl->clReleaseMemObject(buf);
         cl_int st = CL_SUCCESS;
-        if (rc == CL_SUCCESS && e && !proxyd_reply_after(&q, 1, &e, NULL, 0, &st))
+        if (rc == CL_SUCCESS && e && !exec_reply_after(&q, 1, &e, NULL, 0, &st))
             rc = st; /* (a write that failed: the client drops the id, released at its end) */
         if (e)
             cl->clReleaseEvent(e);
@@ -430,12 +434,12 @@ static int finish(struct proxyd_session *s, struct proxyd_inbound *in, struct vo
         break;
     }
     inbound_free(s, in);
-    return proxyd_req_end(&q, 0);
+    return exec_req_end(&q, 0);
 }
 
-int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved)
+int exec_inbound_step(struct exec_session *s, struct vocl_wr *w, bool *moved)
 {
-    struct proxyd_inbound *in = s->inbound;
+    struct exec_inbound *in = s->inbound;
     if (!in)
         return 0;
     /* A chunk or more, then the other sessions' turn: a chunk of 4 MiB
@@ -469,6 +473,6 @@ int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved
     return finish(s, in, w);
 broken:
     s->broken = true; /* the data channel is out of step */
-    proxyd_inbound_drop(s);
+    exec_inbound_drop(s);
     return -1;
 }

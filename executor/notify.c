@@ -15,7 +15,7 @@
  * kernel output does (main.c); libvocl then calls the application's
  * function on a thread of its own.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,7 +47,7 @@ static struct {
 
 static atomic_uint next_serial = 1;
 
-uint32_t proxyd_notify_serial(void)
+uint32_t exec_notify_serial(void)
 {
     uint32_t s;
     do
@@ -94,20 +94,20 @@ static void post(uint32_t serial, uint64_t ctx, const char *errinfo, const void 
     pthread_mutex_unlock(&notes.lock);
 }
 
-void *proxyd_notify_tag(const struct proxyd_session *s, uint64_t ctx)
+void *exec_notify_tag(const struct exec_session *s, uint64_t ctx)
 {
     if (ctx >> ID_BITS)
         return NULL;
     return (void *)(uintptr_t)(((uint64_t)s->serial << ID_BITS) | ctx);
 }
 
-void CL_CALLBACK proxyd_notify_native(const char *errinfo, const void *priv, size_t cb, void *tag)
+void CL_CALLBACK exec_notify_native(const char *errinfo, const void *priv, size_t cb, void *tag)
 {
     uint64_t t = (uint64_t)(uintptr_t)tag;
     post((uint32_t)(t >> ID_BITS), t & ((UINT64_C(1) << ID_BITS) - 1), errinfo, priv, cb);
 }
 
-void proxyd_notify_post(const struct proxyd_session *s, uint64_t ctx, const char *errinfo)
+void exec_notify_post(const struct exec_session *s, uint64_t ctx, const char *errinfo)
 {
     post(s->serial, ctx, errinfo, NULL, 0);
 }
@@ -144,7 +144,7 @@ static void note_free(struct note *n)
     free(n);
 }
 
-bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg)
+bool exec_notify_take(const struct exec_session *s, struct vocl_wr *msg)
 {
     struct note *list = take(s->serial);
     if (!list)
@@ -173,7 +173,7 @@ bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg)
     return recs && !msg->fail;
 }
 
-void proxyd_notify_drop(const struct proxyd_session *s)
+void exec_notify_drop(const struct exec_session *s)
 {
     for (struct note *n = take(s->serial), *next; n; n = next) {
         next = n->next;

@@ -22,7 +22,7 @@
  * and MIGRATE_IN may make them); DIFF_OUT sends what changed since, and
  * DIFF_IN patches it into the buffer here ("Diffs" below).
  */
-#include "proxyd.h"
+#include "internal.h"
 #include "thread.h"
 
 #include <stdlib.h>
@@ -31,13 +31,13 @@
 /* The other proxy of a request, and the tag its messages travel on. */
 struct peer_link {
     const struct vocl_native_api *cl;
-    const struct proxyd_data_ops *data;
+    const struct exec_data_ops *data;
     int peer, tag;
 };
 
 /* Checks the peer's rank and the tag of a migration's or an event link's
- * request.  (The reasons are literals: proxyd_fail keeps the pointer.) */
-static void set_peer(struct proxyd_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
+ * request.  (The reasons are literals: exec_fail keeps the pointer.) */
+static void set_peer(struct exec_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
                      bool event)
 {
     l->cl = q->cl;
@@ -45,10 +45,10 @@ static void set_peer(struct proxyd_req *q, struct peer_link *l, uint32_t peer, u
     l->peer = (int)peer;
     l->tag = (int)tag;
     if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer))
-        proxyd_fail(q, event ? "event peer is not another proxy of this job"
-                             : "migration peer is not another proxy of this job");
+        exec_fail(q, event ? "event peer is not another proxy of this job"
+                           : "migration peer is not another proxy of this job");
     if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
-        proxyd_fail(q, event ? "event tag out of range" : "migration tag out of range");
+        exec_fail(q, event ? "event tag out of range" : "migration tag out of range");
 }
 
 struct migration {
@@ -147,7 +147,7 @@ static cl_command_queue mem_queue(const struct vocl_native_api *cl, cl_mem mem)
  * wl.  Recorded under twin_id, and the copy's event under ev_id.  NULL when
  * it cannot be made.
  */
-static cl_mem make_twin(struct proxyd_req *q, cl_command_queue queue, cl_mem mem, size_t size,
+static cl_mem make_twin(struct exec_req *q, cl_command_queue queue, cl_mem mem, size_t size,
                         uint64_t twin_id, uint64_t ev_id, cl_uint nwl, const cl_event *wl)
 {
     cl_context ctx;
@@ -165,8 +165,8 @@ static cl_mem make_twin(struct proxyd_req *q, cl_command_queue queue, cl_mem mem
     /* One reference for the session, one for the caller; without the
      * session's (a limit), a diff against it fails and says so. */
     q->cl->clRetainMemObject(twin);
-    proxyd_put_new(q, twin_id, VOCL_T_MEM, twin);
-    proxyd_put_new(q, ev_id, VOCL_T_EVENT, copied);
+    exec_put_new(q, twin_id, VOCL_T_MEM, twin);
+    exec_put_new(q, ev_id, VOCL_T_EVENT, copied);
     return twin;
 }
 
@@ -289,8 +289,8 @@ static size_t run_end(const uint8_t *a, const uint8_t *b, size_t i, size_t size)
     return end;
 }
 
-size_t proxyd_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
-                          size_t *changed)
+size_t exec_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
+                        size_t *changed)
 {
     size_t n = 0;
     *changed = 0;
@@ -318,12 +318,12 @@ size_t proxyd_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, u
     return n;
 }
 
-uint64_t proxyd_diff_max(size_t size)
+uint64_t exec_diff_max(size_t size)
 {
     return 2 * (uint64_t)size + 64;
 }
 
-int proxyd_diff_apply(uint8_t *buf, size_t size, const uint8_t *d, size_t n)
+int exec_diff_apply(uint8_t *buf, size_t size, const uint8_t *d, size_t n)
 {
     for (size_t i = 0; i < n;) {
         if (n - i < 16)
@@ -351,9 +351,9 @@ static void *diff_out_thread(void *arg)
     size_t changed = 0, n = 0;
     uint8_t *d = NULL;
     if (completed(m->l.cl, m->ev)) {
-        n = proxyd_diff_encode(m->buf, m->twin, m->size, NULL, &changed);
+        n = exec_diff_encode(m->buf, m->twin, m->size, NULL, &changed);
         if ((d = malloc(n ? n : 1)))
-            proxyd_diff_encode(m->buf, m->twin, m->size, d, &changed);
+            exec_diff_encode(m->buf, m->twin, m->size, d, &changed);
     }
     uint8_t head[8];
     put_u64(head, n);
@@ -374,13 +374,13 @@ static void *diff_in_thread(void *arg)
     size_t got = 0;
     uint64_t n = 0;
     bool ok = !m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
-              got == sizeof(head) && (n = get_u64(head)) <= proxyd_diff_max(m->size);
+              got == sizeof(head) && (n = get_u64(head)) <= exec_diff_max(m->size);
     if (ok && !(d = malloc(n ? n : 1))) {
         recv_all(m, NULL, n); /* nowhere to put it */
         ok = false;
     }
     ok = ok && !recv_all(m, d, n) && completed(m->l.cl, m->read);
-    if (ok && proxyd_diff_apply(m->buf, m->size, d, n)) {
+    if (ok && exec_diff_apply(m->buf, m->size, d, n)) {
         vocl_warn("diff from rank %d: malformed runs", m->l.peer);
         ok = false;
     }
@@ -403,7 +403,7 @@ static void *drain_thread(void *arg)
         size_t got = 0;
         n = 0;
         if (!m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
-            got == sizeof(head) && get_u64(head) <= proxyd_diff_max(m->size))
+            got == sizeof(head) && get_u64(head) <= exec_diff_max(m->size))
             n = get_u64(head);
     }
     recv_all(m, NULL, n);
@@ -419,18 +419,18 @@ struct head {
 };
 
 /* A migration with the fields of h; NULL when out of memory. */
-static struct migration *new_migration(struct proxyd_req *q, const struct head *h, cl_mem *mem)
+static struct migration *new_migration(struct exec_req *q, const struct head *h, cl_mem *mem)
 {
     struct migration *m = calloc(1, sizeof(*m));
     if (!m) {
-        proxyd_fail(q, "out of memory");
+        exec_fail(q, "out of memory");
         return NULL;
     }
-    *mem = q->r->fail ? NULL : proxyd_h(q, h->mem, VOCL_T_MEM, 0);
+    *mem = q->r->fail ? NULL : exec_h(q, h->mem, VOCL_T_MEM, 0);
     set_peer(q, &m->l, h->peer, h->tag, false);
     m->chunk = (size_t)h->chunk;
     if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
-        proxyd_fail(q, "migration chunk size out of range");
+        exec_fail(q, "migration chunk size out of range");
     return m;
 }
 
@@ -446,24 +446,24 @@ struct after {
     cl_event *list; /* room for the events and a marker per writer */
 };
 
-static void set_after(struct proxyd_req *q, struct after *a, const struct vocl_ids *queues,
+static void set_after(struct exec_req *q, struct after *a, const struct vocl_ids *queues,
                       const struct vocl_ids *events)
 {
     uint32_t nq = queues->n;
-    a->writers = proxyd_tmp(q, (nq ? nq : 1) * sizeof(*a->writers));
+    a->writers = exec_tmp(q, (nq ? nq : 1) * sizeof(*a->writers));
     a->nw = 0;
     for (uint32_t i = 0; i < nq && !q->fail && !q->r->fail; i++) {
-        struct proxyd_obj *o = proxyd_lookup(q->s, vocl_ids_at(queues, i), VOCL_T_QUEUE);
+        struct exec_obj *o = exec_lookup(q->s, vocl_ids_at(queues, i), VOCL_T_QUEUE);
         if (o && a->writers)
             a->writers[a->nw++] = o->native;
     }
     a->nwl = 0;
-    a->wl = proxyd_ha(q, VOCL_T_EVENT, events, &a->nwl);
-    a->list = proxyd_tmp(q, (a->nwl + a->nw + 1) * sizeof(*a->list));
+    a->wl = exec_ha(q, VOCL_T_EVENT, events, &a->nwl);
+    a->list = exec_tmp(q, (a->nwl + a->nw + 1) * sizeof(*a->list));
 }
 
 /* The events of a, with a marker on each writer (released by after_done). */
-static cl_uint after_events(struct proxyd_req *q, struct after *a)
+static cl_uint after_events(struct exec_req *q, struct after *a)
 {
     cl_uint n = a->nwl;
     if (n)
@@ -477,7 +477,7 @@ static cl_uint after_events(struct proxyd_req *q, struct after *a)
     return n;
 }
 
-static void after_done(struct proxyd_req *q, struct after *a, cl_uint n)
+static void after_done(struct exec_req *q, struct after *a, cl_uint n)
 {
     for (cl_uint i = a->nwl; i < n; i++)
         q->cl->clReleaseEvent(a->list[i]);
@@ -487,7 +487,7 @@ static void after_done(struct proxyd_req *q, struct after *a, cl_uint n)
  * MIGRATE_OUT sends all of mem; kept is the twin it may make of what it
  * sends.  DIFF_OUT sends what changed since twin was made.
  */
-static void op_out(struct proxyd_req *q, bool diff)
+static void op_out(struct exec_req *q, bool diff)
 {
     struct vocl_msg_MIGRATE_OUT_req w;
     struct vocl_msg_DIFF_OUT_req d;
@@ -501,17 +501,16 @@ static void op_out(struct proxyd_req *q, bool diff)
         h = (struct head){w.mem, w.peer, w.tag, w.chunk};
     }
     if (why)
-        proxyd_fail(q, why);
+        exec_fail(q, why);
     cl_mem mem, twin = NULL;
     struct migration *m = new_migration(q, &h, &mem);
     if (!m)
         return;
     uint64_t twin_id = 0, ev_id = 0;
     if (diff) {
-        twin = q->r->fail ? NULL : proxyd_h(q, d.twin, VOCL_T_MEM, 0);
-    } else if ((twin_id = proxyd_newid(q, w.twin)) != 0 &&
-               !(ev_id = proxyd_newid(q, w.twin_event))) {
-        proxyd_fail(q, "a twin without an event");
+        twin = q->r->fail ? NULL : exec_h(q, d.twin, VOCL_T_MEM, 0);
+    } else if ((twin_id = exec_newid(q, w.twin)) != 0 && !(ev_id = exec_newid(q, w.twin_event))) {
+        exec_fail(q, "a twin without an event");
     }
     struct after a;
     set_after(q, &a, diff ? &d.queues : &w.queues, diff ? &d.events : &w.events);
@@ -520,8 +519,8 @@ static void op_out(struct proxyd_req *q, bool diff)
     if (!q->fail && !q->r->fail)
         size = whole_size(q->cl, mem, region, &image);
     if ((diff || twin_id) && image)
-        proxyd_fail(q, "a twin of an image");
-    if (!proxyd_req_begin(q) || !a.writers || !a.list) {
+        exec_fail(q, "a twin of an image");
+    if (!exec_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
         if (!q->fail)
             m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
@@ -570,12 +569,12 @@ static void op_out(struct proxyd_req *q, bool diff)
     vocl_wr_i32(q->w, rc);
 }
 
-void proxyd_op_migrate_out(struct proxyd_req *q)
+void exec_op_migrate_out(struct exec_req *q)
 {
     op_out(q, false);
 }
 
-void proxyd_op_diff_out(struct proxyd_req *q)
+void exec_op_diff_out(struct exec_req *q)
 {
     op_out(q, true);
 }
@@ -586,7 +585,7 @@ void proxyd_op_diff_out(struct proxyd_req *q)
  * and writes it back.  The write waits on a user event a thread sets when
  * the bytes are in; ev_id names the write (or the twin's copy after it).
  */
-static void op_in(struct proxyd_req *q, bool diff)
+static void op_in(struct exec_req *q, bool diff)
 {
     struct vocl_msg_MIGRATE_IN_req w;
     struct vocl_msg_DIFF_IN_req d;
@@ -603,27 +602,27 @@ static void op_in(struct proxyd_req *q, bool diff)
         event = w.event;
     }
     if (why)
-        proxyd_fail(q, why);
+        exec_fail(q, why);
     cl_mem mem;
     struct migration *m = new_migration(q, &h, &mem);
     if (!m)
         return;
-    uint64_t ev_id = proxyd_newid(q, event), twin_id = 0;
+    uint64_t ev_id = exec_newid(q, event), twin_id = 0;
     struct after a = {0};
     if (diff)
         set_after(q, &a, &d.queues, &d.events);
     else
-        twin_id = proxyd_newid(q, w.twin);
+        twin_id = exec_newid(q, w.twin);
     size_t region[3], size = 0;
     bool image = false;
     cl_int rc = CL_OUT_OF_RESOURCES;
     if (!ev_id)
-        proxyd_fail(q, "migration without an event");
+        exec_fail(q, "migration without an event");
     if (!q->fail && !q->r->fail)
         size = whole_size(q->cl, mem, region, &image);
     if ((diff || twin_id) && image)
-        proxyd_fail(q, "a twin of an image");
-    if (!proxyd_req_begin(q)) {
+        exec_fail(q, "a twin of an image");
+    if (!exec_req_begin(q)) {
         free(m);
         return;
     }
@@ -655,7 +654,7 @@ static void op_in(struct proxyd_req *q, bool diff)
     if (rc == CL_SUCCESS) {
         if (!twin) {
             q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
-            proxyd_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
+            exec_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
         }
         if (vocl_thread_detached(diff ? diff_in_thread : in_thread, m) == 0) {
             vocl_wr_i32(q->w, rc);
@@ -673,12 +672,12 @@ static void op_in(struct proxyd_req *q, bool diff)
     vocl_wr_i32(q->w, rc);
 }
 
-void proxyd_op_migrate_in(struct proxyd_req *q)
+void exec_op_migrate_in(struct exec_req *q)
 {
     op_in(q, false);
 }
 
-void proxyd_op_diff_in(struct proxyd_req *q)
+void exec_op_diff_in(struct exec_req *q)
 {
     op_in(q, true);
 }
@@ -724,27 +723,27 @@ static void *event_in_thread(void *arg)
     return NULL;
 }
 
-static struct event_link *new_link(struct proxyd_req *q, uint32_t peer, uint32_t tag)
+static struct event_link *new_link(struct exec_req *q, uint32_t peer, uint32_t tag)
 {
     struct event_link *l = calloc(1, sizeof(*l));
     if (!l) {
-        proxyd_fail(q, "out of memory");
+        exec_fail(q, "out of memory");
         return NULL;
     }
     set_peer(q, &l->l, peer, tag, true);
     return l;
 }
 
-void proxyd_op_event_out(struct proxyd_req *q)
+void exec_op_event_out(struct exec_req *q)
 {
     struct vocl_msg_EVENT_OUT_req m;
     vocl_dec_EVENT_OUT_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_event ev = q->r->fail ? NULL : proxyd_h(q, m.event, VOCL_T_EVENT, 0);
+    cl_event ev = q->r->fail ? NULL : exec_h(q, m.event, VOCL_T_EVENT, 0);
     struct event_link *l = new_link(q, m.peer, m.tag);
     if (!l)
         return;
     bool sane = !q->fail;
-    if (proxyd_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
+    if (exec_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
         l->ev = ev;
     cl_int rc = l->ev ? CL_SUCCESS : CL_INVALID_EVENT; /* l is the thread's from here */
     /* Without the event, the peer still hears (a failure). */
@@ -758,26 +757,26 @@ void proxyd_op_event_out(struct proxyd_req *q)
         vocl_wr_i32(q->w, rc);
 }
 
-void proxyd_op_event_in(struct proxyd_req *q)
+void exec_op_event_in(struct exec_req *q)
 {
     struct vocl_msg_EVENT_IN_req m;
     vocl_dec_EVENT_IN_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_context ctx = q->r->fail ? NULL : proxyd_h(q, m.context, VOCL_T_CONTEXT, 0);
+    cl_context ctx = q->r->fail ? NULL : exec_h(q, m.context, VOCL_T_CONTEXT, 0);
     struct event_link *l = new_link(q, m.peer, m.tag);
-    uint64_t ev_id = q->r->fail ? 0 : proxyd_newid(q, m.event);
+    uint64_t ev_id = q->r->fail ? 0 : exec_newid(q, m.event);
     cl_int rc = CL_OUT_OF_RESOURCES;
     if (!l)
         return;
     if (!ev_id)
-        proxyd_fail(q, "event link without an event");
-    if (!proxyd_req_begin(q)) {
+        exec_fail(q, "event link without an event");
+    if (!exec_req_begin(q)) {
         free(l);
         return;
     }
     l->ev = q->cl->clCreateUserEvent(ctx, &rc);
     if (l->ev) {
         q->cl->clRetainEvent(l->ev); /* one for the session, one for the thread */
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
+        exec_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
         if (vocl_thread_detached(event_in_thread, l))
             event_in_thread(l); /* waits for the peer here: it is on its way */
     } else {

@@ -24,15 +24,15 @@
  * while the client has such events, transfers go through memory of their
  * own instead (may_block).
  */
-#include "proxyd.h"
+#include "internal.h"
 #include "xfer.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Checks the data fields a generated decoder read (d) for a transfer of size bytes. */
-void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct vocl_data *d,
-                     size_t size, bool data_in)
+void exec_xfer_use(struct exec_req *q, struct exec_xfer *x, const struct vocl_data *d, size_t size,
+                   bool data_in)
 {
     memset(x, 0, sizeof(*x));
     x->mode = d->mode;
@@ -44,20 +44,20 @@ void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct v
         if (data_in)
             x->inline_data = d->p;
         if (data_in && d->len != size)
-            proxyd_fail(q, "inline data size differs from the transfer size");
+            exec_fail(q, "inline data size differs from the transfer size");
         if (size > VOCL_INLINE_MAX)
-            proxyd_fail(q, "inline transfer too large");
+            exec_fail(q, "inline transfer too large");
         break;
     }
     case VOCL_DATA_CHUNKED:
         x->chunk = (size_t)d->arg;
         x->depth = d->depth < 1 ? 1 : d->depth > PROXYD_DEPTH_MAX ? PROXYD_DEPTH_MAX : d->depth;
         if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
-            proxyd_fail(q, "chunk size out of range");
+            exec_fail(q, "chunk size out of range");
         /* A chunked read answers with one message per chunk, even when it
          * fails: keep that count sane. */
         else if (size / PROXYD_CHUNK_MIN > (1u << 24))
-            proxyd_fail(q, "transfer too large");
+            exec_fail(q, "transfer too large");
         else
             break;
         /* Chunks that cannot be counted (or allocated) as the client counts
@@ -69,32 +69,32 @@ void proxyd_xfer_use(struct proxyd_req *q, struct proxyd_xfer *x, const struct v
     case VOCL_DATA_HOSTPTR:
         x->host = (void *)(uintptr_t)d->arg;
         if (!q->s->in_process)
-            proxyd_fail(q, "host pointers are accepted in-process only");
+            exec_fail(q, "host pointers are accepted in-process only");
         break;
     default:
-        proxyd_fail(q, "unknown data mode");
+        exec_fail(q, "unknown data mode");
     }
 }
 
-static size_t chunk_len(const struct proxyd_xfer *x, size_t done)
+static size_t chunk_len(const struct exec_xfer *x, size_t done)
 {
     return x->size - done < x->chunk ? x->size - done : x->chunk;
 }
 
 /* A failed chunked read: as many empty chunks as the client waits for. */
-static void fail_chunks(struct proxyd_req *q, const struct proxyd_xfer *x)
+static void fail_chunks(struct exec_req *q, const struct exec_xfer *x)
 {
     if (x->mode != VOCL_DATA_CHUNKED || x->chunk == 0)
         return;
     for (size_t done = 0; done < x->size; done += x->chunk)
-        proxyd_stream_send(q->s->node, &(struct proxyd_stream_chunk){.s = q->s});
+        exec_stream_send(q->s->node, &(struct exec_stream_chunk){.s = q->s});
 }
 
 /* A rejected request's data: drained (a write's) or answered empty (a read's). */
-void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool write)
+void exec_xfer_reject(struct exec_req *q, const struct exec_xfer *x, bool write)
 {
     if (write)
-        proxyd_xfer_drain(q, x);
+        exec_xfer_drain(q, x);
     else
         fail_chunks(q, x);
 }
@@ -103,54 +103,53 @@ void proxyd_xfer_reject(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
  * second run; on its first, NULL: the session is parked to receive them
  * (or drain them, out of memory), and the request runs again once they
  * are all in (inbound.c). */
-static uint8_t *recv_whole(struct proxyd_req *q, const struct proxyd_xfer *x)
+static uint8_t *recv_whole(struct exec_req *q, const struct exec_xfer *x)
 {
     if (q->s->preloaded) {
         uint8_t *buf = q->s->preloaded;
         q->s->preloaded = NULL;
         return buf;
     }
-    uint8_t *buf = proxyd_host_alloc(q->s, x->size);
+    uint8_t *buf = exec_host_alloc(q->s, x->size);
     if (!buf)
-        proxyd_xfer_drain(q, x);
+        exec_xfer_drain(q, x);
     else
-        proxyd_inbound_whole(q, x, buf);
+        exec_inbound_whole(q, x, buf);
     return NULL;
 }
 
 /* Sends buf's x->size bytes as chunks once ready completes (NULL: now);
  * buf is freed after. */
-static void send_owned(struct proxyd_req *q, const struct proxyd_xfer *x, uint8_t *buf, bool ok,
+static void send_owned(struct exec_req *q, const struct exec_xfer *x, uint8_t *buf, bool ok,
                        cl_event ready)
 {
     for (size_t done = 0; done < x->size; done += x->chunk) {
         bool last = done + x->chunk >= x->size;
         if (ready)
             q->cl->clRetainEvent(ready); /* each chunk releases its own */
-        proxyd_stream_send(q->s->node,
-                           &(struct proxyd_stream_chunk){.s = q->s,
-                                                         .depth = x->depth,
-                                                         .ready = ready,
-                                                         .data = buf ? buf + done : NULL,
-                                                         .n = chunk_len(x, done),
-                                                         .ok = ok && buf,
-                                                         .free_after = last ? buf : NULL});
+        exec_stream_send(q->s->node, &(struct exec_stream_chunk){.s = q->s,
+                                                                 .depth = x->depth,
+                                                                 .ready = ready,
+                                                                 .data = buf ? buf + done : NULL,
+                                                                 .n = chunk_len(x, done),
+                                                                 .ok = ok && buf,
+                                                                 .free_after = last ? buf : NULL});
     }
     if (x->size == 0)
-        proxyd_host_free(buf);
+        exec_host_free(buf);
 }
 
 /* The proxy may wait on queues: no user event of the client is still unset.
  * One may hold the queue, and the client's clSetUserEventStatus, sent by
  * another thread while the one that sent q waits for its reply, would wait
  * behind this request. */
-static bool may_block(const struct proxyd_req *q)
+static bool may_block(const struct exec_req *q)
 {
     return q->s->user_events == 0;
 }
 
 /* Whether queue's device keeps buffers in host memory, so a map costs no copy. */
-static bool host_unified(struct proxyd_req *q, cl_command_queue queue)
+static bool host_unified(struct exec_req *q, cl_command_queue queue)
 {
     cl_device_id dev;
     cl_bool unified = CL_FALSE;
@@ -161,7 +160,7 @@ static bool host_unified(struct proxyd_req *q, cl_command_queue queue)
            unified;
 }
 
-bool proxyd_xfer_direct(struct proxyd_req *q, cl_command_queue queue)
+bool exec_xfer_direct(struct exec_req *q, cl_command_queue queue)
 {
     return q->s->node->xfer.direct && q->s->node->xfer.pipeline && host_unified(q, queue);
 }
@@ -169,11 +168,10 @@ bool proxyd_xfer_direct(struct proxyd_req *q, cl_command_queue queue)
 /* The end of a command: a blocking one is answered when e completes
  * (complete.c; q->later, and the status the handler writes is dropped), or
  * now if it has; its event is handed over. */
-cl_int proxyd_finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool blocking,
-                         cl_event *ev)
+cl_int exec_finish_cmd(struct exec_req *q, cl_int rc, cl_event e, cl_bool blocking, cl_event *ev)
 {
     if (rc == CL_SUCCESS && e && blocking)
-        proxyd_reply_after(q, 1, &e, NULL, 0, &rc);
+        exec_reply_after(q, 1, &e, NULL, 0, &rc);
     if (rc == CL_SUCCESS && ev)
         *ev = e;
     else if (e)
@@ -183,40 +181,40 @@ cl_int proxyd_finish_cmd(struct proxyd_req *q, cl_int rc, cl_event e, cl_bool bl
 
 /* A read whose bytes go in the reply (out: malloc'd, taken), once its
  * command e completes: answered later, or now where it has; the status. */
-static cl_int reply_with_data(struct proxyd_req *q, cl_int rc, cl_event e, void *out, size_t size,
+static cl_int reply_with_data(struct exec_req *q, cl_int rc, cl_event e, void *out, size_t size,
                               cl_event *ev)
 {
-    if (rc == CL_SUCCESS && proxyd_reply_after(q, 1, &e, out, size, &rc))
-        return proxyd_finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
-    rc = proxyd_finish_cmd(q, rc, e, CL_FALSE, ev);
+    if (rc == CL_SUCCESS && exec_reply_after(q, 1, &e, out, size, &rc))
+        return exec_finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
+    rc = exec_finish_cmd(q, rc, e, CL_FALSE, ev);
     vocl_wr_i32(q->w, rc);
     if (rc == CL_SUCCESS)
         vocl_wr_bytes(q->w, out, size);
-    proxyd_host_free(out);
+    exec_host_free(out);
     return rc;
 }
 
 /* Host memory a non-blocking write reads from: freed when the write is done. */
-void proxyd_keep_until_done(struct proxyd_session *s, cl_int rc, cl_event e, void *mem)
+void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *mem)
 {
     if (rc != CL_SUCCESS || !e) {
-        proxyd_host_free(mem);
-    } else if (proxyd_keep(s->node, e, mem)) {
+        exec_host_free(mem);
+    } else if (exec_keep(s->node, e, mem)) {
         s->node->cl->clWaitForEvents(1, &e); /* (no memory to note it in) */
-        proxyd_host_free(mem);
+        exec_host_free(mem);
     }
 }
 
 /* Reads [offset, offset+size) of buf through queue and sends it as x's chunks. */
-static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
-                          const struct proxyd_xfer *x, cl_uint nwl, const cl_event *wl,
+static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
+                          const struct exec_xfer *x, cl_uint nwl, const cl_event *wl,
                           cl_bool blocking, cl_event *ev)
 {
     cl_event e = NULL;
     cl_int rc = CL_SUCCESS;
     cl_context ctx;
     cl_event gate = NULL, mapped = NULL;
-    if (proxyd_xfer_direct(q, queue) &&
+    if (exec_xfer_direct(q, queue) &&
         q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) ==
             CL_SUCCESS &&
         (gate = q->cl->clCreateUserEvent(ctx, &rc))) {
@@ -228,17 +226,17 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
             for (size_t done = 0; done < x->size; done += x->chunk) {
                 bool last = done + x->chunk >= x->size;
                 q->cl->clRetainEvent(mapped);
-                proxyd_stream_send(q->s->node,
-                                   &(struct proxyd_stream_chunk){.s = q->s,
-                                                                 .depth = x->depth,
-                                                                 .ready = mapped,
-                                                                 .data = p + done,
-                                                                 .n = chunk_len(x, done),
-                                                                 .ok = true,
-                                                                 .gate = last ? gate : NULL});
+                exec_stream_send(q->s->node,
+                                 &(struct exec_stream_chunk){.s = q->s,
+                                                             .depth = x->depth,
+                                                             .ready = mapped,
+                                                             .data = p + done,
+                                                             .n = chunk_len(x, done),
+                                                             .ok = true,
+                                                             .gate = last ? gate : NULL});
             }
             q->cl->clReleaseEvent(mapped);
-            return proxyd_finish_cmd(q, CL_SUCCESS, e, blocking, ev);
+            return exec_finish_cmd(q, CL_SUCCESS, e, blocking, ev);
         }
         if (mapped) { /* mapped but not unmapped: give it back */
             q->cl->clWaitForEvents(1, &mapped);
@@ -249,25 +247,25 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
         q->cl->clReleaseEvent(gate);
         /* Not mappable: the staged read says why. */
     }
-    struct proxyd_pool *pool = proxyd_queue_pool(q->s->node, queue);
+    struct exec_pool *pool = exec_queue_pool(q->s->node, queue);
     bool own = !may_block(q) || !pool; /* memory of its own, not the pool */
     cl_bool serial = !q->s->node->xfer.pipeline && may_block(q);
     rc = CL_SUCCESS;
     for (size_t done = 0; done < x->size; done += x->chunk) {
         size_t n = chunk_len(x, done);
-        struct proxyd_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
+        struct exec_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
         unsigned slot = 0;
         if (rc == CL_SUCCESS) {
             /* A staging buffer if one is free, else memory of its own; the
              * buffer in turn is waited for only where there is no memory,
              * or with VOCL_PIPELINE=0 (one buffer, each stage waited for). */
-            uint8_t *stage = own ? NULL : proxyd_pool_try(pool, &slot);
+            uint8_t *stage = own ? NULL : exec_pool_try(pool, &slot);
             bool own_now = own || (!stage && !serial);
             if (own_now)
-                stage = proxyd_host_alloc(q->s, n);
+                stage = exec_host_alloc(q->s, n);
             if (!stage && !own) {
                 own_now = false;
-                stage = proxyd_pool_take(pool, &slot);
+                stage = exec_pool_take(pool, &slot);
             }
             cl_event prev = e;
             e = NULL;
@@ -284,16 +282,16 @@ static cl_int read_chunks(struct proxyd_req *q, cl_command_queue queue, cl_mem b
                 if (own_now)
                     c.free_after = stage;
                 else
-                    c.slot = proxyd_pool_hold(pool, slot);
+                    c.slot = exec_pool_hold(pool, slot);
             } else if (own_now) {
-                proxyd_host_free(stage);
+                exec_host_free(stage);
             } else if (stage) {
-                proxyd_pool_give(pool, slot);
+                exec_pool_give(pool, slot);
             }
         }
-        proxyd_stream_send(q->s->node, &c);
+        exec_stream_send(q->s->node, &c);
     }
-    return proxyd_finish_cmd(q, rc, e, blocking, ev);
+    return exec_finish_cmd(q, rc, e, blocking, ev);
 }
 
 /* A buffer read's or write's fields, decoded (their messages differ in
@@ -306,10 +304,10 @@ struct buf_xfer {
     cl_uint nwl;
     const cl_event *wl;
     uint64_t ev_id;
-    struct proxyd_xfer x;
+    struct exec_xfer x;
 };
 
-static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
+static void rd_buf_xfer(struct exec_req *q, struct buf_xfer *b, bool data_in)
 {
     /* The two messages have the same fields (their data's direction aside). */
     struct vocl_msg_clEnqueueWriteBuffer_req m;
@@ -324,71 +322,71 @@ static void rd_buf_xfer(struct proxyd_req *q, struct buf_xfer *b, bool data_in)
             .size = rm.size, .wait_list = rm.wait_list, .event = rm.event, .data = rm.data};
     }
     if (why)
-        proxyd_fail(q, why);
-    b->queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
-    b->buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+        exec_fail(q, why);
+    b->queue = exec_h(q, m.queue, VOCL_T_QUEUE, 0);
+    b->buf = exec_h(q, m.buffer, VOCL_T_MEM, 0);
     b->blocking = m.blocking;
     b->offset = (size_t)m.offset;
     b->size = (size_t)m.size;
-    b->wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &b->nwl);
-    b->ev_id = proxyd_newid(q, m.event);
-    proxyd_xfer_use(q, &b->x, &m.data, b->size, data_in);
+    b->wl = exec_ha(q, VOCL_T_EVENT, &m.wait_list, &b->nwl);
+    b->ev_id = exec_newid(q, m.event);
+    exec_xfer_use(q, &b->x, &m.data, b->size, data_in);
     if (b->x.mode == VOCL_DATA_NONE)
-        proxyd_fail(q, "transfer without data or destination");
+        exec_fail(q, "transfer without data or destination");
     /* libvocl checks the range; past the buffer, a chunked read would be
      * answered by up to 2^24 empty chunks: the session ends instead. */
     size_t msize = 0;
     if (b->x.mode == VOCL_DATA_CHUNKED && b->x.chunk && b->buf &&
         (q->cl->clGetMemObjectInfo(b->buf, CL_MEM_SIZE, sizeof(msize), &msize, NULL) ||
          b->offset > msize || b->size > msize - b->offset)) {
-        proxyd_fail(q, "chunked transfer past the end of the buffer");
+        exec_fail(q, "chunked transfer past the end of the buffer");
         b->x.chunk = 0;
         q->s->broken = true;
     }
     /* A read that answers in its reply must have a reply to answer in. */
     if (!data_in && b->x.mode == VOCL_DATA_INLINE && q->async)
-        proxyd_fail(q, "inline read without a reply");
+        exec_fail(q, "inline read without a reply");
 }
 
-void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
+void exec_op_clEnqueueWriteBuffer(struct exec_req *q)
 {
     struct buf_xfer b;
     rd_buf_xfer(q, &b, true);
     cl_event ev = NULL, *evp = b.ev_id ? &ev : NULL;
     cl_int rc;
 
-    if (!proxyd_req_begin(q)) {
-        proxyd_xfer_drain(q, &b.x);
+    if (!exec_req_begin(q)) {
+        exec_xfer_drain(q, &b.x);
         return;
     }
     cl_event e = NULL;
     switch (b.x.mode) {
     case VOCL_DATA_CHUNKED:
-        rc = proxyd_inbound_write(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking,
-                                  b.ev_id);
+        rc =
+            exec_inbound_write(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, b.ev_id);
         if (rc == CL_SUCCESS)
             return; /* answered once its chunks have come (inbound.c) */
-        proxyd_xfer_drain(q, &b.x);
+        exec_xfer_drain(q, &b.x);
         break;
     case VOCL_DATA_HOSTPTR:
         /* Blocking or not, the request thread does not wait (finish_cmd). */
         rc = q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
                                          b.nwl, b.wl, &e);
-        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
+        rc = exec_finish_cmd(q, rc, e, b.blocking, evp);
         break;
     default: {
         /* The message is gone after this call: write from a copy. */
-        void *copy = proxyd_host_alloc(q->s, b.size);
+        void *copy = exec_host_alloc(q->s, b.size);
         if (copy)
             memcpy(copy, b.x.inline_data, b.size);
         rc = copy ? q->cl->clEnqueueWriteBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, copy,
                                                 b.nwl, b.wl, &e)
                   : CL_OUT_OF_HOST_MEMORY;
-        proxyd_keep_until_done(q->s, rc, e, copy);
-        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
+        exec_keep_until_done(q->s, rc, e, copy);
+        rc = exec_finish_cmd(q, rc, e, b.blocking, evp);
     }
     }
-    proxyd_put_event(q, rc, b.ev_id, ev);
+    exec_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
 }
 
@@ -401,9 +399,9 @@ void proxyd_op_clEnqueueWriteBuffer(struct proxyd_req *q)
  * the reply a second command, which woke PoCL's worker thread between
  * every two reads (13 us of a 30 us round trip on 2 cores).  False:
  * nothing was answered, and the read goes the usual way. */
-static bool read_mapped(struct proxyd_req *q, const struct buf_xfer *b)
+static bool read_mapped(struct exec_req *q, const struct buf_xfer *b)
 {
-    if (!proxyd_may_poll(q) || host_unified(q, b->queue))
+    if (!exec_may_poll(q) || host_unified(q, b->queue))
         return false;
     cl_event m = NULL;
     cl_int rc, failed = CL_SUCCESS;
@@ -411,7 +409,7 @@ static bool read_mapped(struct proxyd_req *q, const struct buf_xfer *b)
                                         b->nwl, b->wl, &m, &rc);
     if (!p)
         return false;
-    if (proxyd_poll_events(q, 1, &m, &failed) && failed == CL_SUCCESS) {
+    if (exec_poll_events(q, 1, &m, &failed) && failed == CL_SUCCESS) {
         vocl_wr_i32(q->w, CL_SUCCESS);
         vocl_wr_bytes(q->w, p, b->size);
         /* Unmapped once the reply has gone: not in its way. */
@@ -426,7 +424,7 @@ static bool read_mapped(struct proxyd_req *q, const struct buf_xfer *b)
     return false;
 }
 
-void proxyd_after_reply(struct proxyd_session *s)
+void exec_after_reply(struct exec_session *s)
 {
     if (!s->unmap_due.ptr)
         return;
@@ -437,14 +435,14 @@ void proxyd_after_reply(struct proxyd_session *s)
     s->unmap_due.ptr = NULL;
 }
 
-void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
+void exec_op_clEnqueueReadBuffer(struct exec_req *q)
 {
     struct buf_xfer b;
     rd_buf_xfer(q, &b, false);
     cl_event ev = NULL, *evp = b.ev_id ? &ev : NULL;
     cl_int rc;
 
-    if (!proxyd_req_begin(q)) {
+    if (!exec_req_begin(q)) {
         fail_chunks(q, &b.x);
         return;
     }
@@ -453,50 +451,50 @@ void proxyd_op_clEnqueueReadBuffer(struct proxyd_req *q)
     case VOCL_DATA_HOSTPTR:
         rc = q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, b.x.host,
                                         b.nwl, b.wl, &e);
-        rc = proxyd_finish_cmd(q, rc, e, b.blocking, evp);
+        rc = exec_finish_cmd(q, rc, e, b.blocking, evp);
         break;
     case VOCL_DATA_INLINE: {
         if (b.blocking && !b.ev_id && read_mapped(q, &b))
             return;
         /* The data goes in the reply, once the read has completed. */
-        void *out = proxyd_host_alloc(q->s, b.size);
+        void *out = exec_host_alloc(q->s, b.size);
         rc = out ? q->cl->clEnqueueReadBuffer(b.queue, b.buf, CL_FALSE, b.offset, b.size, out,
                                               b.nwl, b.wl, &e)
                  : CL_OUT_OF_HOST_MEMORY;
         rc = reply_with_data(q, rc, e, out, b.size, evp);
-        proxyd_put_event(q, rc, b.ev_id, ev);
+        exec_put_event(q, rc, b.ev_id, ev);
         return;
     }
     default:
         rc = read_chunks(q, b.queue, b.buf, b.offset, &b.x, b.nwl, b.wl, b.blocking, evp);
     }
-    proxyd_put_event(q, rc, b.ev_id, ev);
+    exec_put_event(q, rc, b.ev_id, ev);
     vocl_wr_i32(q->w, rc);
 }
 
 /* Map and unmap reach the executor only in-process: remote maps are host
  * shadows that libvocl fills with reads and writes back with writes. */
-void proxyd_op_clEnqueueMapBuffer(struct proxyd_req *q)
+void exec_op_clEnqueueMapBuffer(struct exec_req *q)
 {
     struct vocl_msg_clEnqueueMapBuffer_req m;
     const char *why = vocl_dec_clEnqueueMapBuffer_req(q->r, &m);
     if (why)
-        proxyd_fail(q, why);
-    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+        exec_fail(q, why);
+    cl_command_queue queue = exec_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem buf = exec_h(q, m.buffer, VOCL_T_MEM, 0);
     cl_bool blocking = m.blocking;
     cl_map_flags flags = m.map_flags;
     size_t offset = (size_t)m.offset;
     size_t size = (size_t)m.size;
     cl_uint nwl;
-    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
-    uint64_t ev_id = proxyd_newid(q, m.event);
+    const cl_event *wl = exec_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = exec_newid(q, m.event);
     cl_event ev = NULL;
     cl_int err = CL_SUCCESS;
 
     if (!q->s->in_process)
-        proxyd_fail(q, "map is served in-process only");
-    if (!proxyd_req_begin(q))
+        exec_fail(q, "map is served in-process only");
+    if (!exec_req_begin(q))
         return;
     /* The executor runs under libvocl's lock of the proxy: a blocking map
      * waits for its commands with the lock let go (s->leave), as a build
@@ -519,32 +517,32 @@ void proxyd_op_clEnqueueMapBuffer(struct proxyd_req *q)
     vocl_enc_clEnqueueMapBuffer_rep(q->w, &(struct vocl_msg_clEnqueueMapBuffer_rep){
                                               .ptr = (uint64_t)(uintptr_t)p});
     if (p && ev_id)
-        proxyd_put_new(q, ev_id, VOCL_T_EVENT, ev);
+        exec_put_new(q, ev_id, VOCL_T_EVENT, ev);
     else if (ev)
         q->cl->clReleaseEvent(ev);
 }
 
-void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
+void exec_op_clEnqueueUnmapMemObject(struct exec_req *q)
 {
     struct vocl_msg_clEnqueueUnmapMemObject_req m;
     const char *why = vocl_dec_clEnqueueUnmapMemObject_req(q->r, &m);
     if (why)
-        proxyd_fail(q, why);
-    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
-    cl_mem mem = proxyd_h(q, m.memobj, VOCL_T_MEM, 0);
+        exec_fail(q, why);
+    cl_command_queue queue = exec_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem mem = exec_h(q, m.memobj, VOCL_T_MEM, 0);
     void *ptr = (void *)(uintptr_t)m.mapped_ptr;
     cl_uint nwl;
-    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
-    uint64_t ev_id = proxyd_newid(q, m.event);
+    const cl_event *wl = exec_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = exec_newid(q, m.event);
     cl_event ev = NULL;
 
     if (!q->s->in_process)
-        proxyd_fail(q, "unmap is served in-process only");
-    if (!proxyd_req_begin(q))
+        exec_fail(q, "unmap is served in-process only");
+    if (!exec_req_begin(q))
         return;
     cl_int rc = q->cl->clEnqueueUnmapMemObject(queue, mem, ptr, nwl, wl, ev_id ? &ev : NULL);
     vocl_wr_i32(q->w, rc);
-    proxyd_put_event(q, rc, ev_id, ev);
+    exec_put_event(q, rc, ev_id, ev);
 }
 
 /* --- spans: the host rows of rectangular transfers and images ------------------------------- */
@@ -554,20 +552,21 @@ void proxyd_op_clEnqueueUnmapMemObject(struct proxyd_req *q)
  * transfer are for the native call, which does not block: a write's data
  * (a copy when inline, received whole when chunked), or where a read lands
  * (the client's memory in-process).  All but the client's own memory must
- * outlive the request: *owned (freed by the caller, or proxyd_span_end).
+ * outlive the request: *owned (freed by the caller, or exec_span_end).
  */
-void *proxyd_span_begin(struct proxyd_req *q, const struct proxyd_xfer *x, bool write, bool *owned)
+void *exec_span_begin(struct exec_req *q, const struct exec_xfer *x, bool write, bool *owned)
 {
     *owned = x->mode == VOCL_DATA_INLINE || x->mode == VOCL_DATA_CHUNKED;
     switch (x->mode) {
     case VOCL_DATA_INLINE: {
-        void *p = proxyd_host_alloc(q->s, x->size);
+        void *p = exec_host_alloc(q->s, x->size);
         if (p && write)
             memcpy(p, x->inline_data, x->size);
         return p;
     }
     case VOCL_DATA_HOSTPTR: return x->host;
-    case VOCL_DATA_CHUNKED: return write ? recv_whole(q, x) : proxyd_host_alloc(q->s, x->size);
+    case VOCL_DATA_CHUNKED:
+        return write ? recv_whole(q, x) : exec_host_alloc(q->s, x->size);
     default: return NULL;
     }
 }
@@ -577,16 +576,16 @@ void *proxyd_span_begin(struct proxyd_req *q, const struct proxyd_xfer *x, bool 
  * bytes are freed once e completes; a read's go out once it completes, in
  * the reply or as chunks; a blocking call is answered then.  The status.
  */
-cl_int proxyd_span_end(struct proxyd_req *q, const struct proxyd_xfer *x, bool write, cl_int rc,
-                       cl_event e, void *buf, bool owned, cl_bool blocking, cl_event *ev)
+cl_int exec_span_end(struct exec_req *q, const struct exec_xfer *x, bool write, cl_int rc,
+                     cl_event e, void *buf, bool owned, cl_bool blocking, cl_event *ev)
 {
     if (!write && x->mode == VOCL_DATA_INLINE)
         return reply_with_data(q, rc, e, buf, x->size, ev);
     if (write && owned)
-        proxyd_keep_until_done(q->s, rc, e, buf);
+        exec_keep_until_done(q->s, rc, e, buf);
     else if (!write && x->mode == VOCL_DATA_CHUNKED)
         send_owned(q, x, buf, rc == CL_SUCCESS, rc == CL_SUCCESS ? e : NULL);
-    rc = proxyd_finish_cmd(q, rc, e, blocking, ev);
+    rc = exec_finish_cmd(q, rc, e, blocking, ev);
     vocl_wr_i32(q->w, rc);
     return rc;
 }
@@ -605,8 +604,8 @@ static size_t sat_add(size_t a, size_t b)
 
 /* The span must hold what the region addresses with the pitches the native
  * call uses: the ones given, or (0) rows and slices packed tight. */
-void proxyd_span_check(struct proxyd_req *q, size_t span, const size_t *origin,
-                       const size_t *region, size_t row, size_t slice, size_t elem)
+void exec_span_check(struct exec_req *q, size_t span, const size_t *origin, const size_t *region,
+                     size_t row, size_t slice, size_t elem)
 {
     if (!origin || !region || !region[0] || !region[1] || !region[2] || !elem)
         return; /* the native call refuses an empty region */
@@ -616,10 +615,10 @@ void proxyd_span_check(struct proxyd_req *q, size_t span, const size_t *origin,
                                   sat_mul(sat_add(origin[1], region[1] - 1), row)),
                           sat_mul(sat_add(origin[0], region[0]), elem));
     if (need > span)
-        proxyd_fail(q, "span shorter than the region it holds");
+        exec_fail(q, "span shorter than the region it holds");
 }
 
-static void buffer_rect(struct proxyd_req *q, bool write)
+static void buffer_rect(struct exec_req *q, bool write)
 {
     /* The two messages have the same fields (their data's direction aside). */
     struct vocl_msg_clEnqueueWriteBufferRect_req m;
@@ -638,34 +637,34 @@ static void buffer_rect(struct proxyd_req *q, bool write)
             .event = rm.event, .span = rm.span, .data = rm.data};
     }
     if (why)
-        proxyd_fail(q, why);
-    cl_command_queue queue = proxyd_h(q, m.queue, VOCL_T_QUEUE, 0);
-    cl_mem buf = proxyd_h(q, m.buffer, VOCL_T_MEM, 0);
+        exec_fail(q, why);
+    cl_command_queue queue = exec_h(q, m.queue, VOCL_T_QUEUE, 0);
+    cl_mem buf = exec_h(q, m.buffer, VOCL_T_MEM, 0);
     cl_bool blocking = m.blocking;
-    const size_t *borigin = proxyd_va3(q, &m.buffer_origin);
-    const size_t *horigin = proxyd_va3(q, &m.host_origin);
-    const size_t *region = proxyd_va3(q, &m.region);
+    const size_t *borigin = exec_va3(q, &m.buffer_origin);
+    const size_t *horigin = exec_va3(q, &m.host_origin);
+    const size_t *region = exec_va3(q, &m.region);
     size_t brow = (size_t)m.buffer_row_pitch, bslice = (size_t)m.buffer_slice_pitch;
     size_t hrow = (size_t)m.host_row_pitch, hslice = (size_t)m.host_slice_pitch;
     cl_uint nwl;
-    const cl_event *wl = proxyd_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
-    uint64_t ev_id = proxyd_newid(q, m.event);
+    const cl_event *wl = exec_ha(q, VOCL_T_EVENT, &m.wait_list, &nwl);
+    uint64_t ev_id = exec_newid(q, m.event);
     size_t span = (size_t)m.span;
-    struct proxyd_xfer x;
-    proxyd_xfer_use(q, &x, &m.data, span, write);
+    struct exec_xfer x;
+    exec_xfer_use(q, &x, &m.data, span, write);
     cl_event ev = NULL;
 
     if (x.mode != VOCL_DATA_HOSTPTR)
-        proxyd_span_check(q, span, horigin, region, hrow, hslice, 1);
+        exec_span_check(q, span, horigin, region, hrow, hslice, 1);
     if (!borigin || !horigin || !region)
-        proxyd_fail(q, "rect transfer without origins or region");
-    if (!proxyd_req_begin(q)) {
-        proxyd_xfer_reject(q, &x, write);
+        exec_fail(q, "rect transfer without origins or region");
+    if (!exec_req_begin(q)) {
+        exec_xfer_reject(q, &x, write);
         return;
     }
-    /* Never blocking here: the command may wait for the client (proxyd_span_end). */
+    /* Never blocking here: the command may wait for the client (exec_span_end). */
     bool owned;
-    void *data = proxyd_span_begin(q, &x, write, &owned);
+    void *data = exec_span_begin(q, &x, write, &owned);
     cl_event e = NULL;
     cl_int rc = !data ? CL_OUT_OF_HOST_MEMORY
                 : write ? q->cl->clEnqueueWriteBufferRect(queue, buf, CL_FALSE, borigin, horigin,
@@ -674,16 +673,16 @@ static void buffer_rect(struct proxyd_req *q, bool write)
                         : q->cl->clEnqueueReadBufferRect(queue, buf, CL_FALSE, borigin, horigin,
                                                          region, brow, bslice, hrow, hslice, data,
                                                          nwl, wl, &e);
-    rc = proxyd_span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
-    proxyd_put_event(q, rc, ev_id, ev);
+    rc = exec_span_end(q, &x, write, rc, e, data, owned, blocking, ev_id ? &ev : NULL);
+    exec_put_event(q, rc, ev_id, ev);
 }
 
-void proxyd_op_clEnqueueReadBufferRect(struct proxyd_req *q)
+void exec_op_clEnqueueReadBufferRect(struct exec_req *q)
 {
     buffer_rect(q, false);
 }
 
-void proxyd_op_clEnqueueWriteBufferRect(struct proxyd_req *q)
+void exec_op_clEnqueueWriteBufferRect(struct exec_req *q)
 {
     buffer_rect(q, true);
 }

@@ -13,7 +13,7 @@
  * memory).  Where that cannot be made, the node's pool serves: malloc'd,
  * and locked in memory where the system allows it.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include "backoff.h"
 
@@ -28,7 +28,7 @@ struct pool_buf {
     bool own;        /* mem is a block of its own (else: part of the driver's buffer) */
 };
 
-struct proxyd_pool {
+struct exec_pool {
     const struct vocl_native_api *cl;
     size_t size;
     unsigned n, next;
@@ -38,14 +38,14 @@ struct proxyd_pool {
     cl_command_queue queue;
     cl_mem mem;
     void *base;
-    struct proxyd_pool *retired_next; /* on the node's list of pools to free */
+    struct exec_pool *retired_next; /* on the node's list of pools to free */
     struct pool_buf buf[];
 };
 
 /* A pool of n buffers of size bytes, with no memory yet. */
-static struct proxyd_pool *pool_alloc(const struct vocl_native_api *cl, unsigned n, size_t size)
+static struct exec_pool *pool_alloc(const struct vocl_native_api *cl, unsigned n, size_t size)
 {
-    struct proxyd_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->buf[0]));
+    struct exec_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->buf[0]));
     if (p) {
         p->cl = cl;
         p->size = size;
@@ -55,15 +55,15 @@ static struct proxyd_pool *pool_alloc(const struct vocl_native_api *cl, unsigned
     return p;
 }
 
-struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size)
+struct exec_pool *exec_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size)
 {
-    struct proxyd_pool *p = pool_alloc(cl, n, size);
+    struct exec_pool *p = pool_alloc(cl, n, size);
     if (!p)
         return NULL;
     for (unsigned i = 0; i < n; i++) {
         void *m = NULL;
         if (posix_memalign(&m, 4096, size)) {
-            proxyd_pool_free(p);
+            exec_pool_free(p);
             return NULL;
         }
         /* Touch every page now: the pool is resident from the start, and
@@ -80,10 +80,10 @@ struct proxyd_pool *proxyd_pool_new(const struct vocl_native_api *cl, unsigned n
     return p;
 }
 
-struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
-                                           cl_device_id dev, unsigned n, size_t size)
+struct exec_pool *exec_pool_new_driver(const struct vocl_native_api *cl, cl_context ctx,
+                                       cl_device_id dev, unsigned n, size_t size)
 {
-    struct proxyd_pool *p = pool_alloc(cl, n, size);
+    struct exec_pool *p = pool_alloc(cl, n, size);
     if (!p)
         return NULL;
     cl_int rc = CL_SUCCESS;
@@ -96,7 +96,7 @@ struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_
                                          n * size, 0, NULL, NULL, &rc);
     if (!p->base) {
         vocl_debug("pool of a context: none (%d); the node's pool serves it", rc);
-        proxyd_pool_free(p);
+        exec_pool_free(p);
         return NULL;
     }
     for (unsigned i = 0; i < n; i++)
@@ -105,7 +105,7 @@ struct proxyd_pool *proxyd_pool_new_driver(const struct vocl_native_api *cl, cl_
     return p;
 }
 
-static void buf_wait(struct proxyd_pool *p, struct pool_buf *b)
+static void buf_wait(struct exec_pool *p, struct pool_buf *b)
 {
     uint64_t start = vocl_now_ns();
     while (atomic_load(&b->held))
@@ -117,7 +117,7 @@ static void buf_wait(struct proxyd_pool *p, struct pool_buf *b)
     }
 }
 
-void proxyd_pool_free(struct proxyd_pool *p)
+void exec_pool_free(struct exec_pool *p)
 {
     if (!p)
         return;
@@ -143,7 +143,7 @@ void proxyd_pool_free(struct proxyd_pool *p)
 }
 
 /* Whether b is free now: not taken, not sending, its device copy done. */
-static bool buf_free(struct proxyd_pool *p, struct pool_buf *b)
+static bool buf_free(struct exec_pool *p, struct pool_buf *b)
 {
     cl_int st = CL_COMPLETE;
     if (atomic_load(&b->held))
@@ -160,7 +160,7 @@ static bool buf_free(struct proxyd_pool *p, struct pool_buf *b)
 }
 
 /* Whether no buffer of p is in use any more: it can be freed at once. */
-static bool pool_idle(struct proxyd_pool *p)
+static bool pool_idle(struct exec_pool *p)
 {
     for (unsigned i = 0; i < p->n; i++)
         if (!buf_free(p, &p->buf[i]))
@@ -172,7 +172,7 @@ static bool pool_idle(struct proxyd_pool *p)
 
 /* The pool of queue's context: its entry's, or a new one in a free entry;
  * NULL where there is none (the node's serves). */
-static struct proxyd_pool *ctx_pool(struct proxyd_node *node, cl_command_queue queue)
+static struct exec_pool *ctx_pool(struct exec_node *node, cl_command_queue queue)
 {
     const struct vocl_native_api *cl = node->cl;
     cl_context ctx;
@@ -182,9 +182,9 @@ static struct proxyd_pool *ctx_pool(struct proxyd_node *node, cl_command_queue q
             CL_SUCCESS ||
         cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) != CL_SUCCESS)
         return NULL;
-    struct proxyd_ctx_pool *free_entry = NULL;
+    struct exec_ctx_pool *free_entry = NULL;
     for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
-        struct proxyd_ctx_pool *e = &node->ctx_pools[i];
+        struct exec_ctx_pool *e = &node->ctx_pools[i];
         if (e->ctx == ctx)
             return e->pool;
         if (!e->ctx && !free_entry)
@@ -194,34 +194,33 @@ static struct proxyd_pool *ctx_pool(struct proxyd_node *node, cl_command_queue q
         return NULL; /* (more contexts than pools of contexts) */
     /* Tried once per context: where the driver cannot, the node's pool serves. */
     free_entry->ctx = ctx;
-    free_entry->pool =
-        proxyd_pool_new_driver(cl, ctx, dev, proxyd_pool_n(node), node->xfer.pool_size);
+    free_entry->pool = exec_pool_new_driver(cl, ctx, dev, exec_pool_n(node), node->xfer.pool_size);
     return free_entry->pool;
 }
 
-struct proxyd_pool *proxyd_queue_pool(struct proxyd_node *node, cl_command_queue queue)
+struct exec_pool *exec_queue_pool(struct exec_node *node, cl_command_queue queue)
 {
-    struct proxyd_pool *own = ctx_pool(node, queue);
-    return own ? own : proxyd_node_pool(node);
+    struct exec_pool *own = ctx_pool(node, queue);
+    return own ? own : exec_node_pool(node);
 }
 
-void proxyd_ctx_pool_drop(struct proxyd_node *node, cl_context ctx)
+void exec_ctx_pool_drop(struct exec_node *node, cl_context ctx)
 {
     for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
-        struct proxyd_ctx_pool *e = &node->ctx_pools[i];
+        struct exec_ctx_pool *e = &node->ctx_pools[i];
         if (e->ctx != ctx)
             continue;
         /* Its buffers may still be sending, or copying: freed once idle
-         * (proxyd_reap), never waited for here. */
+         * (exec_reap), never waited for here. */
         if (e->pool) {
             e->pool->retired_next = node->retired;
             node->retired = e->pool;
         }
-        *e = (struct proxyd_ctx_pool){0};
+        *e = (struct exec_ctx_pool){0};
     }
 }
 
-static uint8_t *take(struct proxyd_pool *p, unsigned *slot)
+static uint8_t *take(struct exec_pool *p, unsigned *slot)
 {
     struct pool_buf *b = &p->buf[p->next];
     *slot = p->next;
@@ -230,18 +229,18 @@ static uint8_t *take(struct proxyd_pool *p, unsigned *slot)
     return b->mem;
 }
 
-uint8_t *proxyd_pool_take(struct proxyd_pool *p, unsigned *slot)
+uint8_t *exec_pool_take(struct exec_pool *p, unsigned *slot)
 {
     buf_wait(p, &p->buf[p->next]);
     return take(p, slot);
 }
 
-uint8_t *proxyd_pool_try(struct proxyd_pool *p, unsigned *slot)
+uint8_t *exec_pool_try(struct exec_pool *p, unsigned *slot)
 {
     return buf_free(p, &p->buf[p->next]) ? take(p, slot) : NULL;
 }
 
-void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev)
+void exec_pool_busy(struct exec_pool *p, unsigned slot, cl_event ev)
 {
     struct pool_buf *b = &p->buf[slot];
     if (ev && p->cl->clRetainEvent(ev) == CL_SUCCESS)
@@ -249,12 +248,12 @@ void proxyd_pool_busy(struct proxyd_pool *p, unsigned slot, cl_event ev)
     atomic_store(&b->held, 0);
 }
 
-void proxyd_pool_give(struct proxyd_pool *p, unsigned slot)
+void exec_pool_give(struct exec_pool *p, unsigned slot)
 {
     atomic_store(&p->buf[slot].held, 0);
 }
 
-void proxyd_pool_lose(struct proxyd_pool *p, unsigned slot)
+void exec_pool_lose(struct exec_pool *p, unsigned slot)
 {
     /* The lost block is never freed (nor the driver's buffer it is part
      * of); the slot goes on with a block of its own, not locked. */
@@ -273,18 +272,18 @@ void proxyd_pool_lose(struct proxyd_pool *p, unsigned slot)
     atomic_store(&b->held, 0);
 }
 
-atomic_int *proxyd_pool_hold(struct proxyd_pool *p, unsigned slot)
+atomic_int *exec_pool_hold(struct exec_pool *p, unsigned slot)
 {
     return &p->buf[slot].held; /* (held since taken) */
 }
 
 /* --- host memory kept until a device command is done with it ---------------------------------- */
 
-int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem)
+int exec_keep(struct exec_node *node, cl_event ev, void *mem)
 {
     if (node->nkept == node->capkept) {
         size_t cap = node->capkept ? 2 * node->capkept : 16;
-        struct proxyd_kept *k = realloc(node->kept, cap * sizeof(*k));
+        struct exec_kept *k = realloc(node->kept, cap * sizeof(*k));
         if (!k)
             return -1;
         node->kept = k;
@@ -292,25 +291,25 @@ int proxyd_keep(struct proxyd_node *node, cl_event ev, void *mem)
     }
     if (node->cl->clRetainEvent(ev) != CL_SUCCESS)
         return -1;
-    node->kept[node->nkept++] = (struct proxyd_kept){ev, mem};
+    node->kept[node->nkept++] = (struct exec_kept){ev, mem};
     return 0;
 }
 
-void proxyd_reap(struct proxyd_node *node, bool wait)
+void exec_reap(struct exec_node *node, bool wait)
 {
     const struct vocl_native_api *cl = node->cl;
-    for (struct proxyd_pool **pp = &node->retired; *pp;) {
-        struct proxyd_pool *p = *pp;
+    for (struct exec_pool **pp = &node->retired; *pp;) {
+        struct exec_pool *p = *pp;
         if (wait || pool_idle(p)) {
             *pp = p->retired_next;
-            proxyd_pool_free(p);
+            exec_pool_free(p);
         } else {
             pp = &p->retired_next;
         }
     }
     size_t j = 0;
     for (size_t i = 0; i < node->nkept; i++) {
-        struct proxyd_kept *k = &node->kept[i];
+        struct exec_kept *k = &node->kept[i];
         cl_int st = CL_QUEUED;
         if (wait)
             cl->clWaitForEvents(1, &k->ev);
@@ -318,7 +317,7 @@ void proxyd_reap(struct proxyd_node *node, bool wait)
                 CL_SUCCESS ||
             st <= CL_COMPLETE) {
             cl->clReleaseEvent(k->ev);
-            proxyd_host_free(k->mem);
+            exec_host_free(k->mem);
         } else {
             node->kept[j++] = *k;
         }

@@ -4,7 +4,7 @@
  * process).  The seed corpus of the request fuzzer is recorded this way from
  * real traffic (tests/fuzz/README).  Off, it costs one branch per request.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,7 +24,7 @@ static void record_init(void)
         record_dir = dir;
 }
 
-void proxyd_record(const void *msg, size_t len)
+void exec_record(const void *msg, size_t len)
 {
     pthread_once(&record_once, record_init);
     if (!record_dir)

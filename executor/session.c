@@ -4,7 +4,7 @@
  * ids of other clients do not exist in it), counted against the limits,
  * and ending it releases everything the client held.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,19 +14,19 @@
 
 /* --- node: the devices this process serves ---------------------------------------------- */
 
-int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
-                     cl_device_type type_filter, const void *skip_dispatch)
+int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
+                   cl_device_type type_filter, const void *skip_dispatch)
 {
     cl_uint nplat = 0;
     cl_platform_id plats[16];
 
     memset(node, 0, sizeof(*node));
     node->cl = cl;
-    node->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
-                                          .pool_size = PROXYD_POOL_SIZE,
-                                          .pipeline = true,
-                                          .direct = true,
-                                          .driver_staging = true};
+    node->xfer = (struct exec_xfer_cfg){.pool_n = PROXYD_POOL_N,
+                                        .pool_size = PROXYD_POOL_SIZE,
+                                        .pipeline = true,
+                                        .direct = true,
+                                        .driver_staging = true};
     node->poll_ns = PROXYD_POLL_NS;
     _Static_assert(sizeof(node->node_name) == VOCL_NODE_NAME_MAX + 1, "a node name and its NUL");
     const char *named = getenv("VOCL_NODE_NAME");
@@ -85,20 +85,20 @@ int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
     return 0;
 }
 
-struct proxyd_pool *proxyd_node_pool(struct proxyd_node *node)
+struct exec_pool *exec_node_pool(struct exec_node *node)
 {
     if (!node->pool)
-        node->pool = proxyd_pool_new(node->cl, proxyd_pool_n(node), node->xfer.pool_size);
+        node->pool = exec_pool_new(node->cl, exec_pool_n(node), node->xfer.pool_size);
     return node->pool;
 }
 
-void proxyd_node_close(struct proxyd_node *node)
+void exec_node_close(struct exec_node *node)
 {
     for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
-        proxyd_ctx_pool_drop(node, node->ctx_pools[i].ctx);
-    proxyd_reap(node, true);
+        exec_ctx_pool_drop(node, node->ctx_pools[i].ctx);
+    exec_reap(node, true);
     free(node->kept);
-    proxyd_pool_free(node->pool);
+    exec_pool_free(node->pool);
     free(node->devs);
     free(node->types);
     free(node->max_alloc);
@@ -107,15 +107,15 @@ void proxyd_node_close(struct proxyd_node *node)
 
 /* --- sessions ---------------------------------------------------------------------------- */
 
-void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer)
+void exec_session_init(struct exec_session *s, struct exec_node *node, int peer)
 {
     memset(s, 0, sizeof(*s));
     s->node = node;
     s->peer = peer;
     s->who = peer;
-    s->serial = proxyd_notify_serial();
+    s->serial = exec_notify_serial();
     vocl_map_init(&s->objs);
-    proxyd_account_open(s);
+    exec_account_open(s);
 }
 
 /* The device storage a memory object adds: its size, unless it lives in
@@ -134,10 +134,10 @@ static uint64_t mem_bytes(const struct vocl_native_api *cl, cl_mem m)
 }
 
 /* Records an object of the session; CL_SUCCESS, or why it cannot (a limit). */
-cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, void *native,
-                      uint32_t refs)
+cl_int exec_add_obj(struct exec_session *s, uint64_t id, enum vocl_type t, void *native,
+                    uint32_t refs)
 {
-    struct proxyd_node *node = s->node;
+    struct exec_node *node = s->node;
     uint64_t bytes = t == VOCL_T_MEM ? mem_bytes(node->cl, native) : 0;
     if (node->limits.objects && s->nobjs >= node->limits.objects && t != VOCL_T_DEVICE &&
         t != VOCL_T_EVENT) { /* a command's event: the command ran already */
@@ -151,10 +151,10 @@ cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, v
                   node->limits.mem);
         return CL_MEM_OBJECT_ALLOCATION_FAILURE;
     }
-    struct proxyd_obj *o = malloc(sizeof(*o));
+    struct exec_obj *o = malloc(sizeof(*o));
     if (!o)
         return CL_OUT_OF_HOST_MEMORY;
-    *o = (struct proxyd_obj){.type = t, .native = native, .refs = refs, .bytes = bytes};
+    *o = (struct exec_obj){.type = t, .native = native, .refs = refs, .bytes = bytes};
     if (vocl_map_put(&s->objs, id, o)) {
         free(o);
         return CL_OUT_OF_HOST_MEMORY;
@@ -168,10 +168,10 @@ cl_int proxyd_add_obj(struct proxyd_session *s, uint64_t id, enum vocl_type t, v
 
 /* Forgets o, taken out of the session's table (its native references are
  * gone): the counts of the session and of the node go down. */
-void proxyd_forget_obj(struct proxyd_session *s, struct proxyd_obj *o)
+void exec_forget_obj(struct exec_session *s, struct exec_obj *o)
 {
     if (o->type == VOCL_T_CONTEXT)
-        proxyd_ctx_pool_drop(s->node, o->native);
+        exec_ctx_pool_drop(s->node, o->native);
     s->nobjs--;
     s->bytes -= o->bytes;
     atomic_fetch_sub(&s->node->nobjs, 1);
@@ -179,7 +179,7 @@ void proxyd_forget_obj(struct proxyd_session *s, struct proxyd_obj *o)
     free(o);
 }
 
-cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
+cl_int exec_release_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
 {
     switch (t) {
     case VOCL_T_DEVICE: return cl->clReleaseDevice((cl_device_id)native);
@@ -197,7 +197,7 @@ cl_int proxyd_release_native(const struct vocl_native_api *cl, enum vocl_type t,
     return CL_INVALID_VALUE;
 }
 
-cl_int proxyd_retain_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
+cl_int exec_retain_native(const struct vocl_native_api *cl, enum vocl_type t, void *native)
 {
     switch (t) {
     case VOCL_T_DEVICE: return cl->clRetainDevice((cl_device_id)native);
@@ -220,14 +220,14 @@ cl_int proxyd_retain_native(const struct vocl_native_api *cl, enum vocl_type t, 
  * and the commands they gate (reads the stream thread waits to send among
  * them) must end rather than wait for ever.
  */
-static void fail_user_events(struct proxyd_session *s)
+static void fail_user_events(struct exec_session *s)
 {
     const struct vocl_native_api *cl = s->node->cl;
     size_t pos = 0;
     uint64_t id;
     void *v;
     while (vocl_map_next(&s->objs, &pos, &id, &v)) {
-        struct proxyd_obj *o = v;
+        struct exec_obj *o = v;
         cl_command_type type;
         cl_int status;
         if (o->type == VOCL_T_EVENT &&
@@ -241,22 +241,22 @@ static void fail_user_events(struct proxyd_session *s)
     }
 }
 
-void proxyd_session_close(struct proxyd_session *s)
+void exec_session_close(struct exec_session *s)
 {
-    proxyd_after_reply(s);
-    proxyd_inbound_drop(s);
+    exec_after_reply(s);
+    exec_inbound_drop(s);
     atomic_store(&s->closed, true); /* replies still due have no one to go to */
     if (atomic_load(&s->lost))
         atomic_store(&s->broken, true); /* nor do chunks: the stream drops them */
     fail_user_events(s);
 }
 
-bool proxyd_session_draining(struct proxyd_session *s)
+bool exec_session_draining(struct exec_session *s)
 {
-    return proxyd_stream_busy(s->node, s) || proxyd_inbound_busy(s);
+    return exec_stream_busy(s->node, s) || exec_inbound_busy(s);
 }
 
-void proxyd_session_end(struct proxyd_session *s)
+void exec_session_end(struct exec_session *s)
 {
     /*
      * Release what the client left behind, dependants first (events and
@@ -269,20 +269,20 @@ void proxyd_session_end(struct proxyd_session *s)
     const struct vocl_native_api *cl = s->node->cl;
     size_t leaked = 0;
 
-    proxyd_session_close(s);
-    proxyd_stream_flush(s->node, s); /* nothing may still be sending from its objects */
+    exec_session_close(s);
+    exec_stream_flush(s->node, s); /* nothing may still be sending from its objects */
 
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
         size_t pos = 0;
         uint64_t id;
         void *v;
         while (vocl_map_next(&s->objs, &pos, &id, &v)) {
-            struct proxyd_obj *o = v;
+            struct exec_obj *o = v;
             if (o->type != order[k])
                 continue;
             leaked += o->refs;
             for (; o->refs; o->refs--)
-                proxyd_release_native(cl, o->type, o->native);
+                exec_release_native(cl, o->type, o->native);
         }
     }
     uint64_t nobjs = s->nobjs, bytes = s->bytes;
@@ -290,28 +290,28 @@ void proxyd_session_end(struct proxyd_session *s)
     uint64_t id;
     void *v;
     while (vocl_map_next(&s->objs, &pos, &id, &v))
-        proxyd_forget_obj(s, v);
+        exec_forget_obj(s, v);
     vocl_map_free(&s->objs);
     if (!s->in_process)
         vocl_info("session of %s %d: ended; released %" PRIu64 " objects (%" PRIu64
                   " bytes of memory objects); the proxy holds %" PRIu64 " objects (%" PRIu64
                   " bytes)", s->who == s->peer ? "rank" : "client", s->who, nobjs, bytes, (uint64_t)atomic_load(&s->node->nobjs),
                   (uint64_t)atomic_load(&s->node->bytes));
-    proxyd_trace_free(s->trace);
+    exec_trace_free(s->trace);
     s->trace = NULL;
-    proxyd_notify_drop(s);
+    exec_notify_drop(s);
     if (leaked)
         vocl_info("client %d: released %zu references the client left", s->who, leaked);
-    proxyd_account_close(s); /* (its blocks still out keep the count) */
+    exec_account_close(s); /* (its blocks still out keep the count) */
 }
 
-bool proxyd_session_held(struct proxyd_session *s)
+bool exec_session_held(struct exec_session *s)
 {
     return atomic_load(&s->held) > 0;
 }
 
-struct proxyd_obj *proxyd_lookup(struct proxyd_session *s, uint64_t id, enum vocl_type t)
+struct exec_obj *exec_lookup(struct exec_session *s, uint64_t id, enum vocl_type t)
 {
-    struct proxyd_obj *o = vocl_map_get(&s->objs, id);
+    struct exec_obj *o = vocl_map_get(&s->objs, id);
     return o && o->type == t ? o : NULL;
 }

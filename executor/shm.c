@@ -10,7 +10,7 @@
  * the memory without a map, and a write to the memory in the next device
  * read).  A device that fails the probe gets ordinary buffers.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -160,8 +160,8 @@ static void CL_CALLBACK on_freed(cl_mem mem, void *data)
     free(sh);
 }
 
-cl_mem proxyd_shm_buffer(struct proxyd_req *q, cl_context ctx, cl_mem_flags flags, size_t size,
-                         cl_int *err)
+cl_mem exec_shm_buffer(struct exec_req *q, cl_context ctx, cl_mem_flags flags, size_t size,
+                       cl_int *err)
 {
     const cl_mem_flags host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
     if (!q->s->shm || size < VOCL_SHM_MIN || (flags & host) || !in_place_device(q->cl, ctx))
@@ -206,12 +206,12 @@ none:
     return NULL;
 }
 
-void proxyd_op_shm_map(struct proxyd_req *q)
+void exec_op_shm_map(struct exec_req *q)
 {
     struct vocl_msg_SHM_MAP_req m;
     vocl_dec_SHM_MAP_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_mem mem = proxyd_h(q, m.mem, VOCL_T_MEM, 0);
-    if (!proxyd_req_begin(q))
+    cl_mem mem = exec_h(q, m.mem, VOCL_T_MEM, 0);
+    if (!exec_req_begin(q))
         return;
     pthread_mutex_lock(&shm.lock);
     struct shared *sh = q->s->shm ? shm.list : NULL;

@@ -20,7 +20,7 @@
  * Without a thread (the in-process executor, or no thread could be started)
  * every job runs at once, in the caller.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,11 +31,11 @@
 
 struct job {
     struct job *next;
-    struct proxyd_stream *st;
+    struct exec_stream *st;
     bool ready; /* c.ready has completed (or failed), under st->lock */
-    struct proxyd_stream_chunk c;
+    struct exec_stream_chunk c;
     bool posted;             /* h is a send to test */
-    struct proxyd_sending h; /* (the channel's) */
+    struct exec_sending h;   /* (the channel's) */
     size_t sent;             /* bytes: c.n, or 0 (sent empty) */
     uint64_t start;          /* when it was posted */
 };
@@ -43,7 +43,7 @@ struct job {
 /* A chunk its client does not take in this long ends its session. */
 #define SEND_TIMEOUT_NS (30ull * 1000000000u)
 
-struct proxyd_stream {
+struct exec_stream {
     const struct vocl_native_api *cl;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -56,8 +56,8 @@ struct proxyd_stream {
 /* Posts j's chunk (or sends it, where the channel cannot post). */
 static void post_job(const struct vocl_native_api *cl, struct job *j)
 {
-    struct proxyd_stream_chunk *c = &j->c;
-    const struct proxyd_data_ops *data = c->s->data;
+    struct exec_stream_chunk *c = &j->c;
+    const struct exec_data_ops *data = c->s->data;
     j->start = vocl_now_ns();
     bool ok = c->ok;
     if (ok && c->ready) {
@@ -83,7 +83,7 @@ static void post_job(const struct vocl_native_api *cl, struct job *j)
  * broke, or it waited too long).  Never waits. */
 static bool job_sent(struct job *j)
 {
-    struct proxyd_stream_chunk *c = &j->c;
+    struct exec_stream_chunk *c = &j->c;
     if (!j->posted)
         return true;
     bool give_up = c->s->broken || vocl_now_ns() - j->start > SEND_TIMEOUT_NS;
@@ -99,9 +99,9 @@ static bool job_sent(struct job *j)
 /* j's chunk is sent: gives back what it held. */
 static void end_job(const struct vocl_native_api *cl, struct job *j)
 {
-    struct proxyd_stream_chunk *c = &j->c;
+    struct exec_stream_chunk *c = &j->c;
     if (c->s->trace)
-        proxyd_trace_add(c->s->trace, 0, 1, j->start, j->sent);
+        exec_trace_add(c->s->trace, 0, 1, j->start, j->sent);
     if (c->slot)
         atomic_store(c->slot, 0);
     if (c->gate) {
@@ -110,7 +110,7 @@ static void end_job(const struct vocl_native_api *cl, struct job *j)
     }
     if (c->ready)
         cl->clReleaseEvent(c->ready);
-    proxyd_host_free(c->free_after);
+    exec_host_free(c->free_after);
 }
 
 static bool same_transfer(const struct job *a, const struct job *b)
@@ -129,7 +129,7 @@ static bool follows(const struct job *first, const struct job *j)
 
 /* The first ready job that no earlier job of its transfer precedes and
  * whose transfer has fewer than its depth of chunks in flight; NULL if none. */
-static struct job *take_ready(struct proxyd_stream *st)
+static struct job *take_ready(struct exec_stream *st)
 {
     for (struct job **pj = &st->head, *prev = NULL; *pj; prev = *pj, pj = &(*pj)->next) {
         struct job *j = *pj;
@@ -150,7 +150,7 @@ static struct job *take_ready(struct proxyd_stream *st)
 
 /* Ends the sends in flight that are over, each after the earlier ones of
  * its transfer (under st->lock, let go while testing); true if one ended. */
-static bool end_sent(struct proxyd_stream *st)
+static bool end_sent(struct exec_stream *st)
 {
     bool ended = false;
     for (struct job **pj = &st->flight, *prev = NULL; *pj;) {
@@ -188,7 +188,7 @@ static bool end_sent(struct proxyd_stream *st)
  */
 static void *stream_main(void *arg)
 {
-    struct proxyd_stream *st = arg;
+    struct exec_stream *st = arg;
     uint64_t stalled = 0; /* since when the sends in flight have not moved */
     pthread_mutex_lock(&st->lock);
     for (;;) {
@@ -229,16 +229,16 @@ static void CL_CALLBACK on_ready(cl_event ev, cl_int status, void *arg)
 {
     (void)ev, (void)status;
     struct job *j = arg;
-    struct proxyd_stream *st = j->st;
+    struct exec_stream *st = j->st;
     pthread_mutex_lock(&st->lock);
     j->ready = true;
     pthread_cond_signal(&st->wake);
     pthread_mutex_unlock(&st->lock);
 }
 
-struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl)
+struct exec_stream *exec_stream_start(const struct vocl_native_api *cl)
 {
-    struct proxyd_stream *st = calloc(1, sizeof(*st));
+    struct exec_stream *st = calloc(1, sizeof(*st));
     if (!st)
         return NULL;
     st->cl = cl;
@@ -252,7 +252,7 @@ struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl)
     return st;
 }
 
-void proxyd_stream_stop(struct proxyd_stream *st)
+void exec_stream_stop(struct exec_stream *st)
 {
     if (!st)
         return;
@@ -267,9 +267,9 @@ void proxyd_stream_stop(struct proxyd_stream *st)
     free(st);
 }
 
-void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chunk *c)
+void exec_stream_send(struct exec_node *node, const struct exec_stream_chunk *c)
 {
-    struct proxyd_stream *st = node->stream;
+    struct exec_stream *st = node->stream;
     struct job *j = st ? malloc(sizeof(*j)) : NULL;
     if (!j) {
         struct job now = {.c = *c};
@@ -306,7 +306,7 @@ void proxyd_stream_send(struct proxyd_node *node, const struct proxyd_stream_chu
 }
 
 /* Whether a job of session s is queued or being sent. */
-static bool has_jobs(const struct proxyd_stream *st, const struct proxyd_session *s)
+static bool has_jobs(const struct exec_stream *st, const struct exec_session *s)
 {
     for (const struct job *j = st->head; j; j = j->next)
         if (j->c.s == s)
@@ -317,9 +317,9 @@ static bool has_jobs(const struct proxyd_stream *st, const struct proxyd_session
     return false;
 }
 
-bool proxyd_stream_busy(struct proxyd_node *node, const struct proxyd_session *s)
+bool exec_stream_busy(struct exec_node *node, const struct exec_session *s)
 {
-    struct proxyd_stream *st = node->stream;
+    struct exec_stream *st = node->stream;
     if (!st)
         return false;
     pthread_mutex_lock(&st->lock);
@@ -328,9 +328,9 @@ bool proxyd_stream_busy(struct proxyd_node *node, const struct proxyd_session *s
     return busy;
 }
 
-void proxyd_stream_flush(struct proxyd_node *node, const struct proxyd_session *s)
+void exec_stream_flush(struct exec_node *node, const struct exec_session *s)
 {
-    struct proxyd_stream *st = node->stream;
+    struct exec_stream *st = node->stream;
     if (!st)
         return;
     pthread_mutex_lock(&st->lock);

@@ -2,7 +2,7 @@
  * trace.c - a session's timeline, recorded when its client asks for one
  * (VOCL_TRACE in the application) and handed over by the TRACE request.
  */
-#include "proxyd.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,21 +12,21 @@
 #define TRACE_MAX (1u << 18) /* events a session keeps: 10 MB of reply at most */
 
 /* The events are kept as TRACE's reply sends them (cl_api.def: trace_event). */
-struct proxyd_trace {
+struct exec_trace {
     pthread_mutex_t lock; /* the stream thread records too */
     struct vocl_rec_trace_event *ev;
     size_t n, cap, dropped;
 };
 
-struct proxyd_trace *proxyd_trace_new(void)
+struct exec_trace *exec_trace_new(void)
 {
-    struct proxyd_trace *t = calloc(1, sizeof(*t));
+    struct exec_trace *t = calloc(1, sizeof(*t));
     if (t)
         pthread_mutex_init(&t->lock, NULL);
     return t;
 }
 
-void proxyd_trace_free(struct proxyd_trace *t)
+void exec_trace_free(struct exec_trace *t)
 {
     if (!t)
         return;
@@ -35,8 +35,8 @@ void proxyd_trace_free(struct proxyd_trace *t)
     free(t);
 }
 
-void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint64_t start,
-                      uint64_t bytes)
+void exec_trace_add(struct exec_trace *t, unsigned op, unsigned thread, uint64_t start,
+                    uint64_t bytes)
 {
     uint64_t dur = vocl_now_ns() - start;
     pthread_mutex_lock(&t->lock);
@@ -56,12 +56,12 @@ void proxyd_trace_add(struct proxyd_trace *t, unsigned op, unsigned thread, uint
 }
 
 /* TRACE: the events so far (protocol.h), which are then forgotten. */
-void proxyd_op_trace(struct proxyd_req *q)
+void exec_op_trace(struct exec_req *q)
 {
-    struct proxyd_trace *t = q->s->trace;
+    struct exec_trace *t = q->s->trace;
     struct vocl_msg_TRACE_req m;
     vocl_dec_TRACE_req(q->r, &m); /* (no fields: a trailing byte is all that fails) */
-    if (!proxyd_req_begin(q))
+    if (!exec_req_begin(q))
         return;
     vocl_wr_i32(q->w, CL_SUCCESS);
     if (!t) {

@@ -153,20 +153,20 @@ int vocl_greet(struct vocl_proxy *px)
     return c.err == CL_SUCCESS ? 0 : -1;
 }
 
-static int no_data(struct proxyd_session *s, int tag, void *buf, size_t n)
+static int no_data(struct exec_session *s, int tag, void *buf, size_t n)
 {
     (void)s, (void)tag, (void)buf, (void)n;
     return -1;
 }
 
-static int no_data_out(struct proxyd_session *s, int tag, const void *buf, size_t n)
+static int no_data_out(struct exec_session *s, int tag, const void *buf, size_t n)
 {
     (void)s, (void)tag, (void)buf, (void)n;
     return -1;
 }
 
 /* In-process transfers use host pointers: the data channel is never used. */
-static const struct proxyd_data_ops in_process_data = {.recv = no_data, .send = no_data_out};
+static const struct exec_data_ops in_process_data = {.recv = no_data, .send = no_data_out};
 
 /* Local passthrough: the node's own devices, served by the in-process executor. */
 static void open_local(void)
@@ -174,16 +174,16 @@ static void open_local(void)
     const struct vocl_native_api *cl = vocl_native_get();
     if (!cl)
         return;
-    struct proxyd_node *node = calloc(1, sizeof(*node));
-    struct proxyd_session *s = calloc(1, sizeof(*s));
-    if (!node || !s || proxyd_node_open(node, cl, CL_DEVICE_TYPE_ALL, &vocl_dispatch) ||
+    struct exec_node *node = calloc(1, sizeof(*node));
+    struct exec_session *s = calloc(1, sizeof(*s));
+    if (!node || !s || exec_node_open(node, cl, CL_DEVICE_TYPE_ALL, &vocl_dispatch) ||
         node->ndev == 0) {
         vocl_warn("VOCL_LOCAL: no native OpenCL device on this node");
         free(node);
         free(s);
         return;
     }
-    proxyd_session_init(s, node, -1);
+    exec_session_init(s, node, -1);
     s->in_process = true;
     s->data = &in_process_data;
     struct vocl_proxy *px = vocl_proxy_new(-1, true);
@@ -466,7 +466,7 @@ static void leave(void)
             /* Under the lock: a thread of a callback may still be in a call;
              * after it, its calls fail (the proxy is dead to them). */
             pthread_mutex_lock(&px->lock);
-            proxyd_session_end(px->session);
+            exec_session_end(px->session);
             px->dead = true;
             pthread_mutex_unlock(&px->lock);
             continue;

@@ -260,7 +260,7 @@ void vocl_xport_progress(struct vocl_proxy *px)
 }
 
 /* The in-process executor's replies that were not ready at once (complete.c). */
-static int local_reply(struct proxyd_session *s, struct vocl_wr *w)
+static int local_reply(struct exec_session *s, struct vocl_wr *w)
 {
     struct vocl_proxy *px = s->transport;
     struct vocl_msg_hdr h;
@@ -280,17 +280,17 @@ static int local_reply(struct proxyd_session *s, struct vocl_wr *w)
 }
 
 /* The executor runs under px->lock (vocl_call_start); a build lets go of it. */
-static void local_leave(struct proxyd_session *s)
+static void local_leave(struct exec_session *s)
 {
     pthread_mutex_unlock(&((struct vocl_proxy *)s->transport)->lock);
 }
 
-static void local_enter(struct proxyd_session *s)
+static void local_enter(struct exec_session *s)
 {
     pthread_mutex_lock(&((struct vocl_proxy *)s->transport)->lock);
 }
 
-void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s)
+void vocl_xport_local(struct vocl_proxy *px, struct exec_session *s)
 {
     px->session = s;
     s->transport = px;
@@ -418,12 +418,12 @@ int vocl_xport_post(struct vocl_call *c)
     if (px->local) {
         /* The executor runs right here; its reply goes to the waiter now,
          * or later from its completion thread (local_reply). */
-        int rc = proxyd_execute(px->session, c->w->buf, c->w->len, &c->reply);
+        int rc = exec_request(px->session, c->w->buf, c->w->len, &c->reply);
         if (rc > 0 && c->waiting)
             c->waiting = take_waiter(px, c->seq) == NULL; /* done: off the list */
         struct vocl_wr notes;
         vocl_wr_init(&notes);
-        if (proxyd_notify_take(px->session, &notes))
+        if (exec_notify_take(px->session, &notes))
             vocl_context_notes(px, notes.buf + VOCL_HDR_SIZE, notes.len - VOCL_HDR_SIZE);
         vocl_wr_free(&notes);
         return rc < 0 ? -1 : 0;

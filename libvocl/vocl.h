@@ -25,8 +25,8 @@ struct vocl_live; /* liveness.h */
 
 #define VOCL_OBJ_MAGIC 0x766f636cu /* "vocl" */
 
-struct proxyd_session;
-struct proxyd_node;
+struct exec_session;
+struct exec_node;
 struct kp_program;
 struct vocl_proxy;
 
@@ -120,7 +120,7 @@ struct vocl_proxy {
     struct vocl_wr rx;              /* under lock: the message being received */
     struct vocl_wr batch;           /* under lock: requests that wait to go as one (BATCH) */
     unsigned nbatch;                /* how many */
-    struct proxyd_session *session; /* in-process only */
+    struct exec_session *session;   /* in-process only */
 };
 
 /*
@@ -269,7 +269,7 @@ struct vocl_state {
     bool peer_died; /* a proxy's reply to BYE said a peer of the job died */
     int app_ranks;
     int app_rank; /* job mode: this process's rank, 0 .. app_ranks - 1 */
-    struct proxyd_node *local_node;
+    struct exec_node *local_node;
     struct vocl_token *token; /* connect mode: presented in HELLO */
     const char *user;         /* connect mode: named in HELLO, whose token it is */
     const char *init_error; /* why there are no devices, for the one line on stderr */
@@ -532,7 +532,7 @@ void vocl_call_drop_arrivals(struct vocl_call *c);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */
-void vocl_xport_local(struct vocl_proxy *px, struct proxyd_session *s);
+void vocl_xport_local(struct vocl_proxy *px, struct exec_session *s);
 /* Posts c's request (and its waiter, unless async); under px->lock. */
 int vocl_xport_post(struct vocl_call *c);
 /* Waits, holding nothing, for c's request to leave and its reply to come

@@ -1,6 +1,8 @@
 /*
  * daemon.h - what voclproxyd's files share: main.c (options, start),
- * serve.c (the serving loop) and channel.c (the MPI channels).
+ * serve.c (the serving loop), and the MPI channels: channel.c (a
+ * session's, and its data), replies.c, output.c (what kernels print) and
+ * peers.c (between the proxies of one job).
  */
 #ifndef VOCL_PROXYD_DAEMON_H
 #define VOCL_PROXYD_DAEMON_H
@@ -22,8 +24,8 @@ struct options {
     const char *name; /* connect mode: published as "vocl.NAME" (default: the host name) */
     const char *token_file;
     const char *users; /* connect mode: --users DIR, a token per user (token.h) */
-    struct proxyd_xfer_cfg xfer;
-    struct proxyd_limits limits;
+    struct exec_xfer_cfg xfer;
+    struct exec_limits limits;
     uint64_t poll_ns;
 };
 
@@ -57,22 +59,46 @@ struct proxyd_chan {
 extern atomic_bool proxyd_peer_died;
 /* Clients that said BYE, told that a peer died or not (serve.c counts). */
 extern int proxyd_left_told, proxyd_left_untold;
-/* Migrations go between the proxies of one job (set in job mode). */
-extern MPI_Comm proxyd_peer_comm;
-extern int proxyd_peer_self, proxyd_peer_size;
 /* A session's data channel over MPI. */
-extern const struct proxyd_data_ops proxyd_mpi_data;
+extern const struct exec_data_ops proxyd_mpi_data;
+/* How long a chunk or a reply the client owes or has not taken is waited
+ * for, at most. */
+#define PROXYD_DATA_TIMEOUT_NS (30ull * 1000000000u)
+/* Posts a send to s's client (*req: MPI_REQUEST_NULL when it fails); waits
+ * for one, not forever and not past the client's death; 0 or -1. */
+int proxyd_chan_post(struct exec_session *s, int tag, const void *buf, size_t n, MPI_Request *req);
+int proxyd_chan_sent(struct exec_session *s, MPI_Request *req);
+
+/* replies.c */
+
 /* Sends w to s's client without waiting for it to take it (w's buffer
  * may be taken for that: w stays usable); 0 or -1. */
-int proxyd_mpi_reply(struct proxyd_session *s, struct vocl_wr *w);
+int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w);
 /* Lets go of the replies c's client has taken since; false when the
  * client has left too many untaken (its next requests should wait) or
  * one for too long (its session should end: *stuck). */
 bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck);
 /* The session is over: replies not taken are cancelled. */
 void proxyd_chan_drop(struct proxyd_chan *c);
+
+/* output.c */
+
 /* Kernel printf: stdout into a pipe, sent to clients with their replies. */
 void proxyd_output_capture(void);
+/* What kernels printed since, as an OUTPUT message in msg posted to s's
+ * client (*req; MPI_REQUEST_NULL: nothing to send); 0 or -1. */
+int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, MPI_Request *req);
+
+/* peers.c */
+
+/* Migrations go between the proxies of one job (set in job mode). */
+extern MPI_Comm proxyd_peer_comm;
+extern int proxyd_peer_self, proxyd_peer_size;
+/* The data channel's peer operations (executor.h). */
+bool proxyd_peer_ok(int rank);
+int proxyd_peer_send(int rank, int tag, const void *buf, size_t n);
+int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got);
+bool proxyd_peer_gone(void);
 
 /* serve.c */
 
@@ -80,7 +106,7 @@ extern int proxyd_self_rank;
 void proxyd_want_state(int sig);
 void proxyd_want_stop(int sig); /* connect mode: SIGTERM, SIGINT */
 extern bool proxyd_no_finalize;  /* connect mode, stopped: exit without MPI_Finalize */
-int proxyd_job_mode(struct proxyd_node *node, int nclients);
-int proxyd_listen_mode(struct proxyd_node *node, const struct options *o);
+int proxyd_job_mode(struct exec_node *node, int nclients);
+int proxyd_listen_mode(struct exec_node *node, const struct options *o);
 
 #endif

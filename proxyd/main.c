@@ -189,7 +189,7 @@ static int set_limit(uint64_t *limit, const char *what, const char *arg, bool si
  * keeps one from taking it all: the memory of its largest device, 65536
  * objects, a quarter of its host memory.
  */
-static void default_limits(struct proxyd_limits *l, bool listen, const struct proxyd_node *node)
+static void default_limits(struct exec_limits *l, bool listen, const struct exec_node *node)
 {
     uint64_t dev_mem = 0;
     for (cl_uint d = 0; listen && d < node->ndev; d++) {
@@ -242,18 +242,18 @@ static int parse_args(int argc, char **argv, struct options *o)
         {NULL, 0, NULL, 0}};
     int c;
     o->type = CL_DEVICE_TYPE_ALL;
-    o->xfer = (struct proxyd_xfer_cfg){.pool_n = PROXYD_POOL_N,
-                                       .pool_size = PROXYD_POOL_SIZE,
-                                       .pipeline = !env_off("VOCL_PIPELINE"),
-                                       .direct = !env_off("VOCL_DIRECT"),
-                                       .driver_staging = !env_off("VOCL_DRIVER_STAGING")};
+    o->xfer = (struct exec_xfer_cfg){.pool_n = PROXYD_POOL_N,
+                                     .pool_size = PROXYD_POOL_SIZE,
+                                     .pipeline = !env_off("VOCL_PIPELINE"),
+                                     .direct = !env_off("VOCL_DIRECT"),
+                                     .driver_staging = !env_off("VOCL_DRIVER_STAGING")};
     /* The environment gives defaults (vocl-run passes it to every rank). */
     const char *n = getenv("VOCL_POOL_BUFFERS"), *sz = getenv("VOCL_POOL_SIZE");
     if (n && *n && set_pool_n(o, n))
         return 2;
     if (sz && *sz && set_pool_size(o, sz))
         return 2;
-    o->limits = (struct proxyd_limits){LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET};
+    o->limits = (struct exec_limits){LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET};
     const char *mm = getenv("VOCL_MAX_SESSION_MEM"), *mo = getenv("VOCL_MAX_SESSION_OBJECTS"),
                *mh = getenv("VOCL_MAX_SESSION_HOST");
     if (mm && *mm && set_limit(&o->limits.mem, "VOCL_MAX_SESSION_MEM", mm, true))
@@ -360,8 +360,8 @@ int main(int argc, char **argv)
      * may take its time to get there (a Python interpreter loading its
      * modules), and the application's first call waits for the devices. */
     const struct vocl_native_api *cl = vocl_native_get();
-    struct proxyd_node node;
-    bool opened = cl && proxyd_node_open(&node, cl, o.type, NULL) == 0;
+    struct exec_node node;
+    bool opened = cl && exec_node_open(&node, cl, o.type, NULL) == 0;
     if (vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;
@@ -395,7 +395,7 @@ int main(int argc, char **argv)
     node.poll_ns = o.poll_ns;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
      * which may wait for a device: this thread never must. */
-    if (!(node.stream = proxyd_stream_start(cl)))
+    if (!(node.stream = exec_stream_start(cl)))
         vocl_warn("no stream thread: reads will not overlap the network and the device");
     vocl_info("serving %u devices; staging %u x %zu KiB%s%s%s", node.ndev,
               o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,
@@ -427,8 +427,8 @@ int main(int argc, char **argv)
             rc = proxyd_job_mode(&node, nclients);
         }
     }
-    proxyd_stream_stop(node.stream);
-    proxyd_node_close(&node);
+    exec_stream_stop(node.stream);
+    exec_node_close(&node);
     report_rusage(rank);
     if (atomic_load(&proxyd_peer_died)) {
         /* (await_exits says why.)  A client that left before the death

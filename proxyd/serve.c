@@ -30,7 +30,7 @@
 /* --- serving sessions ------------------------------------------------------------------------ */
 
 struct client {
-    struct proxyd_session s;
+    struct exec_session s;
     struct proxyd_chan chan; /* s.transport */
     int id;                  /* for messages: its rank, or its number since the proxy started */
     bool gone;     /* its session closed: nothing more is served or sent */
@@ -45,7 +45,7 @@ struct client {
 };
 
 struct server {
-    struct proxyd_node *node;
+    struct exec_node *node;
     struct client **clients; /* job mode: by rank; connect mode: as they came */
     int nclients, live;
     int closing; /* clients gone and not yet released (this thread's) */
@@ -67,7 +67,7 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
     cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode,
                                      PROXYD_CHAN_REST};
     cl->id = id;
-    proxyd_session_init(&cl->s, sv->node, peer);
+    exec_session_init(&cl->s, sv->node, peer);
     cl->s.who = id;
     cl->s.tag_base = tag_base;
     cl->pid = pid;
@@ -92,7 +92,7 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
 }
 
 /* STATE (vocl-smi): the open sessions, on the serving thread. */
-static size_t list_sessions(void *ctx, struct proxyd_session_state *out, size_t max)
+static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t max)
 {
     struct server *sv = ctx;
     size_t n = 0;
@@ -102,8 +102,7 @@ static size_t list_sessions(void *ctx, struct proxyd_session_state *out, size_t 
         if (cl->gone)
             continue;
         if (n < max)
-            out[n] = (struct proxyd_session_state){cl->id, cl->s.user, cl->pid, cl->since_ns,
-                                                   &cl->s};
+            out[n] = (struct exec_session_state){cl->id, cl->s.user, cl->pid, cl->since_ns, &cl->s};
         n++;
     }
     pthread_mutex_unlock(&sv->lock);
@@ -133,7 +132,7 @@ static struct client *client_at(struct server *sv, int i)
  * for its device (a long kernel), and this thread waits for no one. */
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
-    proxyd_session_close(&cl->s);
+    exec_session_close(&cl->s);
     if (!sv->job_mode)
         vocl_live_unlink(cl->chan.live); /* no more pongs: a client still waiting learns */
     cl->gone = true;
@@ -161,10 +160,10 @@ static void release_clients(struct server *sv)
         if (!cl->gone || cl->released)
             continue;
         if (vocl_now_ns() - cl->closed_ns > GIVE_UP_NS)
-            proxyd_inbound_give_up(&cl->s);
-        if (proxyd_session_draining(&cl->s))
+            exec_inbound_give_up(&cl->s);
+        if (exec_session_draining(&cl->s))
             continue;
-        proxyd_session_end(&cl->s); /* (its stream flush returns at once) */
+        exec_session_end(&cl->s); /* (its stream flush returns at once) */
         proxyd_chan_drop(&cl->chan);
         cl->released = true;
         sv->closing--;
@@ -218,7 +217,7 @@ static void sweep_clients(struct server *sv)
     int kept = 0;
     for (int i = 0; i < sv->nclients; i++) {
         struct client *cl = sv->clients[i];
-        if (cl->freed && !proxyd_session_held(&cl->s))
+        if (cl->freed && !exec_session_held(&cl->s))
             free(cl);
         else
             sv->clients[kept++] = cl;
@@ -299,20 +298,20 @@ static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_S
         sv->cap = (size_t)count;
     }
     MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-    int rc = proxyd_execute(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    int rc = exec_request(&cl->s, sv->buf, (size_t)count, &sv->reply);
     bool moved = false;
-    if (rc >= 0 && proxyd_session_parked(&cl->s))
-        rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved); /* (its first chunks may be here) */
+    if (rc >= 0 && exec_session_parked(&cl->s))
+        rc = exec_inbound_step(&cl->s, &sv->reply, &moved); /* (its first chunks may be here) */
     if (rc > 0)
         proxyd_mpi_reply(&cl->s, &sv->reply);
-    proxyd_after_reply(&cl->s);
+    exec_after_reply(&cl->s);
     vocl_live_begin(&cl->lw, cl->chan.live); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
     bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
     ended(sv, cl, rc, bye);
 }
 
-/* After cl's request or write step (rc: as proxyd_execute's): its session
+/* After cl's request or write step (rc: as exec_request's): its session
  * closed if it said BYE, died or broke. */
 static void ended(struct server *sv, struct client *cl, int rc, bool bye)
 {
@@ -347,17 +346,17 @@ static bool move_on(struct server *sv, bool *any_held)
             close_client(sv, cl, "a reply it did not take in 30 s");
             continue;
         }
-        if (proxyd_session_parked(&cl->s)) {
-            int rc = proxyd_inbound_step(&cl->s, &sv->reply, &moved);
+        if (exec_session_parked(&cl->s)) {
+            int rc = exec_inbound_step(&cl->s, &sv->reply, &moved);
             if (rc > 0)
                 proxyd_mpi_reply(&cl->s, &sv->reply);
-            if (rc < 0 || !proxyd_session_parked(&cl->s)) {
+            if (rc < 0 || !exec_session_parked(&cl->s)) {
                 moved = true;
                 vocl_live_begin(&cl->lw, cl->chan.live);
                 ended(sv, cl, rc, false);
             }
         }
-        cl->held |= proxyd_session_parked(&cl->s);
+        cl->held |= exec_session_parked(&cl->s);
         *any_held |= cl->held;
     }
     return moved;
@@ -445,13 +444,12 @@ void proxyd_want_stop(int sig)
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
-    while (sv->job_mode ? sv->live > 0 || sv->closing || proxyd_builds_running()
-                        : !stop_wanted) {
+    while (sv->job_mode ? sv->live > 0 || sv->closing || exec_builds_running() : !stop_wanted) {
         if (state_wanted)
             report_state(sv);
         release_clients(sv);
-        proxyd_reap(sv->node, false); /* (kept memory, pools of released contexts) */
-        bool built = proxyd_builds_answer(&sv->reply) > 0;
+        exec_reap(sv->node, false); /* (kept memory, pools of released contexts) */
+        bool built = exec_builds_answer(&sv->reply) > 0;
         if (poll_once(sv) || built) {
             idle_since = vocl_now_ns();
             continue;
@@ -493,7 +491,7 @@ static void server_free(struct server *sv)
     vocl_wr_free(&sv->reply);
 }
 
-int proxyd_job_mode(struct proxyd_node *node, int nclients)
+int proxyd_job_mode(struct exec_node *node, int nclients)
 {
     struct server sv = {.node = node, .job_mode = true, .lock = PTHREAD_MUTEX_INITIALIZER};
     node->sessions = list_sessions;
@@ -521,7 +519,7 @@ int proxyd_job_mode(struct proxyd_node *node, int nclients)
     vocl_live_stop();
     /* A reply still waiting for its events names its session (the
      * sessions are closed: it is dropped when they complete). */
-    if (proxyd_replies_settle(10))
+    if (exec_replies_settle(10))
         server_free(&sv);
     else
         vocl_warn("replies still wait for device commands after 10 s: the sessions stay");
@@ -607,7 +605,7 @@ static const char *proxy_name(const struct options *o, char *buf, size_t n)
     return buf;
 }
 
-int proxyd_listen_mode(struct proxyd_node *node, const struct options *o)
+int proxyd_listen_mode(struct exec_node *node, const struct options *o)
 {
     struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
     node->sessions = list_sessions;

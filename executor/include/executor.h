@@ -4,10 +4,10 @@
  *
  * The executor runs requests on the native OpenCL driver.  Whoever embeds it
  * opens a node (the native devices), gives each client a session, fills in
- * how its bulk data and late replies travel (struct proxyd_data_ops, the
- * session's callbacks), and passes each request message to proxyd_execute.
+ * how its bulk data and late replies travel (struct exec_data_ops, the
+ * session's callbacks), and passes each request message to exec_request.
  * The rest of the executor (decoding helpers, handlers, pool, stream,
- * builds) is private to executor/ (proxyd.h there).
+ * builds) is private to executor/ (internal.h there).
  */
 #ifndef VOCL_EXECUTOR_H
 #define VOCL_EXECUTOR_H
@@ -23,12 +23,12 @@
 struct vocl_native_api;
 struct vocl_token;
 struct vocl_wr;
-/* The executor's own (proxyd.h). */
-struct proxyd_pool;
-struct proxyd_stream;
-struct proxyd_kept;
-struct proxyd_trace;
-struct proxyd_inbound;
+/* The executor's own (internal.h). */
+struct exec_pool;
+struct exec_stream;
+struct exec_kept;
+struct exec_trace;
+struct exec_inbound;
 
 /* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
 #define PROXYD_CHUNK_MIN (4u << 10)
@@ -37,12 +37,12 @@ struct proxyd_inbound;
  * nothing on loopback, fewer lose the overlap). */
 #define PROXYD_POOL_N    4u
 #define PROXYD_POOL_SIZE (4u << 20)
-/* Default poll of a command a client waits for (proxyd_node.poll_ns): a
+/* Default poll of a command a client waits for (exec_node.poll_ns): a
  * 4-byte transfer or a small kernel on a GPU completes well within it. */
 #define PROXYD_POLL_NS 20000u
 
 /* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
-struct proxyd_xfer_cfg {
+struct exec_xfer_cfg {
     unsigned pool_n;    /* staging buffers */
     size_t pool_size;   /* bytes each: also the chunk size clients use */
     bool pipeline;      /* overlap the network and device stages */
@@ -54,37 +54,37 @@ struct proxyd_xfer_cfg {
  * beyond share the node's. */
 #define PROXYD_CTX_POOLS 4
 
-struct proxyd_ctx_pool {
+struct exec_ctx_pool {
     cl_context ctx; /* NULL: a free entry */
-    struct proxyd_pool *pool; /* NULL: the driver could not make one */
+    struct exec_pool *pool; /* NULL: the driver could not make one */
 };
 
 /* One open session, as the proxy's STATE reply lists it (vocl-smi). */
-struct proxyd_session_state {
+struct exec_session_state {
     int id;
     const char *user; /* "" when its HELLO named none */
     int64_t pid;      /* 0: on another node, or not known */
     uint64_t since_ns; /* vocl_now_ns() when it connected */
-    const struct proxyd_session *s;
+    const struct exec_session *s;
 };
 
 /* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
-struct proxyd_limits {
+struct exec_limits {
     uint64_t mem;     /* bytes of memory objects */
     uint64_t objects; /* objects of any kind */
     uint64_t host;    /* bytes of host memory held for it (hostmem.c) */
 };
 
 /* The native devices this proxy serves. */
-struct proxyd_node {
+struct exec_node {
     const struct vocl_native_api *cl;
     cl_platform_id platform;
     cl_uint ndev;
     cl_device_id *devs;
     cl_device_type *types;
     cl_ulong *max_alloc;
-    struct proxyd_xfer_cfg xfer;
-    struct proxyd_limits limits;
+    struct exec_xfer_cfg xfer;
+    struct exec_limits limits;
     /* How long the thread that took a request polls the commands its reply
      * waits for, before the reply is left to the driver's callback
      * (complete.c); 0: never polls. */
@@ -94,52 +94,52 @@ struct proxyd_node {
     const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
     /* The open sessions, for STATE, into out (at most max); how many there
      * are.  On the serving thread.  NULL: STATE lists none. */
-    size_t (*sessions)(void *ctx, struct proxyd_session_state *out, size_t max);
+    size_t (*sessions)(void *ctx, struct exec_session_state *out, size_t max);
     void *sessions_ctx;
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
-    struct proxyd_pool *pool;     /* made on first use */
-    struct proxyd_ctx_pool ctx_pools[PROXYD_CTX_POOLS];
-    struct proxyd_pool *retired;  /* pools of released contexts, freed once idle */
-    struct proxyd_stream *stream; /* NULL: chunks are sent by the caller */
-    struct proxyd_kept *kept;
+    struct exec_pool *pool; /* made on first use */
+    struct exec_ctx_pool ctx_pools[PROXYD_CTX_POOLS];
+    struct exec_pool *retired;  /* pools of released contexts, freed once idle */
+    struct exec_stream *stream; /* NULL: chunks are sent by the caller */
+    struct exec_kept *kept;
     size_t nkept, capkept;
 };
 
-struct proxyd_session;
+struct exec_session;
 
 #define PROXYD_DEPTH_MAX 16u /* chunks of a read in flight at most */
 
 /* A send posted on a channel, tested later: the channel's own handle. */
-struct proxyd_sending {
+struct exec_sending {
     _Alignas(8) unsigned char handle[16];
 };
 
 /* How bulk data moves between the client and this session. */
-struct proxyd_data_ops {
+struct exec_data_ops {
     /* Receive exactly n bytes of the next chunk of the transfer the
      * current request starts (tag: vocl_data_tag of its seq); 0 or -1. */
-    int (*recv)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    int (*recv)(struct exec_session *s, int tag, void *buf, size_t n);
     /* Optional: recv if the chunk has come (0), else 1 at once; -1: failed.
      * NULL: recv serves (it waits).  A chunk that has begun to come may
      * take longer (a sender stopped in the middle of it): 1 until it is
      * in, and buf must stay the same until then. */
-    int (*recv_try)(struct proxyd_session *s, int tag, void *buf, size_t n);
+    int (*recv_try)(struct exec_session *s, int tag, void *buf, size_t n);
     /* Optional, with recv_try: whether a chunk recv_try began is still
      * being written into its buffer (tested: it moves on); and, when it is,
      * that it will not be waited for (its buffer is left alone for good). */
-    bool (*recv_busy)(struct proxyd_session *s);
-    void (*recv_give_up)(struct proxyd_session *s);
+    bool (*recv_busy)(struct exec_session *s);
+    void (*recv_give_up)(struct exec_session *s);
     /* Send n bytes as the next chunk of the transfer on tag; 0 or -1.
      * Called from the stream thread (stream.c) while the request thread goes on. */
-    int (*send)(struct proxyd_session *s, int tag, const void *buf, size_t n);
+    int (*send)(struct exec_session *s, int tag, const void *buf, size_t n);
     /* Optional: send in two steps, so that the stream thread keeps several
      * chunks in flight and never waits for a client to take one: posted (0
      * or -1), then tested (1: taken, 0: not yet, -1: failed; give_up:
      * cancelled, -1).  NULL: send, one chunk at a time. */
-    int (*send_post)(struct proxyd_session *s, int tag, const void *buf, size_t n,
-                     struct proxyd_sending *h);
-    int (*send_test)(struct proxyd_session *s, struct proxyd_sending *h, bool give_up);
+    int (*send_post)(struct exec_session *s, int tag, const void *buf, size_t n,
+                     struct exec_sending *h);
+    int (*send_test)(struct exec_session *s, struct exec_sending *h, bool give_up);
     /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
      * peer_recv takes the next message from rank on tag: *got is its size,
      * its bytes land in buf when they fit (else they are dropped). */
@@ -151,10 +151,10 @@ struct proxyd_data_ops {
     bool (*peer_died)(void);
 };
 
-struct proxyd_session {
-    struct proxyd_node *node;
-    struct vocl_map objs; /* id -> struct proxyd_obj */
-    const struct proxyd_data_ops *data;
+struct exec_session {
+    struct exec_node *node;
+    struct vocl_map objs; /* id -> struct exec_obj */
+    const struct exec_data_ops *data;
     int peer;        /* the client's rank on its channel */
     int who;         /* the client's number in logs (its rank in job mode) */
     char user[65];   /* the user its HELLO named (connect mode), or "" */
@@ -165,21 +165,21 @@ struct proxyd_session {
     uint32_t serial; /* names the session in context notifications (notify.c) */
     atomic_bool broken; /* a protocol violation ended the session */
     atomic_bool closed; /* ended: replies still due are dropped */
-    atomic_uint held;   /* replies and builds still due that name it (proxyd_session_held) */
+    atomic_uint held;   /* replies and builds still due that name it (exec_session_held) */
     /* Sends a reply that was not ready when its request was handled
      * (complete.c); from another thread than the request's.  NULL: none
      * can be (every reply is given at once). */
-    int (*reply)(struct proxyd_session *s, struct vocl_wr *w);
+    int (*reply)(struct exec_session *s, struct vocl_wr *w);
     /* In process: let the application's other threads into the executor
      * while this one builds, and back (build.c).  NULL: not needed. */
-    void (*leave)(struct proxyd_session *s);
-    void (*enter)(struct proxyd_session *s);
+    void (*leave)(struct exec_session *s);
+    void (*enter)(struct exec_session *s);
     int data_tag; /* the tag of the current request's transfer */
     int tag_base; /* connect mode: its connection's (vocl_tag_base_draw); 0 in job mode */
     atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
     bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
-    uint64_t nobjs, bytes; /* what it holds (struct proxyd_limits) */
-    struct proxyd_account *account; /* its host memory (hostmem.c) */
+    uint64_t nobjs, bytes;        /* what it holds (struct exec_limits) */
+    struct exec_account *account; /* its host memory (hostmem.c) */
     /* The first error of a request that wanted no reply, reported by the
      * next synchronising request (vocl_op_syncs, from the table). */
     cl_int deferred;
@@ -187,16 +187,16 @@ struct proxyd_session {
     /* User events not yet set: a command may wait on the client, so the
      * proxy must never block on a queue for a non-blocking request. */
     unsigned user_events;
-    struct proxyd_trace *trace; /* the client asked for a timeline (trace.c) */
+    struct exec_trace *trace; /* the client asked for a timeline (trace.c) */
     bool shm; /* the client is on this node: large buffers are shared (shm.c) */
     /* A region mapped to answer the last request: unmapped once its reply
-     * has gone (proxyd_after_reply). */
+     * has gone (exec_after_reply). */
     struct {
         void *queue, *mem, *ptr, *mapped; /* cl_command_queue, cl_mem, its map's cl_event */
     } unmap_due;
     /* A chunked write whose chunks are still coming (inbound.c): the
      * session's later requests wait until it has them all. */
-    struct proxyd_inbound *inbound;
+    struct exec_inbound *inbound;
     /* The request being executed (one of a batch), and the data a parked
      * one received whole, for its second run (inbound.c). */
     const void *msg;
@@ -205,82 +205,82 @@ struct proxyd_session {
 };
 
 /* Node and sessions. */
-int proxyd_node_open(struct proxyd_node *node, const struct vocl_native_api *cl,
-                     cl_device_type type_filter, const void *skip_dispatch);
-void proxyd_node_close(struct proxyd_node *node);
-void proxyd_session_init(struct proxyd_session *s, struct proxyd_node *node, int peer);
+int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
+                   cl_device_type type_filter, const void *skip_dispatch);
+void exec_node_close(struct exec_node *node);
+void exec_session_init(struct exec_session *s, struct exec_node *node, int peer);
 /* Releases everything the session's client still held. */
-void proxyd_session_end(struct proxyd_session *s);
+void exec_session_end(struct exec_session *s);
 /*
- * proxyd_session_end in two steps, for a thread that must not wait:
- * proxyd_session_close ends the session at once (what is due to the client
- * is dropped, its user events fail); proxyd_session_draining says whether
+ * exec_session_end in two steps, for a thread that must not wait:
+ * exec_session_close ends the session at once (what is due to the client
+ * is dropped, its user events fail); exec_session_draining says whether
  * a read of its objects is still on its way out (it may wait for its
  * device: a long kernel), or a chunk of a write still coming in (its client
  * stopped in the middle of sending it); once it is not,
- * proxyd_session_end releases the rest without waiting.
+ * exec_session_end releases the rest without waiting.
  */
-void proxyd_session_close(struct proxyd_session *s);
-bool proxyd_session_draining(struct proxyd_session *s);
+void exec_session_close(struct exec_session *s);
+bool exec_session_draining(struct exec_session *s);
 /* A closed session's client began to send a chunk and has not finished it
  * (it died in the middle, or stays stopped): the memory the chunk lands in
  * is left to the data channel for good, so that the rest can be released
  * (inbound.c). */
-void proxyd_inbound_give_up(struct proxyd_session *s);
-/* After proxyd_session_end: whether a reply or build still due names s (its
+void exec_inbound_give_up(struct exec_session *s);
+/* After exec_session_end: whether a reply or build still due names s (its
  * memory must stay until this is false). */
-bool proxyd_session_held(struct proxyd_session *s);
+bool exec_session_held(struct exec_session *s);
 /* What waits until a request's reply has been sent, so as not to delay it
  * (a short read's map is unmapped: ops_transfer.c).  The transport calls it
- * after each reply; proxyd_execute and proxyd_session_end call it first. */
-void proxyd_after_reply(struct proxyd_session *s);
+ * after each reply; exec_request and exec_session_end call it first. */
+void exec_after_reply(struct exec_session *s);
 
 /*
  * A session whose chunked write is still receiving (inbound.c) is parked:
- * its transport serves its next request only after proxyd_inbound_step
+ * its transport serves its next request only after exec_inbound_step
  * has returned non-zero, and calls that, between other sessions'
  * requests, until the session is no longer parked.  The step never
  * waits: it takes the chunks that have come (for about a millisecond at
  * most, *moved set when it took one), and leaves the rest (or a device
  * command that holds a staging buffer) for a later step.  Returns as
- * proxyd_execute does once the write is done (1: its reply is in w to
+ * exec_request does once the write is done (1: its reply is in w to
  * send), 0 while it is not, -1 when the session broke (a chunk did not
  * come in time, or out of step).
  */
-static inline bool proxyd_session_parked(const struct proxyd_session *s)
+static inline bool exec_session_parked(const struct exec_session *s)
 {
     return s->inbound != NULL;
 }
-int proxyd_inbound_step(struct proxyd_session *s, struct vocl_wr *w, bool *moved);
+int exec_inbound_step(struct exec_session *s, struct vocl_wr *w, bool *moved);
 
 /*
  * Executes one request message.  Writes the reply (if the request wants one)
  * into *reply and returns 1; returns 0 when no reply is due; -1 when the
  * message was so broken the session must end.
  */
-int proxyd_execute(struct proxyd_session *s, const void *msg, size_t len, struct vocl_wr *reply);
+int exec_request(struct exec_session *s, const void *msg, size_t len, struct vocl_wr *reply);
 
 /* Context notifications (notify.c): builds the NOTIFY message of the
  * session's pending notes into msg; false when there are none. */
-bool proxyd_notify_take(const struct proxyd_session *s, struct vocl_wr *msg);
+bool exec_notify_take(const struct exec_session *s, struct vocl_wr *msg);
 
 /* The network stage of reads (stream.c), a thread voclproxyd starts for its
  * node (without one, chunks are sent by the request's thread). */
-struct proxyd_stream *proxyd_stream_start(const struct vocl_native_api *cl);
-void proxyd_stream_stop(struct proxyd_stream *st);
+struct exec_stream *exec_stream_start(const struct vocl_native_api *cl);
+void exec_stream_stop(struct exec_stream *st);
 
 /* Host memory that device commands still read, and the pools of released
  * contexts (pool.c): frees what completed (wait: everything, waiting for it). */
-void proxyd_reap(struct proxyd_node *node, bool wait);
+void exec_reap(struct exec_node *node, bool wait);
 
 /* Builds run on threads of their own (build.c).  From the serving thread:
  * answers the builds that ended (w: scratch); how many. */
-unsigned proxyd_builds_answer(struct vocl_wr *w);
+unsigned exec_builds_answer(struct vocl_wr *w);
 /* Builds still running: the proxy does not stop under them. */
-unsigned proxyd_builds_running(void);
+unsigned exec_builds_running(void);
 /* Waits up to seconds for every reply that waits for device commands
  * (complete.c) to be sent, or dropped where its session closed, and freed:
  * until then its session must not be freed.  Whether they all were. */
-bool proxyd_replies_settle(unsigned seconds);
+bool exec_replies_settle(unsigned seconds);
 
 #endif

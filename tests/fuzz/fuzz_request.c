@@ -11,7 +11,7 @@
  * past its message is caught even when another message follows.
  *
  * The session ends as in voclproxyd (BYE, a message that ends it, or a
- * broken data channel), then proxyd_session_end releases what the client
+ * broken data channel), then exec_session_end releases what the client
  * left and the node is closed: memory the executor leaks shows in
  * LeakSanitizer, and OpenCL objects it leaks in the fake (fake_cl.c), which
  * stands in for the native library.
@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "fake_cl.h"
-#include "proxyd.h"
+#include "internal.h"
 #include "thread.h"
 
 /* Bytes the data and peer channels carry in one input before failing. */
@@ -55,7 +55,7 @@ static int take_budget(size_t n)
     return 0;
 }
 
-static int fuzz_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
+static int fuzz_recv(struct exec_session *s, int tag, void *buf, size_t n)
 {
     (void)s, (void)tag;
     if (take_budget(n))
@@ -65,7 +65,7 @@ static int fuzz_recv(struct proxyd_session *s, int tag, void *buf, size_t n)
     return 0;
 }
 
-static int fuzz_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
+static int fuzz_send(struct exec_session *s, int tag, const void *buf, size_t n)
 {
     (void)s, (void)tag;
     if (take_budget(n))
@@ -95,11 +95,11 @@ static int fuzz_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     return 0;
 }
 
-static const struct proxyd_data_ops fuzz_data = {.recv = fuzz_recv,
-                                                 .send = fuzz_send,
-                                                 .peer_ok = fuzz_peer_ok,
-                                                 .peer_send = fuzz_peer_send,
-                                                 .peer_recv = fuzz_peer_recv};
+static const struct exec_data_ops fuzz_data = {.recv = fuzz_recv,
+                                               .send = fuzz_send,
+                                               .peer_ok = fuzz_peer_ok,
+                                               .peer_send = fuzz_peer_send,
+                                               .peer_recv = fuzz_peer_recv};
 
 /* --- the executor's threads, run in order between requests ------------------------------- */
 
@@ -156,16 +156,16 @@ static size_t message_len(const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct proxyd_node node;
-    struct proxyd_session s;
+    struct exec_node node;
+    struct exec_session s;
     struct vocl_wr reply;
 
     budget = DATA_BUDGET;
     fake_cl_begin();
-    if (proxyd_node_open(&node, &fake_cl_api, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0)
+    if (exec_node_open(&node, &fake_cl_api, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0)
         abort();
     node.xfer.pool_size = FUZZ_CHUNK;
-    proxyd_session_init(&s, &node, 0);
+    exec_session_init(&s, &node, 0);
     s.data = &fuzz_data;
     vocl_wr_init(&reply);
 
@@ -184,13 +184,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int b = 0; b < 4; b++)
                 msg[VOCL_HDR_SIZE + b] = (uint8_t)(VOCL_WIRE_VERSION >> (8 * b));
         off += n;
-        int rc = proxyd_execute(&s, msg, n, &reply);
+        int rc = exec_request(&s, msg, n, &reply);
         /* A chunked write parks the session (inbound.c): stepped as the
          * serving loop would, a bounded number of times (the fake driver's
          * commands are done at once). */
-        for (int k = 0; k < 64 && rc >= 0 && proxyd_session_parked(&s); k++) {
+        for (int k = 0; k < 64 && rc >= 0 && exec_session_parked(&s); k++) {
             bool moved = false;
-            rc = proxyd_inbound_step(&s, &reply, &moved);
+            rc = exec_inbound_step(&s, &reply, &moved);
             run_jobs();
         }
         struct vocl_msg_hdr h;
@@ -201,9 +201,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
     }
 
-    proxyd_session_end(&s);
+    exec_session_end(&s);
     run_jobs();
-    proxyd_node_close(&node);
+    exec_node_close(&node);
     run_jobs();
     vocl_wr_free(&reply);
     fake_cl_end();

@@ -11,27 +11,27 @@
 
 #include "harness.h"
 
-struct proxyd_node node;
+struct exec_node node;
 const struct vocl_native_api *cl;
 
-static int no_recv(struct proxyd_session *s, int tag, void *b, size_t n)
+static int no_recv(struct exec_session *s, int tag, void *b, size_t n)
 {
     (void)s, (void)tag, (void)b, (void)n;
     return -1;
 }
-static int no_send(struct proxyd_session *s, int tag, const void *b, size_t n)
+static int no_send(struct exec_session *s, int tag, const void *b, size_t n)
 {
     (void)s, (void)tag, (void)b, (void)n;
     return -1;
 }
-const struct proxyd_data_ops no_data = {.recv = no_recv, .send = no_send};
+const struct exec_data_ops no_data = {.recv = no_recv, .send = no_send};
 
 int harness_setup(void **state)
 {
     (void)state;
     vocl_log_level = VOCL_LOG_ERROR; /* the rejections the tests provoke are expected */
     cl = vocl_native_get();
-    if (!cl || proxyd_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
+    if (!cl || exec_node_open(&node, cl, CL_DEVICE_TYPE_ALL, NULL) || node.ndev == 0) {
         fprintf(stderr, "no native OpenCL device: install pocl-opencl-icd\n");
         return -1;
     }
@@ -41,20 +41,19 @@ int harness_setup(void **state)
 int harness_teardown(void **state)
 {
     (void)state;
-    proxyd_node_close(&node);
+    exec_node_close(&node);
     return 0;
 }
 
-cl_int run(struct proxyd_session *s, struct vocl_wr *req, struct reply *rep)
+cl_int run(struct exec_session *s, struct vocl_wr *req, struct reply *rep)
 {
     vocl_wr_finish(req);
     vocl_wr_init(&rep->w);
-    rep->rc = proxyd_execute(s, req->buf, req->len, &rep->w);
+    rep->rc = exec_request(s, req->buf, req->len, &rep->w);
     /* A chunked write parks the session until its chunks are in (inbound.c). */
-    for (int k = 0; k < 1000 && rep->rc >= 0 && proxyd_session_parked(s); k++)
-        {
+    for (int k = 0; k < 1000 && rep->rc >= 0 && exec_session_parked(s); k++) {
         bool moved = false;
-        rep->rc = proxyd_inbound_step(s, &rep->w, &moved);
+        rep->rc = exec_inbound_step(s, &rep->w, &moved);
     }
     if (rep->rc <= 0)
         return 1; /* no reply: treated as "not success" by callers */
@@ -69,11 +68,11 @@ void begin(struct vocl_wr *w, unsigned op)
     vocl_wr_begin(w, (uint16_t)op, VOCL_F_REPLY, 1);
 }
 
-void session_open(struct proxyd_session *s, int peer)
+void session_open(struct exec_session *s, int peer)
 {
     struct vocl_wr w;
     struct reply rep;
-    proxyd_session_init(s, &node, peer);
+    exec_session_init(s, &node, peer);
     s->data = &no_data;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_HELLO);
@@ -88,7 +87,7 @@ void session_open(struct proxyd_session *s, int peer)
     vocl_wr_free(&rep.w);
 }
 
-uint64_t create_context(struct proxyd_session *s, uint64_t id)
+uint64_t create_context(struct exec_session *s, uint64_t id)
 {
     struct vocl_wr w;
     struct reply rep;

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "proxyd.h"
+#include "internal.h"
 
 static uint32_t seed = 12345;
 
@@ -27,13 +27,13 @@ static uint8_t rnd(void)
 static uint8_t *encode(const uint8_t *now, const uint8_t *was, size_t size, size_t *n,
                        size_t *changed)
 {
-    *n = proxyd_diff_encode(now, was, size, NULL, changed);
+    *n = exec_diff_encode(now, was, size, NULL, changed);
     uint8_t *d = malloc(*n ? *n : 1);
     assert_non_null(d);
     size_t again = 0;
-    assert_int_equal(proxyd_diff_encode(now, was, size, d, &again), *n);
+    assert_int_equal(exec_diff_encode(now, was, size, d, &again), *n);
     assert_int_equal(again, *changed);
-    assert_true(*n <= proxyd_diff_max(size));
+    assert_true(*n <= exec_diff_max(size));
     return d;
 }
 
@@ -64,7 +64,7 @@ static void disjoint_writers_merge(void **state)
         size_t n, changed;
         uint8_t *d = encode(a, base, size, &n, &changed);
         assert_int_equal(changed, expect);
-        assert_int_equal(proxyd_diff_apply(b, size, d, n), 0);
+        assert_int_equal(exec_diff_apply(b, size, d, n), 0);
         assert_memory_equal(b, want, size);
         free(d);
         free(base), free(a), free(b), free(want);
@@ -78,9 +78,9 @@ static void nothing_changed_is_empty(void **state)
     for (size_t i = 0; i < sizeof(x); i++)
         x[i] = y[i] = rnd();
     size_t changed = 1;
-    assert_int_equal(proxyd_diff_encode(x, x, sizeof(x), NULL, &changed), 0);
+    assert_int_equal(exec_diff_encode(x, x, sizeof(x), NULL, &changed), 0);
     assert_int_equal(changed, 0);
-    assert_int_equal(proxyd_diff_apply(y, sizeof(y), NULL, 0), 0);
+    assert_int_equal(exec_diff_apply(y, sizeof(y), NULL, 0), 0);
     assert_memory_equal(x, y, sizeof(x));
 }
 
@@ -97,7 +97,7 @@ static void worst_case_within_bound(void **state)
     assert_int_equal(changed, (SIZE + 1) / 2);
     assert_true(n < SIZE); /* one run, a mask bit per byte */
     memcpy(out, was, SIZE);
-    assert_int_equal(proxyd_diff_apply(out, SIZE, d, n), 0);
+    assert_int_equal(exec_diff_apply(out, SIZE, d, n), 0);
     assert_memory_equal(out, now, SIZE);
     free(d);
 }
@@ -123,23 +123,23 @@ static void malformed_runs_refused(void **state)
     (void)state;
     uint8_t buf[64] = {0}, d[64];
     size_t n = run(d, 10, 3, 0x5, 2); /* a good one: bytes 10 and 12 */
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n), 0);
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n), 0);
     assert_int_equal(buf[10], 0xAB);
     assert_int_equal(buf[11], 0);
     assert_int_equal(buf[12], 0xAB);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, 15), -1);    /* short header */
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, 16), -1);    /* no mask */
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n - 1), -1); /* data short */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, 15), -1);    /* short header */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, 16), -1);    /* no mask */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n - 1), -1); /* data short */
     n = run(d, 10, 0, 0, 0);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, 16), -1); /* empty run */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, 16), -1); /* empty run */
     n = run(d, 62, 3, 0x7, 3);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n), -1); /* past the end */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n), -1); /* past the end */
     n = run(d, UINT64_MAX - 1, 3, 0x7, 3);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n), -1); /* wraps around */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n), -1); /* wraps around */
     n = run(d, 0, UINT64_MAX, 0x7, 3);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n), -1); /* huge length */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n), -1); /* huge length */
     n = run(d, 0, 8, 0xFF, 3);
-    assert_int_equal(proxyd_diff_apply(buf, sizeof(buf), d, n), -1); /* mask wants 8 bytes */
+    assert_int_equal(exec_diff_apply(buf, sizeof(buf), d, n), -1); /* mask wants 8 bytes */
 }
 
 int main(void)

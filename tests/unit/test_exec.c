@@ -18,7 +18,7 @@
 #include "harness.h"
 
 /* A request that must work on any healthy session: the first device's name. */
-static void assert_alive(struct proxyd_session *s)
+static void assert_alive(struct exec_session *s)
 {
     struct vocl_wr w;
     struct reply rep;
@@ -54,7 +54,7 @@ static int known_ops(unsigned *ops, int max)
 
 static void every_op_rejects_empty_and_garbage(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     unsigned ops[256];
     int nops = known_ops(ops, 256);
     uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -91,12 +91,12 @@ static void every_op_rejects_empty_and_garbage(void **state)
         vocl_wr_free(&w);
     }
     assert_alive(&s);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 static void unknown_opcode_and_bad_header(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     (void)state;
@@ -110,14 +110,14 @@ static void unknown_opcode_and_bad_header(void **state)
     vocl_wr_u64(&w, 1);
     vocl_wr_finish(&w);
     vocl_wr_init(&rep.w);
-    assert_int_equal(proxyd_execute(&s, w.buf, w.len - 3, &rep.w), -1);
+    assert_int_equal(exec_request(&s, w.buf, w.len - 3, &rep.w), -1);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* A queue on the first device of context ctx. */
-static void create_queue(struct proxyd_session *s, uint64_t ctx, uint64_t q)
+static void create_queue(struct exec_session *s, uint64_t ctx, uint64_t q)
 {
     struct vocl_wr w;
     struct reply rep;
@@ -140,7 +140,7 @@ static void create_queue(struct proxyd_session *s, uint64_t ctx, uint64_t q)
  */
 static int chunks_sent;
 
-static int count_send(struct proxyd_session *s, int tag, const void *buf, size_t n)
+static int count_send(struct exec_session *s, int tag, const void *buf, size_t n)
 {
     (void)s, (void)tag, (void)buf, (void)n;
     chunks_sent++;
@@ -149,13 +149,13 @@ static int count_send(struct proxyd_session *s, int tag, const void *buf, size_t
 
 static void chunked_read_past_the_end(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, buf = ctx + 2;
     (void)state;
     session_open(&s, 0);
-    struct proxyd_data_ops counting = no_data;
+    struct exec_data_ops counting = no_data;
     counting.send = count_send;
     s.data = &counting;
     create_context(&s, ctx);
@@ -183,10 +183,10 @@ static void chunked_read_past_the_end(void **state)
         vocl_wr_free(&rep.w);
     }
     vocl_wr_free(&w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
-static cl_int context_refcount(struct proxyd_session *s, uint64_t id)
+static cl_int context_refcount(struct exec_session *s, uint64_t id)
 {
     struct vocl_wr w;
     struct reply rep;
@@ -206,7 +206,7 @@ static cl_int context_refcount(struct proxyd_session *s, uint64_t id)
 /* Session B cannot name session A's objects, and released ids are gone. */
 static void foreign_and_released_ids(void **state)
 {
-    struct proxyd_session a, b;
+    struct exec_session a, b;
     struct vocl_wr w;
     struct reply rep;
     (void)state;
@@ -238,18 +238,18 @@ static void foreign_and_released_ids(void **state)
     vocl_wr_free(&w);
     assert_alive(&a);
     assert_alive(&b);
-    proxyd_session_end(&a);
-    proxyd_session_end(&b);
+    exec_session_end(&a);
+    exec_session_end(&b);
 }
 
 /* Requests before HELLO are refused; host pointers only in-process. */
 static void hello_first_and_no_host_pointers(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     (void)state;
-    proxyd_session_init(&s, &node, 3);
+    exec_session_init(&s, &node, 3);
     s.data = &no_data;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_clGetDeviceInfo);
@@ -259,7 +259,7 @@ static void hello_first_and_no_host_pointers(void **state)
     vocl_wr_u8(&w, 0);
     assert_int_equal(run(&s, &w, &rep), CL_INVALID_OPERATION);
     vocl_wr_free(&rep.w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 
     session_open(&s, 3);
     uint64_t ctx = create_context(&s, VOCL_ID_CLIENT_MIN);
@@ -273,17 +273,17 @@ static void hello_first_and_no_host_pointers(void **state)
     assert_int_equal(run(&s, &w, &rep), CL_INVALID_VALUE);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* HELLO with this token (NULL: none); the reply's error code, and whether
  * the session was ended. */
 static cl_int hello_with(const char *token, bool *ended)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
-    proxyd_session_init(&s, &node, 4);
+    exec_session_init(&s, &node, 4);
     s.data = &no_data;
     vocl_wr_init(&w);
     begin(&w, VOCL_OP_HELLO);
@@ -305,7 +305,7 @@ static cl_int hello_with(const char *token, bool *ended)
         vocl_wr_free(&rep.w);
     }
     vocl_wr_free(&w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
     return err;
 }
 
@@ -339,7 +339,7 @@ static void hello_needs_the_token(void **state)
  */
 static void deferred_errors(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1;
@@ -354,14 +354,14 @@ static void deferred_errors(void **state)
     vocl_wr_u64(&w, q + 100);
     vocl_wr_finish(&w);
     vocl_wr_init(&rep.w);
-    assert_int_equal(proxyd_execute(&s, w.buf, w.len, &rep.w), 0);
+    assert_int_equal(exec_request(&s, w.buf, w.len, &rep.w), 0);
     vocl_wr_free(&rep.w);
     /* A second failure is not the one reported. */
     vocl_wr_begin(&w, VOCL_OP_clFlush, 0, 3);
     vocl_wr_u64(&w, 0);
     vocl_wr_finish(&w);
     vocl_wr_init(&rep.w);
-    assert_int_equal(proxyd_execute(&s, w.buf, w.len, &rep.w), 0);
+    assert_int_equal(exec_request(&s, w.buf, w.len, &rep.w), 0);
     vocl_wr_free(&rep.w);
 
     assert_alive(&s); /* an info query: not a synchronisation */
@@ -374,7 +374,7 @@ static void deferred_errors(void **state)
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* A request of no reply (flags 0) that fails: a flush of queue id. */
@@ -390,7 +390,7 @@ static void bad_flush(struct vocl_wr *w, uint64_t id, uint32_t seq)
  * message does, and runs nothing after it. */
 static void batches(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w, one, batch;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1;
@@ -424,7 +424,7 @@ static void batches(void **state)
     vocl_batch_add(&batch, &one);
     vocl_wr_finish(&batch);
     vocl_wr_init(&rep.w);
-    assert_int_equal(proxyd_execute(&s, batch.buf, batch.len, &rep.w), 0);
+    assert_int_equal(exec_request(&s, batch.buf, batch.len, &rep.w), 0);
     vocl_wr_free(&rep.w);
 
     /* What ends the session: an empty batch; a HELLO, BYE or BATCH in one;
@@ -455,7 +455,7 @@ static void batches(void **state)
         }
         vocl_wr_finish(&batch);
         vocl_wr_init(&rep.w);
-        assert_int_equal(proxyd_execute(&s, batch.buf, batch.len, &rep.w), -1);
+        assert_int_equal(exec_request(&s, batch.buf, batch.len, &rep.w), -1);
         vocl_wr_free(&rep.w);
     }
     assert_alive(&s);
@@ -463,12 +463,12 @@ static void batches(void **state)
     vocl_wr_free(&w);
     vocl_wr_free(&one);
     vocl_wr_free(&batch);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* A real sequence, as libvocl would send it: c = a + b on the device. */
 /* A blocking read of size bytes of buf through queue q, its data inline. */
-static void read_whole(struct proxyd_session *s, uint64_t q, uint64_t buf, void *out, size_t size)
+static void read_whole(struct exec_session *s, uint64_t q, uint64_t buf, void *out, size_t size)
 {
     struct vocl_wr w;
     struct reply rep;
@@ -488,7 +488,7 @@ static void read_whole(struct proxyd_session *s, uint64_t q, uint64_t buf, void 
 
 static void compute_through_requests(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, prog = ctx + 2, kern = ctx + 3;
@@ -609,7 +609,7 @@ static void compute_through_requests(void **state)
     vocl_wr_free(&w);
     assert_alive(&s);
     /* The session ends with objects still held: all are released. */
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 int main(void)

@@ -30,7 +30,7 @@ static const uint8_t sig_kinds[] = {VOCL_ARG_BUFFER,  VOCL_ARG_BUFFER, VOCL_ARG_
 static const uint8_t two_kinds[] = {VOCL_ARG_BUFFER, VOCL_ARG_VALUE};
 
 /* Runs the request in *w (then freed), which must get a reply; its error code. */
-static cl_int run_req(struct proxyd_session *s, struct vocl_wr *w, struct reply *rep)
+static cl_int run_req(struct exec_session *s, struct vocl_wr *w, struct reply *rep)
 {
     cl_int err = run(s, w, rep);
     assert_int_equal(rep->rc, 1);
@@ -44,7 +44,7 @@ static void begin_new(struct vocl_wr *w, unsigned op)
     begin(w, op);
 }
 
-static void expect_ok(struct proxyd_session *s, struct vocl_wr *w)
+static void expect_ok(struct exec_session *s, struct vocl_wr *w)
 {
     struct reply rep;
     assert_int_equal(run_req(s, w, &rep), CL_SUCCESS);
@@ -53,7 +53,7 @@ static void expect_ok(struct proxyd_session *s, struct vocl_wr *w)
 
 /* A session with a context (id ctx) and the program of src built with
  * options (id ctx + 1). */
-static void open_with_program(struct proxyd_session *s, uint64_t ctx, const char *options)
+static void open_with_program(struct exec_session *s, uint64_t ctx, const char *options)
 {
     struct vocl_wr w;
     session_open(s, 0);
@@ -86,7 +86,7 @@ static void expect_kinds(struct vocl_rd *r, const uint8_t *want, uint32_t n, boo
     assert_false(r->fail);
 }
 
-static void create_kernel(struct proxyd_session *s, uint64_t prog, const char *name, uint64_t id,
+static void create_kernel(struct exec_session *s, uint64_t prog, const char *name, uint64_t id,
                           struct reply *rep)
 {
     struct vocl_wr w;
@@ -100,7 +100,7 @@ static void create_kernel(struct proxyd_session *s, uint64_t prog, const char *n
 /* With -cl-kernel-arg-info every argument has its kind. */
 static void kinds_with_arg_info(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
     (void)state;
@@ -109,13 +109,13 @@ static void kinds_with_arg_info(void **state)
     expect_kinds(&rep.r, sig_kinds, sizeof(sig_kinds), false);
     assert_true(vocl_rd_done(&rep.r));
     vocl_wr_free(&rep.w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* Without, a library may keep no argument info (PoCL does not): UNKNOWN. */
 static void kinds_without_arg_info(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
     (void)state;
@@ -124,13 +124,13 @@ static void kinds_without_arg_info(void **state)
     expect_kinds(&rep.r, sig_kinds, sizeof(sig_kinds), true);
     assert_true(vocl_rd_done(&rep.r));
     vocl_wr_free(&rep.w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* A failed creation has no arguments. */
 static void no_kinds_for_a_failed_kernel(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
@@ -144,13 +144,13 @@ static void no_kinds_for_a_failed_kernel(void **state)
     assert_int_equal(vocl_rd_u32(&rep.r), 0);
     assert_true(vocl_rd_done(&rep.r));
     vocl_wr_free(&rep.w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 /* clCreateKernelsInProgram: per kernel its name, then as clCreateKernel. */
 static void kinds_of_all_kernels(void **state)
 {
-    struct proxyd_session s;
+    struct exec_session s;
     struct vocl_wr w;
     struct reply rep;
     const uint64_t ctx = VOCL_ID_CLIENT_MIN;
@@ -181,7 +181,7 @@ static void kinds_of_all_kernels(void **state)
     assert_true(seen_sig && seen_two);
     assert_true(vocl_rd_done(&rep.r));
     vocl_wr_free(&rep.w);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 int main(void)

@@ -56,8 +56,8 @@ static void open_contexts(void)
 static void close_contexts(void)
 {
     for (int i = 0; i < NCTX; i++)
-        proxyd_ctx_pool_drop(&node, ctxs[i]);
-    proxyd_reap(&node, true);
+        exec_ctx_pool_drop(&node, ctxs[i]);
+    exec_reap(&node, true);
     for (int i = 0; i < NCTX; i++) {
         cl->clReleaseCommandQueue(queues[i]);
         assert_int_equal(settled_refcount(ctxs[i], 1), 1);
@@ -70,11 +70,11 @@ static void first_contexts_get_their_own(void **state)
     (void)state;
     open_contexts();
     cl_uint before = refcount(ctxs[0]);
-    struct proxyd_pool *shared = proxyd_node_pool(&node), *own[NCTX];
+    struct exec_pool *shared = exec_node_pool(&node), *own[NCTX];
     for (int i = 0; i < NCTX; i++) {
-        own[i] = proxyd_queue_pool(&node, queues[i]);
+        own[i] = exec_queue_pool(&node, queues[i]);
         assert_non_null(own[i]);
-        assert_ptr_equal(proxyd_queue_pool(&node, queues[i]), own[i]); /* the same, asked again */
+        assert_ptr_equal(exec_queue_pool(&node, queues[i]), own[i]); /* the same, asked again */
     }
     for (int i = 0; i < PROXYD_CTX_POOLS; i++) {
         assert_ptr_not_equal(own[i], shared);
@@ -87,11 +87,11 @@ static void first_contexts_get_their_own(void **state)
     assert_true(refcount(ctxs[0]) > before);
 
     /* Released and idle: freed at the next reap, and the context with it. */
-    proxyd_ctx_pool_drop(&node, ctxs[0]);
-    proxyd_reap(&node, false);
+    exec_ctx_pool_drop(&node, ctxs[0]);
+    exec_reap(&node, false);
     assert_int_equal(settled_refcount(ctxs[0], before), before);
     /* Its entry serves the next context that asks. */
-    struct proxyd_pool *p = proxyd_queue_pool(&node, queues[PROXYD_CTX_POOLS]);
+    struct exec_pool *p = exec_queue_pool(&node, queues[PROXYD_CTX_POOLS]);
     assert_ptr_not_equal(p, shared);
     close_contexts();
 }
@@ -102,20 +102,20 @@ static void busy_pool_outlives_its_context(void **state)
     (void)state;
     open_contexts();
     cl_uint before = refcount(ctxs[1]);
-    struct proxyd_pool *p = proxyd_queue_pool(&node, queues[1]);
-    assert_ptr_not_equal(p, proxyd_node_pool(&node));
+    struct exec_pool *p = exec_queue_pool(&node, queues[1]);
+    assert_ptr_not_equal(p, exec_node_pool(&node));
     unsigned slot;
-    uint8_t *mem = proxyd_pool_take(p, &slot);
+    uint8_t *mem = exec_pool_take(p, &slot);
     assert_non_null(mem);
     memset(mem, 0x5a, node.xfer.pool_size); /* the driver's memory, mapped for writing */
-    atomic_int *held = proxyd_pool_hold(p, slot);
+    atomic_int *held = exec_pool_hold(p, slot);
 
-    proxyd_ctx_pool_drop(&node, ctxs[1]);
-    proxyd_reap(&node, false);
+    exec_ctx_pool_drop(&node, ctxs[1]);
+    exec_reap(&node, false);
     assert_true(refcount(ctxs[1]) > before); /* still held: not freed */
     assert_int_equal(mem[node.xfer.pool_size - 1], 0x5a);
     atomic_store(held, 0); /* the stream sent it */
-    proxyd_reap(&node, false);
+    exec_reap(&node, false);
     assert_int_equal(settled_refcount(ctxs[1], before), before);
     close_contexts();
 }
@@ -127,7 +127,7 @@ static void driver_staging_off(void **state)
     open_contexts();
     node.xfer.driver_staging = false;
     for (int i = 0; i < NCTX; i++)
-        assert_ptr_equal(proxyd_queue_pool(&node, queues[i]), proxyd_node_pool(&node));
+        assert_ptr_equal(exec_queue_pool(&node, queues[i]), exec_node_pool(&node));
     node.xfer.driver_staging = true;
     close_contexts();
 }
@@ -136,16 +136,16 @@ static void driver_staging_off(void **state)
 static void release_request_drops_the_pool(void **state)
 {
     (void)state;
-    struct proxyd_session s;
+    struct exec_session s;
     session_open(&s, 1);
     uint64_t id = create_context(&s, 1 << 20);
-    struct proxyd_obj *o = proxyd_lookup(&s, id, VOCL_T_CONTEXT);
+    struct exec_obj *o = exec_lookup(&s, id, VOCL_T_CONTEXT);
     assert_non_null(o);
     cl_context ctx = o->native;
     cl_int rc;
     cl_command_queue q = cl->clCreateCommandQueue(ctx, node.devs[0], 0, &rc);
     assert_int_equal(rc, CL_SUCCESS);
-    assert_ptr_not_equal(proxyd_queue_pool(&node, q), proxyd_node_pool(&node));
+    assert_ptr_not_equal(exec_queue_pool(&node, q), exec_node_pool(&node));
     cl->clRetainContext(ctx); /* to look at it after the client's release */
     cl_uint held = refcount(ctx);
 
@@ -159,7 +159,7 @@ static void release_request_drops_the_pool(void **state)
     vocl_wr_free(&w);
     for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
         assert_ptr_not_equal(node.ctx_pools[i].ctx, ctx);
-    proxyd_reap(&node, false);
+    exec_reap(&node, false);
     /* Down by the client's reference and the pool's buffer's and queue's:
      * ours and q's are left. */
     assert_int_equal(settled_refcount(ctx, 2), 2);
@@ -167,7 +167,7 @@ static void release_request_drops_the_pool(void **state)
     cl->clReleaseCommandQueue(q);
     assert_int_equal(settled_refcount(ctx, 1), 1);
     cl->clReleaseContext(ctx);
-    proxyd_session_end(&s);
+    exec_session_end(&s);
 }
 
 int main(void)

@@ -1,0 +1,119 @@
+/*
+ * replies.c - a session's replies, each after the kernel output and the
+ * context notifications before it.
+ *
+ * A reply MPI cannot hand over at once (one past the eager size, to a
+ * client that is stopped, or slow to read) is kept with its buffer until
+ * the client takes it: the thread replying goes on to other sessions.
+ * A client that leaves UNSENT_MAX bytes untaken has its next requests
+ * wait (the serving loop asks proxyd_chan_flowing); one that leaves a
+ * reply untaken for PROXYD_DATA_TIMEOUT_NS has its session ended, as before.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <mpi.h>
+
+#include "backoff.h"
+#include "daemon.h"
+#include "executor.h"
+#include "protocol.h"
+#include "wire.h"
+
+#define UNSENT_MAX (64u << 20)
+
+struct unsent {
+    struct unsent *next;
+    MPI_Request req;
+    uint8_t *buf;
+    size_t len;
+    uint64_t posted_ns;
+};
+
+/* Keeps req, a send of w's message, until it completes: w's buffer goes
+ * with it (w is left empty, and usable).  -1 when it cannot be kept. */
+static int keep_unsent(struct proxyd_chan *c, MPI_Request req, struct vocl_wr *w)
+{
+    struct unsent *u = malloc(sizeof(*u));
+    if (!u)
+        return -1;
+    *u = (struct unsent){.req = req, .buf = w->buf, .len = w->len, .posted_ns = vocl_now_ns()};
+    vocl_wr_init(w);
+    pthread_mutex_lock(&c->lock);
+    u->next = c->unsent;
+    c->unsent = u;
+    atomic_fetch_add(&c->unsent_bytes, u->len);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck)
+{
+    *stuck = false;
+    if (atomic_load(&c->unsent_bytes) == 0)
+        return true;
+    uint64_t now = vocl_now_ns();
+    pthread_mutex_lock(&c->lock);
+    for (struct unsent **pu = &c->unsent, *u; (u = *pu);) {
+        int done = 0;
+        if (MPI_Test(&u->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+            *pu = u->next;
+            atomic_fetch_sub(&c->unsent_bytes, u->len);
+            free(u->buf);
+            free(u);
+            continue;
+        }
+        *stuck |= now - u->posted_ns > PROXYD_DATA_TIMEOUT_NS;
+        pu = &u->next;
+    }
+    bool flowing = atomic_load(&c->unsent_bytes) < UNSENT_MAX;
+    pthread_mutex_unlock(&c->lock);
+    return flowing;
+}
+
+void proxyd_chan_drop(struct proxyd_chan *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->unsent) {
+        struct unsent *u = c->unsent;
+        c->unsent = u->next;
+        MPI_Cancel(&u->req);
+        MPI_Request_free(&u->req);
+        free(u->buf);
+        free(u);
+    }
+    atomic_store(&c->unsent_bytes, 0);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Any thread may reply: the OUTPUT is posted under output.c's lock, so
+ * that output leaves in the order it was printed; nothing waits under it,
+ * nor after it: what the client does not take at once is kept (above). */
+int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
+{
+    struct vocl_wr output, note;
+    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    struct vocl_wr *msg[3] = {&output, &note, w};
+    vocl_wr_init(&output);
+    vocl_wr_init(&note);
+    proxyd_output_post(s, &output, &req[0]);
+    if (exec_notify_take(s, &note))
+        proxyd_chan_post(s, VOCL_TAG_REP, note.buf, note.len, &req[1]);
+    int rc = proxyd_chan_post(s, VOCL_TAG_REP, w->buf, w->len, &req[2]);
+    for (int i = 0; i < 3; i++) {
+        int done = 0;
+        if (req[i] == MPI_REQUEST_NULL)
+            continue;
+        if (atomic_load(&s->lost)) /* (found by an earlier one): nothing takes it */
+            MPI_Request_free(&req[i]);
+        else if (MPI_Test(&req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            rc = -1;
+        else if (!done && keep_unsent(s->transport, req[i], msg[i]) && proxyd_chan_sent(s, &req[i]))
+            rc = -1; /* (no memory to keep it: waited for, as it was) */
+    }
+    if (atomic_load(&s->lost))
+        rc = -1;
+    vocl_wr_free(&output);
+    vocl_wr_free(&note);
+    return rc;
+}
