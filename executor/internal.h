@@ -26,7 +26,7 @@
 #include "wire.h"
 
 /* Largest info value a proxy allocates for one query. */
-#define PROXYD_INFO_MAX (VOCL_MSG_MAX / 2)
+#define EXEC_INFO_MAX (VOCL_MSG_MAX / 2)
 
 /* Staging buffers for chunked transfers (pool.c). */
 struct exec_pool;

@@ -429,7 +429,7 @@ static struct migration *new_migration(struct exec_req *q, const struct head *h,
     *mem = q->r->fail ? NULL : exec_h(q, h->mem, VOCL_T_MEM, 0);
     set_peer(q, &m->l, h->peer, h->tag, false);
     m->chunk = (size_t)h->chunk;
-    if (m->chunk < PROXYD_CHUNK_MIN || m->chunk > PROXYD_CHUNK_MAX)
+    if (m->chunk < EXEC_CHUNK_MIN || m->chunk > EXEC_CHUNK_MAX)
         exec_fail(q, "migration chunk size out of range");
     return m;
 }

@@ -14,8 +14,8 @@ void exec_op_clGetPlatformInfo(struct exec_req *q)
     int want = m.want_value;
     void *value = NULL;
     size_t size_ret = 0;
-    if (size > PROXYD_INFO_MAX)
-        size = PROXYD_INFO_MAX;
+    if (size > EXEC_INFO_MAX)
+        size = EXEC_INFO_MAX;
     if (want)
         value = exec_tmp(q, size);
     if (!exec_req_begin(q))

@@ -51,12 +51,12 @@ void exec_xfer_use(struct exec_req *q, struct exec_xfer *x, const struct vocl_da
     }
     case VOCL_DATA_CHUNKED:
         x->chunk = (size_t)d->arg;
-        x->depth = d->depth < 1 ? 1 : d->depth > PROXYD_DEPTH_MAX ? PROXYD_DEPTH_MAX : d->depth;
-        if (x->chunk < PROXYD_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
+        x->depth = d->depth < 1 ? 1 : d->depth > EXEC_DEPTH_MAX ? EXEC_DEPTH_MAX : d->depth;
+        if (x->chunk < EXEC_CHUNK_MIN || x->chunk > q->s->node->xfer.pool_size)
             exec_fail(q, "chunk size out of range");
         /* A chunked read answers with one message per chunk, even when it
          * fails: keep that count sane. */
-        else if (size / PROXYD_CHUNK_MIN > (1u << 24))
+        else if (size / EXEC_CHUNK_MIN > (1u << 24))
             exec_fail(q, "transfer too large");
         else
             break;

@@ -183,7 +183,7 @@ static struct exec_pool *ctx_pool(struct exec_node *node, cl_command_queue queue
         cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) != CL_SUCCESS)
         return NULL;
     struct exec_ctx_pool *free_entry = NULL;
-    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
+    for (unsigned i = 0; i < EXEC_CTX_POOLS; i++) {
         struct exec_ctx_pool *e = &node->ctx_pools[i];
         if (e->ctx == ctx)
             return e->pool;
@@ -206,7 +206,7 @@ struct exec_pool *exec_queue_pool(struct exec_node *node, cl_command_queue queue
 
 void exec_ctx_pool_drop(struct exec_node *node, cl_context ctx)
 {
-    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++) {
+    for (unsigned i = 0; i < EXEC_CTX_POOLS; i++) {
         struct exec_ctx_pool *e = &node->ctx_pools[i];
         if (e->ctx != ctx)
             continue;

@@ -22,12 +22,12 @@ int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
 
     memset(node, 0, sizeof(*node));
     node->cl = cl;
-    node->xfer = (struct exec_xfer_cfg){.pool_n = PROXYD_POOL_N,
-                                        .pool_size = PROXYD_POOL_SIZE,
+    node->xfer = (struct exec_xfer_cfg){.pool_n = EXEC_POOL_N,
+                                        .pool_size = EXEC_POOL_SIZE,
                                         .pipeline = true,
                                         .direct = true,
                                         .driver_staging = true};
-    node->poll_ns = PROXYD_POLL_NS;
+    node->poll_ns = EXEC_POLL_NS;
     _Static_assert(sizeof(node->node_name) == VOCL_NODE_NAME_MAX + 1, "a node name and its NUL");
     const char *named = getenv("VOCL_NODE_NAME");
     if (named && !vocl_node_name_ok(named, strlen(named))) {
@@ -94,7 +94,7 @@ struct exec_pool *exec_node_pool(struct exec_node *node)
 
 void exec_node_close(struct exec_node *node)
 {
-    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
+    for (unsigned i = 0; i < EXEC_CTX_POOLS; i++)
         exec_ctx_pool_drop(node, node->ctx_pools[i].ctx);
     exec_reap(node, true);
     free(node->kept);

@@ -14,7 +14,7 @@ struct exec_xfer {
     size_t size;
     const void *inline_data; /* INLINE */
     size_t chunk;            /* CHUNKED */
-    unsigned depth;          /* CHUNKED: chunks in flight, 1..PROXYD_DEPTH_MAX */
+    unsigned depth;          /* CHUNKED: chunks in flight, 1..EXEC_DEPTH_MAX */
     void *host;              /* HOSTPTR */
 };
 

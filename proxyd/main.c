@@ -93,7 +93,7 @@ static void usage(FILE *f)
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
-            PROXYD_POOL_N, PROXYD_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS, PROXYD_POLL_NS / 1000);
+            EXEC_POOL_N, EXEC_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS, EXEC_POLL_NS / 1000);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -150,7 +150,7 @@ static int set_pool_n(struct options *o, const char *arg)
 static int set_pool_size(struct options *o, const char *arg)
 {
     size_t sz = parse_size(arg);
-    if (sz < PROXYD_CHUNK_MIN || sz > PROXYD_CHUNK_MAX) {
+    if (sz < EXEC_CHUNK_MIN || sz > EXEC_CHUNK_MAX) {
         fprintf(stderr, "voclproxyd: pool buffer size must be 4K..64M, not '%s'\n", arg);
         return -1;
     }
@@ -242,8 +242,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {NULL, 0, NULL, 0}};
     int c;
     o->type = CL_DEVICE_TYPE_ALL;
-    o->xfer = (struct exec_xfer_cfg){.pool_n = PROXYD_POOL_N,
-                                     .pool_size = PROXYD_POOL_SIZE,
+    o->xfer = (struct exec_xfer_cfg){.pool_n = EXEC_POOL_N,
+                                     .pool_size = EXEC_POOL_SIZE,
                                      .pipeline = !env_off("VOCL_PIPELINE"),
                                      .direct = !env_off("VOCL_DIRECT"),
                                      .driver_staging = !env_off("VOCL_DRIVER_STAGING")};
@@ -263,7 +263,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (mh && *mh && set_limit(&o->limits.host, "VOCL_MAX_SESSION_HOST", mh, true))
         return 2;
     const char *poll = getenv("VOCL_POLL_US");
-    o->poll_ns = PROXYD_POLL_NS;
+    o->poll_ns = EXEC_POLL_NS;
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
     while ((c = getopt_long(argc, argv, "t:lp:n:k:u:b:s:vqhV", longopts, NULL)) != -1) {

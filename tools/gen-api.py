@@ -738,7 +738,7 @@ def proxy_gen(e):
             o.append('    if (%s && %s_len != (size_t)%s) exec_fail(q, "%s: %s size");' % (
                 p.name, p.name, p.arg, e.name, p.name))
         if p.kind == 'info':
-            o.append('    if (%s > PROXYD_INFO_MAX) %s = PROXYD_INFO_MAX;' % (p.arg, p.arg))
+            o.append('    if (%s > EXEC_INFO_MAX) %s = EXEC_INFO_MAX;' % (p.arg, p.arg))
             o.append('    if (want_value) %s = exec_tmp(q, %s);' % (p.name, p.arg))
     o.append('    if (!exec_req_begin(q)) return;')
     native = 'q->cl->%s(%s)' % (e.name, ', '.join(call))

@@ -31,15 +31,15 @@ struct exec_trace;
 struct exec_inbound;
 
 /* Bounds on the chunk size (the staging buffer size) of chunked transfers. */
-#define PROXYD_CHUNK_MIN (4u << 10)
-#define PROXYD_CHUNK_MAX (64u << 20)
+#define EXEC_CHUNK_MIN (4u << 10)
+#define EXEC_CHUNK_MAX (64u << 20)
 /* Default staging pool: 4 buffers of 4 MiB (vocl-bench: larger buffers gain
  * nothing on loopback, fewer lose the overlap). */
-#define PROXYD_POOL_N    4u
-#define PROXYD_POOL_SIZE (4u << 20)
+#define EXEC_POOL_N    4u
+#define EXEC_POOL_SIZE (4u << 20)
 /* Default poll of a command a client waits for (exec_node.poll_ns): a
  * 4-byte transfer or a small kernel on a GPU completes well within it. */
-#define PROXYD_POLL_NS 20000u
+#define EXEC_POLL_NS 20000u
 
 /* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
 struct exec_xfer_cfg {
@@ -52,7 +52,7 @@ struct exec_xfer_cfg {
 
 /* Contexts that get a staging pool of their own at once (pool.c); those
  * beyond share the node's. */
-#define PROXYD_CTX_POOLS 4
+#define EXEC_CTX_POOLS 4
 
 struct exec_ctx_pool {
     cl_context ctx; /* NULL: a free entry */
@@ -99,7 +99,7 @@ struct exec_node {
     /* What all sessions hold now: objects, and bytes of memory objects. */
     atomic_uint_fast64_t nobjs, bytes;
     struct exec_pool *pool; /* made on first use */
-    struct exec_ctx_pool ctx_pools[PROXYD_CTX_POOLS];
+    struct exec_ctx_pool ctx_pools[EXEC_CTX_POOLS];
     struct exec_pool *retired;  /* pools of released contexts, freed once idle */
     struct exec_stream *stream; /* NULL: chunks are sent by the caller */
     struct exec_kept *kept;
@@ -108,7 +108,7 @@ struct exec_node {
 
 struct exec_session;
 
-#define PROXYD_DEPTH_MAX 16u /* chunks of a read in flight at most */
+#define EXEC_DEPTH_MAX 16u /* chunks of a read in flight at most */
 
 /* A send posted on a channel, tested later: the channel's own handle. */
 struct exec_sending {

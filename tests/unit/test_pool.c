@@ -15,7 +15,7 @@
 
 #include "harness.h"
 
-#define NCTX (PROXYD_CTX_POOLS + 2)
+#define NCTX (EXEC_CTX_POOLS + 2)
 
 static cl_context ctxs[NCTX];
 static cl_command_queue queues[NCTX];
@@ -76,12 +76,12 @@ static void first_contexts_get_their_own(void **state)
         assert_non_null(own[i]);
         assert_ptr_equal(exec_queue_pool(&node, queues[i]), own[i]); /* the same, asked again */
     }
-    for (int i = 0; i < PROXYD_CTX_POOLS; i++) {
+    for (int i = 0; i < EXEC_CTX_POOLS; i++) {
         assert_ptr_not_equal(own[i], shared);
         for (int j = 0; j < i; j++)
             assert_ptr_not_equal(own[i], own[j]);
     }
-    for (int i = PROXYD_CTX_POOLS; i < NCTX; i++)
+    for (int i = EXEC_CTX_POOLS; i < NCTX; i++)
         assert_ptr_equal(own[i], shared);
     /* The pool's buffer and queue hold the context. */
     assert_true(refcount(ctxs[0]) > before);
@@ -91,7 +91,7 @@ static void first_contexts_get_their_own(void **state)
     exec_reap(&node, false);
     assert_int_equal(settled_refcount(ctxs[0], before), before);
     /* Its entry serves the next context that asks. */
-    struct exec_pool *p = exec_queue_pool(&node, queues[PROXYD_CTX_POOLS]);
+    struct exec_pool *p = exec_queue_pool(&node, queues[EXEC_CTX_POOLS]);
     assert_ptr_not_equal(p, shared);
     close_contexts();
 }
@@ -157,7 +157,7 @@ static void release_request_drops_the_pool(void **state)
     assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
-    for (unsigned i = 0; i < PROXYD_CTX_POOLS; i++)
+    for (unsigned i = 0; i < EXEC_CTX_POOLS; i++)
         assert_ptr_not_equal(node.ctx_pools[i].ctx, ctx);
     exec_reap(&node, false);
     /* Down by the client's reference and the pool's buffer's and queue's:
