@@ -106,14 +106,18 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
 }
 
 /*
- * Event callbacks.  One thread of libvocl calls them all back: for each it
- * posts a wait for the event to the event's proxy (answered when the event
- * completes) and polls the replies, so that a callback costs no thread of
- * its own blocked in a wait (the runtimes set one per command).  A callback
- * runs on that thread once its event has completed, and a read's data has
- * landed, with the status reached: the spec lets a callback of any type
- * come that late.  One that blocks holds up those after it; the spec leaves
- * blocking calls in a callback undefined.
+ * Event callbacks.  One thread of libvocl calls them all back: for each
+ * CL_COMPLETE callback it posts a wait for the event to the event's proxy
+ * (answered when the event completes) and polls the replies, so that a
+ * callback costs no thread of its own blocked in a wait (the runtimes set
+ * one per command).  A callback runs on that thread once its event has
+ * completed, and a read's data has landed, with the status reached.  A
+ * CL_SUBMITTED or CL_RUNNING callback asks the event's status instead,
+ * again and again (every 50 us at first, at most every POLL_MAX_NS), and
+ * runs once the command has got that far: the spec allows it later, but a
+ * runtime that counts running commands sees them then.  One that blocks
+ * holds up those after it; the spec leaves blocking calls in a callback
+ * undefined.
  */
 struct event_cb {
     struct event_cb *next;
@@ -121,9 +125,15 @@ struct event_cb {
     cl_int type;
     void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
     void *user_data;
-    struct vocl_call wait; /* clWaitForEvents, posted by the thread */
+    struct vocl_call wait; /* clWaitForEvents, or clGetEventInfo: posted by the thread */
     struct vocl_live lw;
+    /* CL_SUBMITTED and CL_RUNNING: the status asked, and again when */
+    bool asking;
+    cl_int reached;   /* the status the callback is called with */
+    uint64_t ask_at, ask_gap;
 };
+
+#define POLL_MAX_NS (2u * 1000u * 1000u)
 
 static struct {
     pthread_mutex_t lock;
@@ -145,14 +155,76 @@ static void post_wait(struct event_cb *cb)
     }
 }
 
+/* A CL_SUBMITTED or CL_RUNNING callback: asks the event's status. */
+static void post_ask(struct event_cb *cb)
+{
+    struct vocl_obj *e = (struct vocl_obj *)cb->event;
+    vocl_call_init(&cb->wait);
+    cb->wait.px = e->px;
+    vocl_live_begin(&cb->lw, e->px->live);
+    if (vocl_call_start(&cb->wait, VOCL_OP_clGetEventInfo) == 0) {
+        vocl_enc_clGetEventInfo_req(cb->wait.w, &(struct vocl_msg_clGetEventInfo_req){
+                                                    .event = e->id,
+                                                    .param_name = CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                                    .param_value_size = sizeof(cl_int),
+                                                    .want_value = 1});
+        vocl_call_post_away(&cb->wait);
+    }
+    cb->asking = true;
+}
+
+/* Whether cb's command got as far as its type (or failed): cb->reached. */
+static bool got_there(struct event_cb *cb)
+{
+    uint64_t now = vocl_now_ns();
+    if (atomic_load(&vocl_as_event((struct vocl_obj *)cb->event)->complete)) {
+        cb->reached = cb->type;
+        return !cb->asking || vocl_call_ready(&cb->wait, &cb->lw);
+    }
+    if (!cb->asking) {
+        if (now < cb->ask_at)
+            return false;
+        post_ask(cb);
+    }
+    if (!vocl_call_ready(&cb->wait, &cb->lw))
+        return false;
+    cl_int st = CL_QUEUED;
+    if (vocl_call_wait(&cb->wait) == 0)
+        vocl_call_get_info(&cb->wait, sizeof(st), &st, NULL);
+    cl_int err = cb->wait.err;
+    vocl_call_end(&cb->wait);
+    cb->asking = false;
+    if (err != CL_SUCCESS || st <= cb->type) {
+        cb->reached = err != CL_SUCCESS ? err : st < 0 ? st : cb->type;
+        return true;
+    }
+    cb->ask_gap = cb->ask_gap ? cb->ask_gap * 2 : 50000;
+    if (cb->ask_gap > POLL_MAX_NS)
+        cb->ask_gap = POLL_MAX_NS;
+    cb->ask_at = now + cb->ask_gap;
+    return false;
+}
+
 static bool ready(struct event_cb *cb)
 {
+    if (cb->type != CL_COMPLETE)
+        return got_there(cb);
     return vocl_call_ready(&cb->wait, &cb->lw) &&
            (cb->wait.err || !vocl_event_data_pending((struct vocl_obj *)cb->event));
 }
 
 static void call_back(struct event_cb *cb)
 {
+    if (cb->type != CL_COMPLETE) {
+        if (cb->asking) { /* (known complete meanwhile: the answer is dropped) */
+            vocl_call_wait(&cb->wait);
+            vocl_call_end(&cb->wait);
+        }
+        cb->fn(cb->event, cb->reached, cb->user_data);
+        clReleaseEvent(cb->event);
+        free(cb);
+        return;
+    }
     vocl_call_wait(&cb->wait); /* the reply is here: takes its status */
     vocl_call_end(&cb->wait);
     /* A wait that succeeded means CL_COMPLETE: asking the proxy again
@@ -185,7 +257,8 @@ static void *callbacks_thread(void *arg)
         while (fresh) {
             struct event_cb *cb = fresh;
             fresh = cb->next;
-            post_wait(cb);
+            if (cb->type == CL_COMPLETE)
+                post_wait(cb); /* (the others ask when ready() says) */
             cb->next = active;
             active = cb;
         }

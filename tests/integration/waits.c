@@ -29,6 +29,9 @@
  *  shared    4 threads, each with a queue on its own device, launch one
  *            kernel object (arguments set once) 20 times at once, as the
  *            spec allows: every launch must reach its device whole.
+ *  stages    a kernel that runs for a while, with CL_SUBMITTED and
+ *            CL_RUNNING callbacks: each is called with its own type while
+ *            the kernel still runs (VOCL called them at its completion).
  *
  * Rounds of each (-r N, default 3).  A hang is caught by alarm(): exit 3.
  * The output is the same natively and through VOCL (compare.sh).
@@ -37,6 +40,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +61,13 @@
         }                                                                                          \
     } while (0)
 
-static const char *src = "kernel void fill(global int *x, int v) { x[get_global_id(0)] = v; }";
+static const char *src =
+    "kernel void fill(global int *x, int v) { x[get_global_id(0)] = v; }\n"
+    "kernel void spin(global int *x, int n) {\n"
+    "    int a = x[0];\n"
+    "    for (int i = 0; i < n; i++) a = a * 1103515245 + 12345;\n"
+    "    x[0] = a;\n"
+    "}\n";
 
 static cl_context ctx;
 static cl_program prog;
@@ -118,6 +128,49 @@ static int callback_round(int round)
     int ok = atomic_load(&called) == 1 && got[0] == 7 + round && got[N - 1] == 7 + round;
     clReleaseEvent(done), clReleaseEvent(gate), clReleaseKernel(k);
     clReleaseMemObject(buf), clReleaseCommandQueue(q);
+    return ok;
+}
+
+/* Callbacks of CL_SUBMITTED and CL_RUNNING: each called with its type,
+ * while the command has not completed yet (asked from the callback). */
+static atomic_int stage_called[2], stage_early[2];
+
+static void CL_CALLBACK on_stage(cl_event ev, cl_int status, void *data)
+{
+    int i = (int)(intptr_t)data, type = i ? CL_RUNNING : CL_SUBMITTED;
+    cl_int now = CL_COMPLETE;
+    clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(now), &now, NULL);
+    atomic_store(&stage_early[i], status == type && now > CL_COMPLETE);
+    atomic_fetch_add(&stage_called[i], 1);
+}
+
+static int stages_round(int round)
+{
+    cl_int err;
+    cl_command_queue q = clCreateCommandQueue(ctx, devs[round % ndev], 0, &err);
+    CHECK(err);
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(int), NULL, &err);
+    CHECK(err);
+    cl_kernel k = clCreateKernel(prog, "spin", &err);
+    CHECK(err);
+    int n = 300 * 1000 * 1000; /* a second or so on a CPU device */
+    CHECK(clSetKernelArg(k, 0, sizeof(buf), &buf));
+    CHECK(clSetKernelArg(k, 1, sizeof(n), &n));
+    size_t one = 1;
+    cl_event ev;
+    for (int i = 0; i < 2; i++)
+        atomic_store(&stage_called[i], 0), atomic_store(&stage_early[i], 0);
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, &ev));
+    CHECK(clSetEventCallback(ev, CL_SUBMITTED, on_stage, (void *)(intptr_t)0));
+    CHECK(clSetEventCallback(ev, CL_RUNNING, on_stage, (void *)(intptr_t)1));
+    CHECK(clFlush(q));
+    CHECK(clWaitForEvents(1, &ev));
+    for (int i = 0; i < 2000 && (!stage_called[0] || !stage_called[1]); i++)
+        usleep(1000);
+    int ok = 1;
+    for (int i = 0; i < 2; i++)
+        ok &= atomic_load(&stage_called[i]) == 1 && atomic_load(&stage_early[i]);
+    clReleaseEvent(ev), clReleaseKernel(k), clReleaseMemObject(buf), clReleaseCommandQueue(q);
     return ok;
 }
 
@@ -498,8 +551,8 @@ int main(int argc, char **argv)
                     r, cb ? "ok" : "WRONG", bl ? "ok" : "WRONG", sh ? "ok" : "WRONG",
                     gm ? "ok" : "WRONG", fo ? "ok" : "WRONG", st ? "ok" : "WRONG");
     }
-    int many = many_callbacks(), gate_failed = failed_callback();
-    failed += !many + !gate_failed;
+    int many = many_callbacks(), gate_failed = failed_callback(), stages = stages_round(0);
+    failed += !many + !gate_failed + !stages;
     /* A wait that returned before its gate was set is wrong too. */
     printf("callback after a gated kernel: %s\n", failed ? "FAILED" : "ran");
     printf("%d threads blocked on one user event: %s\n", THREADS,
@@ -509,6 +562,9 @@ int main(int argc, char **argv)
            many ? "all called, no thread each" : "FAILED");
     printf("callback of a command whose gate failed: %s\n",
            gate_failed ? "no callback says it ran" : "FAILED");
+    printf("CL_SUBMITTED and CL_RUNNING callbacks of a long kernel: %s\n",
+           stages ? "each called while it ran"
+                  : stage_called[0] + stage_called[1] ? "called late" : "FAILED");
     printf("one kernel launched by %d threads at once: %s\n", SHARERS,
            failed ? "FAILED" : "every launch ran");
     printf("non-blocking maps behind a user event set after them: %s\n",
