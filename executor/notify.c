@@ -12,8 +12,10 @@
  * ended, so its user_data holds no pointer: it is the session's serial
  * number and the context's id packed into one word.  Notes wait in one list
  * and go to the client in NOTIFY messages just before its next reply, as
- * kernel output does (main.c); libvocl then calls the application's
- * function on a thread of its own.
+ * kernel output does (proxyd/replies.c), or sooner: the serving loop sends
+ * them as they come (exec_notify_posted says when), since a client waits
+ * for no reply while its application thread is elsewhere.  libvocl then
+ * calls the application's function on a thread of its own.
  */
 #include "internal.h"
 
@@ -46,6 +48,7 @@ static struct {
 } notes = {PTHREAD_MUTEX_INITIALIZER, NULL, &notes.head, 0, false};
 
 static atomic_uint next_serial = 1;
+static atomic_uint_fast64_t posted; /* notes posted so far */
 
 uint32_t exec_notify_serial(void)
 {
@@ -92,6 +95,12 @@ static void post(uint32_t serial, uint64_t ctx, const char *errinfo, const void 
     notes.tail = &n->next;
     notes.n++;
     pthread_mutex_unlock(&notes.lock);
+    atomic_fetch_add(&posted, 1);
+}
+
+uint64_t exec_notify_posted(void)
+{
+    return atomic_load(&posted);
 }
 
 void *exec_notify_tag(const struct exec_session *s, uint64_t ctx)

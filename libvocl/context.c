@@ -140,6 +140,8 @@ static struct vocl_obj *create_context(const cl_context_properties *properties,
                 memcpy(cx->props, properties, nprops * sizeof(*cx->props));
             cx->ctx_notify = pfn_notify;
             cx->ctx_notify_data = user_data;
+            if (pfn_notify)
+                vocl_notes_watch(ctx, 1);
         }
     }
     if (errcode_ret)

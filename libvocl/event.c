@@ -117,7 +117,9 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
  * runs once the command has got that far: the spec allows it later, but a
  * runtime that counts running commands sees them then.  One that blocks
  * holds up those after it; the spec leaves blocking calls in a callback
- * undefined.
+ * undefined.  The same thread looks, every NOTES_LOOK_NS, at the proxies
+ * of contexts with a pfn_notify: their notifications come when they
+ * happen, while the application may not be calling libvocl at all.
  */
 struct event_cb {
     struct event_cb *next;
@@ -140,7 +142,10 @@ static struct {
     pthread_cond_t wake;
     struct event_cb *todo; /* registered, not posted yet */
     bool running;          /* the thread is there (started on first use) */
-} cbs = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false};
+    atomic_int watching;   /* contexts with a pfn_notify (vocl_notes_watch) */
+} cbs = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false, 0};
+
+#define NOTES_LOOK_NS (10u * 1000u * 1000u)
 
 static void post_wait(struct event_cb *cb)
 {
@@ -241,15 +246,48 @@ static void call_back(struct event_cb *cb)
     free(cb);
 }
 
+/* The notifications the watched proxies sent since (vocl_notes_watch). */
+static void look_for_notes(void)
+{
+    for (int i = 0; i < vocl.nproxies; i++) {
+        struct vocl_proxy *px = vocl.proxies[i];
+        if (atomic_load(&px->notes_watch) > 0)
+            vocl_xport_notes(px);
+    }
+}
+
+/* Sleeps until there is a callback to post, or (while a context watches
+ * for notifications) until it is time to look again; under cbs.lock. */
+static void idle_locked(uint64_t looked)
+{
+    if (!atomic_load(&cbs.watching)) {
+        pthread_cond_wait(&cbs.wake, &cbs.lock);
+        return;
+    }
+    uint64_t since = vocl_now_ns() - looked;
+    if (since >= NOTES_LOOK_NS)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(NOTES_LOOK_NS - since);
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&cbs.wake, &cbs.lock, &until);
+}
+
 static void *callbacks_thread(void *arg)
 {
     (void)arg;
     struct event_cb *active = NULL;
-    uint64_t idle_since = vocl_now_ns();
+    uint64_t idle_since = vocl_now_ns(), looked = 0;
     for (;;) {
+        if (atomic_load(&cbs.watching) && vocl_now_ns() - looked >= NOTES_LOOK_NS) {
+            looked = vocl_now_ns();
+            look_for_notes();
+        }
         pthread_mutex_lock(&cbs.lock);
-        while (!active && !cbs.todo)
-            pthread_cond_wait(&cbs.wake, &cbs.lock);
+        if (!active && !cbs.todo)
+            idle_locked(looked);
         struct event_cb *fresh = cbs.todo;
         cbs.todo = NULL;
         pthread_mutex_unlock(&cbs.lock);
@@ -280,6 +318,25 @@ static void *callbacks_thread(void *arg)
     return NULL;
 }
 
+/* Whether the callbacks thread is there, started if not; under cbs.lock. */
+static bool running_locked(void)
+{
+    if (!cbs.running)
+        cbs.running = vocl_thread_detached(callbacks_thread, NULL) == 0;
+    return cbs.running;
+}
+
+void vocl_notes_watch(const struct vocl_obj *ctx, int delta)
+{
+    for (cl_uint i = 0; i < vocl_nreps(ctx); i++)
+        atomic_fetch_add(&vocl_rep_px(ctx, i)->notes_watch, delta);
+    pthread_mutex_lock(&cbs.lock);
+    if (atomic_fetch_add(&cbs.watching, delta) + delta > 0 && !running_locked())
+        vocl_warn("no thread to look for context notifications: they come with replies");
+    pthread_cond_signal(&cbs.wake);
+    pthread_mutex_unlock(&cbs.lock);
+}
+
 cl_int CL_API_CALL vocl_hand_clSetEventCallback(
     cl_event event, cl_int command_exec_callback_type,
     void (CL_CALLBACK *pfn_notify)(cl_event event, cl_int event_command_status, void *user_data),
@@ -300,9 +357,7 @@ cl_int CL_API_CALL vocl_hand_clSetEventCallback(
     cb->user_data = user_data;
     clRetainEvent(event);
     pthread_mutex_lock(&cbs.lock);
-    if (!cbs.running)
-        cbs.running = vocl_thread_detached(callbacks_thread, NULL) == 0;
-    bool ok = cbs.running;
+    bool ok = running_locked();
     if (ok) {
         cb->next = cbs.todo;
         cbs.todo = cb;

@@ -118,6 +118,8 @@ static void obj_free(struct vocl_obj *o)
     struct vocl_kernel *k = vocl_as_kernel(o);
     struct vocl_mem *m = vocl_as_mem(o);
     if (ctx) {
+        if (ctx->ctx_notify)
+            vocl_notes_watch(o, -1);
         free(ctx->devs);
         free(ctx->props);
     }

@@ -740,6 +740,22 @@ cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, ui
     }
 }
 
+void vocl_xport_notes(struct vocl_proxy *px)
+{
+    if (!px->local) {
+        vocl_xport_progress(px); /* (a NOTIFY among the messages) */
+        return;
+    }
+    struct vocl_wr notes;
+    vocl_wr_init(&notes);
+    pthread_mutex_lock(&px->lock); /* (as a request runs in-process) */
+    bool any = exec_notify_take(px->session, &notes);
+    pthread_mutex_unlock(&px->lock);
+    if (any)
+        vocl_context_notes(px, notes.buf + VOCL_HDR_SIZE, notes.len - VOCL_HDR_SIZE);
+    vocl_wr_free(&notes);
+}
+
 uint64_t vocl_xport_ticket(struct vocl_proxy *px)
 {
     return px->pending.posted;

@@ -121,6 +121,9 @@ struct vocl_proxy {
     struct vocl_wr batch;           /* under lock: requests that wait to go as one (BATCH) */
     unsigned nbatch;                /* how many */
     struct exec_session *session;   /* in-process only */
+    /* Contexts on it with a pfn_notify: their notifications come unasked,
+     * and the callbacks thread looks for them (event.c). */
+    atomic_int notes_watch;
 };
 
 /*
@@ -558,6 +561,9 @@ int vocl_xport_recv_data(struct vocl_call *c, void *buf, size_t n);
 /* Waits, holding nothing, for the chunks with tickets in (lo, hi] and those
  * of queue (if not NULL) up to hi; a failed read's error, or CL_SUCCESS. */
 cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, uint64_t hi);
+/* The context notifications px sent unasked (in-process: posted) since,
+ * to their contexts' pfn_notify; holding nothing. */
+void vocl_xport_notes(struct vocl_proxy *px);
 /* The ticket of the last chunk posted. */
 uint64_t vocl_xport_ticket(struct vocl_proxy *px);
 /* Raises *t to v: threads may record tickets (or ticks) of one queue at once. */
@@ -569,6 +575,9 @@ static inline void vocl_raise(atomic_uint_fast64_t *t, uint64_t v)
 }
 /* A non-blocking read's event: whether its data is still on the way (reaps). */
 bool vocl_event_data_pending(struct vocl_obj *e);
+/* ctx has a pfn_notify (delta 1), or has gone (-1): the callbacks thread
+ * looks for the notifications its proxies send unasked (event.c). */
+void vocl_notes_watch(const struct vocl_obj *ctx, int delta);
 /* Waits for a non-blocking read's data to land. */
 cl_int vocl_event_data_wait(struct vocl_obj *e);
 /* e's command is known to be complete: e says CL_COMPLETE from now on,

@@ -80,6 +80,8 @@ int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w);
 bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck);
 /* The session is over: replies not taken are cancelled. */
 void proxyd_chan_drop(struct proxyd_chan *c);
+/* Sends s's context notifications now, without a reply (none: nothing). */
+void proxyd_notes_push(struct exec_session *s);
 
 /* output.c */
 

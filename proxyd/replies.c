@@ -117,3 +117,17 @@ int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
     vocl_wr_free(&note);
     return rc;
 }
+
+void proxyd_notes_push(struct exec_session *s)
+{
+    struct vocl_wr note;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int done = 0;
+    vocl_wr_init(&note);
+    if (exec_notify_take(s, &note) &&
+        proxyd_chan_post(s, VOCL_TAG_REP, note.buf, note.len, &req) == 0 &&
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+        keep_unsent(s->transport, req, &note))
+        proxyd_chan_sent(s, &req); /* (no memory to keep it: waited for, as a reply) */
+    vocl_wr_free(&note);
+}

@@ -54,6 +54,7 @@ struct server {
     struct vocl_wr reply;
     uint8_t *buf;
     size_t cap;
+    uint64_t notes_seen; /* exec_notify_posted when last sent */
 };
 
 /* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h;
@@ -334,13 +335,20 @@ static void ended(struct server *sv, struct client *cl, int rc, bool bye)
  * request must wait.  True when something moved. */
 static bool move_on(struct server *sv, bool *any_held)
 {
-    bool moved = false;
+    bool moved = false, notes = false;
     *any_held = false;
+    uint64_t posted = exec_notify_posted();
+    if (posted != sv->notes_seen) { /* (context notifications: notify.c) */
+        sv->notes_seen = posted;
+        notes = true;
+    }
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
         bool stuck;
         if (cl->gone)
             continue;
+        if (notes)
+            proxyd_notes_push(&cl->s);
         cl->held = !proxyd_chan_flowing(&cl->chan, &stuck);
         if (stuck) {
             close_client(sv, cl, "a reply it did not take in 30 s");

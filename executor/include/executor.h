@@ -263,6 +263,9 @@ int exec_request(struct exec_session *s, const void *msg, size_t len, struct voc
 /* Context notifications (notify.c): builds the NOTIFY message of the
  * session's pending notes into msg; false when there are none. */
 bool exec_notify_take(const struct exec_session *s, struct vocl_wr *msg);
+/* How many notes were posted so far: a transport that sees it grow sends
+ * them without waiting for a reply. */
+uint64_t exec_notify_posted(void);
 
 /* The network stage of reads (stream.c), a thread voclproxyd starts for its
  * node (without one, chunks are sent by the request's thread). */

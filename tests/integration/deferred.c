@@ -10,7 +10,9 @@
  *                        clFinish, clWaitForEvents or blocking transfer on
  *                        the same proxy connection; work around it must be
  *                        unharmed.  Those a client can know of (at_once)
- *                        come back at once, as natively.  Exits 1 with a
+ *                        come back at once, as natively.  The context's
+ *                        pfn_notify hears of each, even while the
+ *                        application calls nothing.  Exits 1 with a
  *                        message when not.
  *
  * Natively the errors come back at once, so no native/VOCL compare can test
@@ -297,6 +299,17 @@ static void run_vocl(const cl_int *code)
         TRUE(heard.on_main == 0, "never on the application's thread, always with its user_data");
         printf("   it said: \"%s\"\n", heard.copy);
         TRUE(heard.copy[0], "it names the copy and its error");
+    }
+
+    printf("-- pfn_notify hears of a failed request while the application calls nothing\n");
+    {
+        pthread_mutex_lock(&heard.lock);
+        int before = heard.calls;
+        pthread_mutex_unlock(&heard.lock);
+        EXPECT(enqueue_bad(&a, a.q, E_OVERLAP, NULL), CL_SUCCESS, "failing copy");
+        int calls = heard_wait(before + 1); /* (sleeps: no call of libvocl) */
+        TRUE(calls == before + 1, "pfn_notify called, with no call of libvocl after the copy");
+        EXPECT(clFinish(a.q), code[E_OVERLAP], "clFinish still reports it");
     }
 
     printf("-- clFlush does not report, clFinish does\n");
