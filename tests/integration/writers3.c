@@ -20,11 +20,18 @@
  * it must wait for); device 0 writes part 0 back to 0s; the buffer is read
  * on device 1.
  *
+ * With the argument image, the three devices' writes go to a 2D image (one
+ * row, one uint a pixel) instead.  Through VOCL an image gets no twins: a
+ * write on one proxy waits for the others' writes and takes the image
+ * whole, so no write can be lost, which the test shows with the same steps.
+ *
  * Prints each part's values; run natively and under vocl-run, the two
  * outputs must be the same (compare.sh).
  */
 #include <CL/cl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cl_check.h"
@@ -34,6 +41,8 @@ enum { PART = 64, PARTS = 4, N = PART * PARTS };
 static const char *source =
     "__kernel void set(__global uint *x, uint lo, uint hi, uint v)\n"
     "{ for (uint i = lo; i < hi; i++) x[i] = v; }\n"
+    "__kernel void seti(__write_only image2d_t x, uint lo, uint hi, uint v)\n"
+    "{ for (uint i = lo; i < hi; i++) write_imageui(x, (int2)((int)i, 0), (uint4)(v, 0, 0, 0)); }\n"
     "__kernel void busy(__global uint *s, uint n)\n"
     "{ uint v = s[0]; for (uint i = 0; i < n; i++) v = v * 1664525u + 1013904223u; s[1] = v; }\n";
 
@@ -52,6 +61,7 @@ static void set(cl_command_queue q, cl_kernel k, cl_mem x, cl_uint part, cl_uint
 
 int main(int argc, char **argv)
 {
+    bool image = argc > 1 && !strcmp(argv[1], "image");
     cl_uint n = argc > 1 && argv[1][0] == '4' ? 4 : 3;
     /* Which device holds the buffer first, which joins second and last,
      * and where it is read (the one that joined last). */
@@ -72,7 +82,7 @@ int main(int argc, char **argv)
     cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
     CHECK(err);
     CHECK(clBuildProgram(prog, n, devs, NULL, NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "set", &err);
+    cl_kernel k = clCreateKernel(prog, image ? "seti" : "set", &err);
     CHECK(err);
     cl_kernel busy = clCreateKernel(prog, "busy", &err);
     CHECK(err);
@@ -82,9 +92,17 @@ int main(int argc, char **argv)
     CHECK(clSetKernelArg(busy, 0, sizeof(scratch), &scratch));
     CHECK(clSetKernelArg(busy, 1, sizeof(spins), &spins));
     cl_uint x[N] = {0};
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(x), NULL, &err);
+    const cl_image_format fmt = {CL_R, CL_UNSIGNED_INT32};
+    const cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = N,
+                                .image_height = 1};
+    const size_t origin[3] = {0, 0, 0}, region[3] = {N, 1, 1};
+    cl_mem buf = image ? clCreateImage(ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err)
+                       : clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(x), NULL, &err);
     CHECK(err);
-    CHECK(clEnqueueWriteBuffer(q[first], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    if (image)
+        CHECK(clEnqueueWriteImage(q[first], buf, CL_TRUE, origin, region, 0, 0, x, 0, NULL, NULL));
+    else
+        CHECK(clEnqueueWriteBuffer(q[first], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
     CHECK(clFinish(q[first])); /* (VOCL: that write has ended; the next ones may not have) */
     size_t one = 1;
     struct timespec pause = {1, 500 * 1000 * 1000};
@@ -104,7 +122,10 @@ int main(int argc, char **argv)
     set(q[back], k, buf, back, 0, 0, NULL); /* back to what it was */
     for (cl_uint d = 0; d < n; d++)
         CHECK(clFinish(q[d]));
-    CHECK(clEnqueueReadBuffer(q[last], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+    if (image)
+        CHECK(clEnqueueReadImage(q[last], buf, CL_TRUE, origin, region, 0, 0, x, 0, NULL, NULL));
+    else
+        CHECK(clEnqueueReadBuffer(q[last], buf, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
     for (cl_uint p = 0; p < PARTS; p++) {
         cl_uint lo = x[p * PART], hi = lo, differ = 0;
         for (cl_uint i = p * PART; i < (p + 1) * PART; i++) {
