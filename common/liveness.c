@@ -266,41 +266,56 @@ fail:
  * that connects and says nothing holds no thread for long). */
 #define LINK_HELLO_NS (10ull * 1000000000u)
 
-/* What each side of a link says: where it runs, and its tag base. */
+/* What each side of a link says: where it runs, and its tag base (a
+ * proxy's LINK_MOVED: the client is to connect to the port that follows). */
 struct link_hello {
     struct where where;
     int64_t tag_base;
 };
 
-int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base)
+#define LINK_MOVED INT64_MIN
+
+/* Sends out (nout bytes; NULL: nothing) and receives in (at most nin
+ * bytes; NULL: nothing) on inter's link tag, within LINK_HELLO_NS; 0 or -1. */
+static int exchange(MPI_Comm inter, const void *out, int nout, void *in, int nin)
 {
-    if (!live.running || !live.links)
-        return -1;
-    struct link_hello me = {{live.node, (int64_t)getpid()}, tag_base}, far = {{0, 0}, 0};
-    MPI_Request r[2];
-    if (MPI_Irecv(&far, sizeof(far), MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[0]) != MPI_SUCCESS)
-        return -1;
-    if (MPI_Isend(&me, sizeof(me), MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[1]) != MPI_SUCCESS) {
-        MPI_Cancel(&r[0]);
-        MPI_Request_free(&r[0]);
-        return -1;
-    }
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    bool posted =
+        (!in || MPI_Irecv(in, nin, MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[0]) == MPI_SUCCESS) &&
+        (!out || MPI_Isend(out, nout, MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[1]) == MPI_SUCCESS);
     uint64_t start = vocl_now_ns();
     int done = 0;
     MPI_Status st[2];
-    while (!done && vocl_now_ns() - start < LINK_HELLO_NS) {
+    while (posted && !done && vocl_now_ns() - start < LINK_HELLO_NS) {
         if (MPI_Testall(2, r, &done, st) != MPI_SUCCESS)
             break;
         if (!done)
             vocl_backoff(start, 1000000);
     }
-    if (!done) {
-        for (int i = 0; i < 2; i++)
-            if (r[i] != MPI_REQUEST_NULL) {
-                MPI_Cancel(&r[i]);
-                MPI_Request_free(&r[i]);
-            }
+    if (done)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (r[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&r[i]);
+            MPI_Request_free(&r[i]);
+        }
+    return -1;
+}
+
+int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base, char *moved_to)
+{
+    if (!live.running || !live.links)
         return -1;
+    struct link_hello me = {{live.node, (int64_t)getpid()}, tag_base}, far = {{0, 0}, 0};
+    if (exchange(inter, &me, sizeof(me), &far, sizeof(far)))
+        return -1;
+    if (far.tag_base == LINK_MOVED) {
+        char port[MPI_MAX_PORT_NAME + 1] = {0};
+        if (!moved_to || exchange(inter, NULL, 0, port, MPI_MAX_PORT_NAME))
+            return -1;
+        memcpy(moved_to, port, MPI_MAX_PORT_NAME);
+        moved_to[MPI_MAX_PORT_NAME - 1] = 0;
+        return VOCL_LIVE_MOVED;
     }
     int peer = -1;
     pthread_mutex_lock(&live.links_lock);
@@ -320,6 +335,17 @@ int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base
     if (far_tag_base)
         *far_tag_base = (int)far.tag_base;
     return peer;
+}
+
+int vocl_live_move(MPI_Comm inter, const char *port, int64_t *pid)
+{
+    struct link_hello me = {{live.node, (int64_t)getpid()}, LINK_MOVED}, far = {{0, 0}, 0};
+    if (exchange(inter, &me, sizeof(me), &far, sizeof(far)) ||
+        exchange(inter, port, (int)strlen(port) + 1, NULL, 0))
+        return -1;
+    if (pid)
+        *pid = far.where.pid;
+    return 0;
 }
 
 void vocl_live_unlink(int peer)

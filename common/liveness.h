@@ -40,8 +40,15 @@ int vocl_live_start(MPI_Comm comm);
  * each) call this right after connecting; they tell each other where they
  * run (*pid: the far side's process) and their tag bases (the proxy's:
  * vocl_tag_base in wire.h; the client's: 0).  The peer's number, or -1
- * when the other side said nothing in 10 s (or too many are linked). */
-int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base);
+ * when the other side said nothing in 10 s (or too many are linked).  A
+ * client (moved_to: MPI_MAX_PORT_NAME bytes) may instead be told to
+ * connect to another port (vocl_live_move): VOCL_LIVE_MOVED, the port in
+ * moved_to, and nothing linked. */
+#define VOCL_LIVE_MOVED (-2)
+int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base, char *moved_to);
+/* The proxy's side of a link that hands the client on to port (a worker
+ * of voclproxyd --isolate); *pid: the client's process.  0 or -1. */
+int vocl_live_move(MPI_Comm inter, const char *port, int64_t *pid);
 /* A linked peer's process if it runs on this node, else 0; and whether such
  * a process is gone (or a zombie). */
 int64_t vocl_live_local_pid(int peer);

@@ -267,20 +267,43 @@ static int lock_node(uint64_t timeout_ns)
     return fd;
 }
 
+/* Connects to port and links the connection: its peer number, or -1
+ * with a message; *inter: the intercommunicator.  A proxy that hands the
+ * client on to a worker of its own (voclproxyd --isolate) gives its port:
+ * VOCL_LIVE_MOVED, and the port in port. */
+static int connect_link(const char *name, char *port, uint64_t timeout_ns, MPI_Comm *inter,
+                        int *tag_base)
+{
+    int lock = lock_node(timeout_ns);
+    *inter = dial(name, port, timeout_ns);
+    if (lock >= 0)
+        close(lock); /* (the lock goes with it) */
+    if (*inter == MPI_COMM_NULL)
+        return -1;
+    return vocl_live_link(*inter, 0, NULL, tag_base, port);
+}
+
 /* One proxy, by name: connected, linked and greeted, or left out. */
 static void join(const char *name, uint64_t timeout_ns)
 {
     char port[MPI_MAX_PORT_NAME];
     if (resolve(name, port))
         return;
-    int lock = lock_node(timeout_ns);
-    MPI_Comm inter = dial(name, port, timeout_ns);
-    if (lock >= 0)
-        close(lock); /* (the lock goes with it) */
+    MPI_Comm inter;
+    int tag_base = 0;
+    int live = connect_link(name, port, timeout_ns, &inter, &tag_base);
+    if (live == VOCL_LIVE_MOVED) {
+        /* (It sent nothing more on the first connection, nor will this side.) */
+        MPI_Comm_free(&inter);
+        vocl_debug("proxy %s: served by a worker of its own, at %s", name, port);
+        live = connect_link(name, port, timeout_ns, &inter, &tag_base);
+        if (live == VOCL_LIVE_MOVED) {
+            vocl_error("proxy %s: handed on twice: a proxy of another version?", name);
+            live = -1;
+        }
+    }
     if (inter == MPI_COMM_NULL)
         return;
-    int tag_base = 0;
-    int live = vocl_live_link(inter, 0, NULL, &tag_base);
     if (live >= 0 && !vocl_tag_base_ok(tag_base, vocl_mpi_tag_ub())) {
         vocl_error("proxy %s: gave an unusable tag base (%d): a proxy of another version?", name,
                    tag_base);

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <mpi.h>
 
@@ -27,6 +28,8 @@ struct options {
     struct exec_xfer_cfg xfer;
     struct exec_limits limits;
     uint64_t poll_ns;
+    bool isolate;  /* connect mode: each client served by a worker process (workers.c) */
+    int worker_fd; /* a worker: its port goes there (-1: not a worker) */
 };
 
 /* channel.c */
@@ -101,6 +104,21 @@ bool proxyd_peer_ok(int rank);
 int proxyd_peer_send(int rank, int tag, const void *buf, size_t n);
 int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got);
 bool proxyd_peer_gone(void);
+
+/* workers.c (--isolate) */
+
+/* The arguments and environment workers start with: main's, before MPI_Init. */
+int proxyd_workers_init(int argc, char **argv);
+/* A worker for client (one started ahead, or a new one), its port in port
+ * (MPI_MAX_PORT_NAME); another is started ahead.  Its pid, or -1 with a
+ * message. */
+pid_t proxyd_worker_take(int client, char *port);
+/* Reaps the workers that ended, saying how; the serving loop calls it. */
+void proxyd_workers_reap(void);
+/* The daemon stops: so do its workers (SIGTERM). */
+void proxyd_workers_stop(void);
+/* A worker's side: its port, to the daemon. */
+int proxyd_worker_report(int fd, const char *port);
 
 /* serve.c */
 

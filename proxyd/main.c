@@ -58,6 +58,9 @@ static void usage(FILE *f)
             "                          made, mode 0600, if missing)\n"
             "  -u, --users DIR         connect mode: a token per user instead, each in\n"
             "                          DIR/USER (mode 0600); clients name their user\n"
+            "      --isolate           connect mode: serve each client in a process of\n"
+            "                          its own (a worker), so that a kernel that crashes\n"
+            "                          the driver ends only its own client's session\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -217,7 +220,7 @@ static bool env_off(const char *name)
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
-           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER };
+           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER, OPT_ISOLATE, OPT_WORKER };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -226,6 +229,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"name-server", required_argument, NULL, OPT_NAME_SERVER},
         {"token-file", required_argument, NULL, 'k'},
         {"users", required_argument, NULL, 'u'},
+        {"isolate", no_argument, NULL, OPT_ISOLATE},
+        {"worker", required_argument, NULL, OPT_WORKER},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
         {"no-pipeline", no_argument, NULL, OPT_NO_PIPELINE},
@@ -242,6 +247,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {NULL, 0, NULL, 0}};
     int c;
     o->type = CL_DEVICE_TYPE_ALL;
+    o->worker_fd = -1;
     o->xfer = (struct exec_xfer_cfg){.pool_n = EXEC_POOL_N,
                                      .pool_size = EXEC_POOL_SIZE,
                                      .pipeline = !env_off("VOCL_PIPELINE"),
@@ -280,6 +286,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
         case 'k': o->token_file = optarg; break;
         case 'u': o->users = optarg; break;
+        case OPT_ISOLATE: o->isolate = true; break;
+        case OPT_WORKER: o->worker_fd = atoi(optarg); break;
         case 'b':
             if (set_pool_n(o, optarg))
                 return 2;
@@ -319,6 +327,10 @@ static int parse_args(int argc, char **argv, struct options *o)
         usage(stderr);
         return 2;
     }
+    if ((o->isolate || o->worker_fd >= 0) && !o->listen) {
+        fprintf(stderr, "voclproxyd: --isolate is for connect mode (--listen)\n");
+        return 2;
+    }
     return -1;
 }
 
@@ -348,6 +360,18 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    if (o.worker_fd >= 0) {
+        /* A worker: nothing of the daemon's but the pipe of its port. */
+        if (o.worker_fd > 3)
+            close_range(3, (unsigned)o.worker_fd - 1, 0);
+        close_range((unsigned)o.worker_fd + 1, ~0u, 0);
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "voclproxyd[worker %d]", (int)getpid());
+        vocl_log_set_prefix(prefix);
+    } else if (o.isolate && proxyd_workers_init(argc, argv)) {
+        vocl_error("--isolate: out of memory");
+        return 1;
+    }
 
     int provided;
     /* hwloc's OpenCL plugin stays out of this process for its life;
@@ -374,9 +398,11 @@ int main(int argc, char **argv)
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
-    vocl_log_set_prefix(prefix);
+    if (o.worker_fd < 0) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
+        vocl_log_set_prefix(prefix);
+    }
     vocl_backoff_setup();
     proxyd_self_rank = rank;
     if (!getenv("VOCL_PROXY_STDOUT"))

@@ -55,6 +55,9 @@ struct server {
     uint8_t *buf;
     size_t cap;
     uint64_t notes_seen; /* exec_notify_posted when last sent */
+    bool isolate;        /* connect mode, --isolate: clients go to workers */
+    bool worker;         /* a worker: serves one client, then ends */
+    pid_t parent;        /* a worker's daemon */
 };
 
 /* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h;
@@ -449,10 +452,25 @@ void proxyd_want_stop(int sig)
 }
 
 /* Serves until every client is gone (job mode) or until stopped (connect mode). */
+/* A worker is done once its client's session is released, or when its
+ * daemon is gone before a client came. */
+static bool worker_done(struct server *sv)
+{
+    if (!sv->worker)
+        return false;
+    pthread_mutex_lock(&sv->lock);
+    bool done = sv->nclients ? sv->clients[0]->released && !sv->closing : getppid() != sv->parent;
+    pthread_mutex_unlock(&sv->lock);
+    return done;
+}
+
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
-    while (sv->job_mode ? sv->live > 0 || sv->closing || exec_builds_running() : !stop_wanted) {
+    while (sv->job_mode ? sv->live > 0 || sv->closing || exec_builds_running()
+                        : !stop_wanted && !worker_done(sv)) {
+        if (sv->isolate)
+            proxyd_workers_reap();
         if (state_wanted)
             report_state(sv);
         release_clients(sv);
@@ -544,6 +562,23 @@ struct acceptor {
     char service[256]; /* "vocl.NAME" in the MPI's name service; empty: not published */
 };
 
+/* --isolate: client n goes to a worker of its own (workers.c). */
+static void hand_on(MPI_Comm client, int n)
+{
+    char port[MPI_MAX_PORT_NAME];
+    int64_t pid = 0;
+    pid_t worker = proxyd_worker_take(n, port);
+    if (worker > 0 && vocl_live_move(client, port, &pid) == 0) {
+        vocl_info("client %d connected (process %lld): handed to worker process %d", n,
+                  (long long)pid, (int)worker);
+    } else {
+        vocl_warn("client %d: could not be handed to a worker: dropped", n);
+        if (worker > 0)
+            kill(worker, SIGTERM); /* (no client will come to it) */
+    }
+    MPI_Comm_free(&client); /* (neither side sends on it any more) */
+}
+
 static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
@@ -554,10 +589,14 @@ static void *accept_thread(void *arg)
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        if (a->sv->isolate) {
+            hand_on(client, n);
+            continue;
+        }
         /* Its requests and data come on tags of its own (wire.h). */
         int tag_base = vocl_tag_base_draw(vocl_mpi_tag_ub());
         int64_t pid = 0;
-        int live = vocl_live_link(client, tag_base, &pid, NULL);
+        int live = vocl_live_link(client, tag_base, &pid, NULL, NULL);
         if (live < 0) {
             vocl_warn("client %d: said nothing after connecting (or too many clients): dropped", n);
             MPI_Comm_free(&client);
@@ -573,6 +612,8 @@ static void *accept_thread(void *arg)
         }
         vocl_info("client %d connected (process %lld%s)", n, (long long)pid,
                   local ? "" : ", on another node");
+        if (a->sv->worker)
+            return NULL; /* (its one client) */
     }
 }
 
@@ -615,7 +656,11 @@ static const char *proxy_name(const struct options *o, char *buf, size_t n)
 
 int proxyd_listen_mode(struct exec_node *node, const struct options *o)
 {
-    struct server sv = {.node = node, .lock = PTHREAD_MUTEX_INITIALIZER};
+    struct server sv = {.node = node,
+                        .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .isolate = o->isolate && o->worker_fd < 0,
+                        .worker = o->worker_fd >= 0,
+                        .parent = getppid()};
     node->sessions = list_sessions;
     node->sessions_ctx = &sv;
     static struct acceptor a;
@@ -656,7 +701,13 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
                    vocl_mpi_why(rc, msg));
         return 1;
     }
-    if (o->port_file) {
+    if (sv.worker) {
+        if (proxyd_worker_report(o->worker_fd, a.port)) {
+            vocl_error("worker: cannot give the daemon its port");
+            return 1;
+        }
+        vocl_info("worker: waiting for its client on %s", a.port);
+    } else if (o->port_file) {
         FILE *f = fopen(o->port_file, "w");
         if (!f || fprintf(f, "%s\n", a.port) < 0 || fclose(f)) {
             vocl_error("cannot write %s", o->port_file);
@@ -665,10 +716,13 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
         }
     }
     char host[256];
-    publish(&a, proxy_name(o, host, sizeof(host)));
-    printf("%s\n", a.port);
-    fflush(stdout);
-    vocl_info("listening on %s", a.port);
+    if (!sv.worker) {
+        publish(&a, proxy_name(o, host, sizeof(host)));
+        printf("%s\n", a.port);
+        fflush(stdout);
+        vocl_info("listening on %s%s", a.port,
+                  sv.isolate ? " (--isolate: each client in a worker process)" : "");
+    }
     vocl_wr_init(&sv.reply);
     /* Clients are linked to the liveness thread as they come. */
     vocl_live_start(MPI_COMM_NULL);
@@ -680,14 +734,17 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     }
     serve(&sv); /* a shared proxy serves until it is stopped */
 
-    vocl_info("stopping: %d clients' sessions end", sv.live);
+    if (sv.isolate)
+        proxyd_workers_stop();
+    if (!sv.worker || sv.live)
+        vocl_info("stopping: %d clients' sessions end", sv.live);
     if (a.service[0])
         MPI_Unpublish_name(a.service, MPI_INFO_NULL, a.port);
     for (int i = 0, n = clients_now(&sv); i < n; i++)
         if (!client_at(&sv, i)->gone)
             close_client(&sv, client_at(&sv, i), "the proxy was stopped");
     vocl_live_stop();
-    if (o->port_file)
+    if (o->port_file && !sv.worker)
         unlink(o->port_file);
     /* The accept thread stays in MPI_Comm_accept, which nothing ends (Open
      * MPI: connecting to oneself waits forever too): MPI_Close_port and

@@ -7,8 +7,8 @@
 # MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
 # hostile (which runs tests/reliability/hostile, HOSTILE), bench
 # (vocl-bench --daemons, given as HOSTILE's place: its path), stopped
-# (vocl-bench-tenants' two roles, given there too) or midchunk
-# (vocl-bench-worker, there too).
+# (vocl-bench-tenants' two roles, given there too), midchunk
+# (vocl-bench-worker, there too) or isolate (crasher, there too).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -346,6 +346,33 @@ hostile)
     done
     wait_idle "$pa" a 5
     echo "daemon a idle $idle s after: holds $(state "$pa" a)"
+    ;;
+isolate)
+    # --isolate: each client in a worker process.  A tenant whose kernel
+    # crashes PoCL (a write far outside its buffer) loses only its own
+    # session: an application beside it verifies, and the daemon goes on
+    # serving.  (Without --isolate the crash takes the daemon down.)
+    start_daemon a 1 --isolate; pa=$dpid
+    app "$tmp/first" a "$examples/gemm" -n 256 -r 2 || fail "the first client: exit $?: $(tail -3 "$tmp/first")"
+    verified "$tmp/first" "the first client"
+    app "$tmp/beside" a "$examples/nbody" -n 4096 -s 30 & beside=$!
+    for _ in $(seq 100); do grep -q 'bodies \[' "$tmp/beside" && break; sleep 0.1; done
+    rc=0
+    app "$tmp/crash" a "$hostile" || rc=$?
+    echo "the crashing client: exit $rc: $(grep -m1 'proxy a' "$tmp/crash" || tail -1 "$tmp/crash")"
+    [ "$rc" -ne 0 ] || fail "the crashing client succeeded: $(cat "$tmp/crash")"
+    grep -q 'proxy a' "$tmp/crash" || fail "no clear message for the crashing client: $(cat "$tmp/crash")"
+    for _ in $(seq 50); do grep -q 'was killed by signal' "$tmp/a.log" && break; sleep 0.1; done
+    grep -m1 'was killed by signal' "$tmp/a.log" || fail "the daemon did not say its worker died"
+    wait $beside || fail "the application beside it: exit $?: $(tail -3 "$tmp/beside")"
+    verified "$tmp/beside" "the application beside it"
+    echo "beside it: $(grep RESULT "$tmp/beside")"
+    kill -0 "$pa" 2>/dev/null || fail "the daemon died"
+    app "$tmp/after" a "$examples/gemm" -n 256 -r 2 || fail "the next client: exit $?: $(tail -3 "$tmp/after")"
+    verified "$tmp/after" "the next client"
+    echo "after it: $(grep RESULT "$tmp/after")"
+    echo "daemon a: $(grep -c 'handed to worker process' "$tmp/a.log") clients handed to workers;" \
+         "$(grep -c 'worker process [0-9]* (client [0-9]*) ended' "$tmp/a.log") workers ended"
     ;;
 midchunk)
     # A client killed in the middle of sending a write's chunk: stopped amid

@@ -566,7 +566,7 @@ static int connect_to(const char *name, int *live)
         fprintf(stderr, "hostile: cannot connect to %s\n", service);
         return -1;
     }
-    *live = vocl_live_link(comm, 0, NULL, &tag_base);
+    *live = vocl_live_link(comm, 0, NULL, &tag_base, NULL);
     return *live < 0 ? -1 : 0;
 }
 

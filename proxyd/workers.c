@@ -1,0 +1,204 @@
+/*
+ * workers.c - voclproxyd --listen --isolate: each client is served by a
+ * process of its own, a worker, so that a tenant's kernel that crashes the
+ * driver, or reads memory it was not given (on a CPU device the kernels run
+ * in the serving process), reaches only its own session.
+ *
+ * The daemon accepts a client as before, then hands it the port of a
+ * worker (vocl_live_move, in place of the link's hello): the client
+ * connects there and its session is the worker's.  A worker is this same
+ * program, started with the daemon's arguments and the environment it had
+ * before MPI_Init, plus --worker FD: it opens a port of its own, writes it
+ * to FD, serves one client and exits once that client's session is
+ * released (serve.c).  One worker is kept started ahead, so that a client
+ * waits for a worker's start (MPI_Init, the devices) only when several
+ * come at once.  The daemon reaps its workers and says how each ended.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <mpi.h>
+
+#include "backoff.h"
+#include "daemon.h"
+#include "log.h"
+
+extern char **environ;
+
+/* How long a worker may take to give its port (MPI_Init, the devices). */
+#define START_NS    (60ull * 1000000000u)
+#define WORKERS_MAX 1024
+
+struct worker {
+    pid_t pid;
+    int fd;     /* its port comes on this pipe; -1 once read */
+    int client; /* the daemon's number of the client it serves (0: the spare) */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    char **argv, **envp; /* the daemon's, as they were before MPI_Init */
+    struct worker w[WORKERS_MAX];
+    int n;
+} ws = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static char **copy_strings(char *const *v, int n, int extra)
+{
+    char **c = calloc((size_t)n + (size_t)extra + 1, sizeof(*c));
+    for (int i = 0; c && i < n; i++)
+        if (!(c[i] = strdup(v[i])))
+            return NULL; /* (at start: the daemon gives up) */
+    return c;
+}
+
+int proxyd_workers_init(int argc, char **argv)
+{
+    int nenv = 0;
+    while (environ[nenv])
+        nenv++;
+    ws.argv = copy_strings(argv, argc, 2); /* (room for --worker FD) */
+    ws.envp = copy_strings(environ, nenv, 0);
+    return ws.argv && ws.envp ? 0 : -1;
+}
+
+/* Starts a worker (under ws.lock); its index, or -1. */
+static int start_locked(void)
+{
+    if (ws.n == WORKERS_MAX) {
+        vocl_warn("--isolate: %d workers already: no more", WORKERS_MAX);
+        return -1;
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC)) {
+        vocl_warn("--isolate: no pipe for a worker: %s", strerror(errno));
+        return -1;
+    }
+    char fd_arg[16];
+    snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+    int argc = 0;
+    while (ws.argv[argc])
+        argc++;
+    ws.argv[argc] = "--worker";
+    ws.argv[argc + 1] = fd_arg;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    /* The write end survives the exec (dup2 onto itself clears CLOEXEC). */
+    posix_spawn_file_actions_adddup2(&fa, fds[1], fds[1]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, ws.argv, ws.envp);
+    posix_spawn_file_actions_destroy(&fa);
+    ws.argv[argc] = ws.argv[argc + 1] = NULL;
+    close(fds[1]);
+    if (rc) {
+        close(fds[0]);
+        vocl_warn("--isolate: cannot start a worker: %s", strerror(rc));
+        return -1;
+    }
+    ws.w[ws.n] = (struct worker){.pid = pid, .fd = fds[0]};
+    return ws.n++;
+}
+
+/* Reads worker i's port within START_NS (no lock held: the accept thread's). */
+static int read_port(struct worker *w, char *port)
+{
+    size_t got = 0;
+    uint64_t start = vocl_now_ns();
+    while (got < MPI_MAX_PORT_NAME - 1) {
+        struct pollfd p = {.fd = w->fd, .events = POLLIN};
+        uint64_t spent = vocl_now_ns() - start;
+        if (spent > START_NS)
+            break;
+        if (poll(&p, 1, (int)((START_NS - spent) / 1000000u) + 1) <= 0)
+            continue;
+        ssize_t r = read(w->fd, port + got, MPI_MAX_PORT_NAME - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        if (port[got - 1] == '\n') {
+            port[got - 1] = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+pid_t proxyd_worker_take(int client, char *port)
+{
+    pthread_mutex_lock(&ws.lock);
+    int i;
+    for (i = 0; i < ws.n && ws.w[i].client; i++)
+        ;
+    if (i == ws.n)
+        i = start_locked();
+    struct worker w = i >= 0 ? ws.w[i] : (struct worker){0};
+    if (i >= 0) {
+        ws.w[i].client = client;
+        ws.w[i].fd = -1;
+    }
+    if (start_locked() < 0) /* the next one, started ahead */
+        vocl_warn("--isolate: no worker started ahead: the next client waits for one");
+    pthread_mutex_unlock(&ws.lock);
+    if (i < 0)
+        return -1;
+    int rc = read_port(&w, port);
+    close(w.fd);
+    if (rc) {
+        vocl_warn("client %d: its worker (process %d) gave no port: killed", client, (int)w.pid);
+        kill(w.pid, SIGKILL);
+        return -1;
+    }
+    return w.pid;
+}
+
+void proxyd_workers_reap(void)
+{
+    /* By pid: MPI may have children of its own (Open MPI's orted). */
+    pthread_mutex_lock(&ws.lock);
+    for (int i = 0; i < ws.n;) {
+        struct worker w = ws.w[i];
+        int status;
+        if (waitpid(w.pid, &status, WNOHANG) != w.pid) {
+            i++;
+            continue;
+        }
+        if (w.fd >= 0)
+            close(w.fd);
+        ws.w[i] = ws.w[--ws.n];
+        char who[48] = "no client yet";
+        if (w.client)
+            snprintf(who, sizeof(who), "client %d", w.client);
+        if (WIFSIGNALED(status))
+            vocl_warn("worker process %d (%s) was killed by signal %d (%s): only its session "
+                      "ended",
+                      (int)w.pid, who, WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else if (WEXITSTATUS(status))
+            vocl_warn("worker process %d (%s) exited with status %d", (int)w.pid, who,
+                      WEXITSTATUS(status));
+        else
+            vocl_info("worker process %d (%s) ended", (int)w.pid, who);
+    }
+    pthread_mutex_unlock(&ws.lock);
+}
+
+void proxyd_workers_stop(void)
+{
+    pthread_mutex_lock(&ws.lock);
+    for (int i = 0; i < ws.n; i++)
+        kill(ws.w[i].pid, SIGTERM); /* (each ends its session as the daemon would) */
+    pthread_mutex_unlock(&ws.lock);
+}
+
+int proxyd_worker_report(int fd, const char *port)
+{
+    dprintf(fd, "%s\n", port);
+    return close(fd);
+}
