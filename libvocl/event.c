@@ -147,35 +147,27 @@ static struct {
 
 #define NOTES_LOOK_NS (10u * 1000u * 1000u)
 
-static void post_wait(struct event_cb *cb)
+/* Posts cb's request: a wait for its event (CL_COMPLETE), or a question
+ * of its status (CL_SUBMITTED, CL_RUNNING). */
+static void post(struct event_cb *cb)
 {
     struct vocl_obj *e = (struct vocl_obj *)cb->event;
+    bool wait = cb->type == CL_COMPLETE;
     vocl_call_init(&cb->wait);
     cb->wait.px = e->px;
     vocl_live_begin(&cb->lw, e->px->live);
-    if (vocl_call_start(&cb->wait, VOCL_OP_clWaitForEvents) == 0) {
+    if (vocl_call_start(&cb->wait, wait ? VOCL_OP_clWaitForEvents : VOCL_OP_clGetEventInfo))
+        return;
+    if (wait)
         vocl_enc_clWaitForEvents_req(cb->wait.w, &(struct vocl_msg_clWaitForEvents_req){
                                                      .events = {.n = 1, .v = &e->id}});
-        vocl_call_post_away(&cb->wait);
-    }
-}
-
-/* A CL_SUBMITTED or CL_RUNNING callback: asks the event's status. */
-static void post_ask(struct event_cb *cb)
-{
-    struct vocl_obj *e = (struct vocl_obj *)cb->event;
-    vocl_call_init(&cb->wait);
-    cb->wait.px = e->px;
-    vocl_live_begin(&cb->lw, e->px->live);
-    if (vocl_call_start(&cb->wait, VOCL_OP_clGetEventInfo) == 0) {
+    else
         vocl_enc_clGetEventInfo_req(cb->wait.w, &(struct vocl_msg_clGetEventInfo_req){
                                                     .event = e->id,
                                                     .param_name = CL_EVENT_COMMAND_EXECUTION_STATUS,
                                                     .param_value_size = sizeof(cl_int),
                                                     .want_value = 1});
-        vocl_call_post_away(&cb->wait);
-    }
-    cb->asking = true;
+    vocl_call_post_away(&cb->wait);
 }
 
 /* Whether cb's command got as far as its type (or failed): cb->reached. */
@@ -189,7 +181,8 @@ static bool got_there(struct event_cb *cb)
     if (!cb->asking) {
         if (now < cb->ask_at)
             return false;
-        post_ask(cb);
+        post(cb);
+        cb->asking = true;
     }
     if (!vocl_call_ready(&cb->wait, &cb->lw))
         return false;
@@ -296,7 +289,7 @@ static void *callbacks_thread(void *arg)
             struct event_cb *cb = fresh;
             fresh = cb->next;
             if (cb->type == CL_COMPLETE)
-                post_wait(cb); /* (the others ask when ready() says) */
+                post(cb); /* (the others ask when ready() says) */
             cb->next = active;
             active = cb;
         }
