@@ -451,7 +451,6 @@ void proxyd_want_stop(int sig)
     stop_wanted = 1;
 }
 
-/* Serves until every client is gone (job mode) or until stopped (connect mode). */
 /* A worker is done once its client's session is released, or when its
  * daemon is gone before a client came. */
 static bool worker_done(struct server *sv)
@@ -464,6 +463,8 @@ static bool worker_done(struct server *sv)
     return done;
 }
 
+/* Serves until every client is gone (job mode) or until stopped (connect
+ * mode; a worker: until its client is gone). */
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
