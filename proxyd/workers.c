@@ -181,8 +181,8 @@ void proxyd_workers_reap(void)
                       "ended",
                       (int)w.pid, who, WTERMSIG(status), strsignal(WTERMSIG(status)));
         else if (WEXITSTATUS(status))
-            vocl_warn("worker process %d (%s) exited with status %d", (int)w.pid, who,
-                      WEXITSTATUS(status));
+            vocl_warn("worker process %d (%s) exited with status %d: only its session ended",
+                      (int)w.pid, who, WEXITSTATUS(status));
         else
             vocl_info("worker process %d (%s) ended", (int)w.pid, who);
     }
