@@ -109,6 +109,8 @@ bool proxyd_peer_gone(void);
 
 /* The arguments and environment workers start with: main's, before MPI_Init. */
 int proxyd_workers_init(int argc, char **argv);
+/* Starts a worker ahead, if none is waiting for a client. */
+void proxyd_workers_ahead(void);
 /* A worker for client (one started ahead, or a new one), its port in port
  * (MPI_MAX_PORT_NAME); another is started ahead.  Its pid, or -1 with a
  * message. */

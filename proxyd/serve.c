@@ -724,6 +724,8 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
         vocl_info("listening on %s%s", a.port,
                   sv.isolate ? " (--isolate: each client in a worker process)" : "");
     }
+    if (sv.isolate)
+        proxyd_workers_ahead(); /* (the first client need not wait for one) */
     vocl_wr_init(&sv.reply);
     /* Clients are linked to the liveness thread as they come. */
     vocl_live_start(MPI_COMM_NULL);

@@ -131,13 +131,28 @@ static int read_port(struct worker *w, char *port)
     return -1;
 }
 
+/* A worker with no client yet (under ws.lock); its index, or -1. */
+static int spare_locked(void)
+{
+    for (int i = 0; i < ws.n; i++)
+        if (!ws.w[i].client)
+            return i;
+    return -1;
+}
+
+void proxyd_workers_ahead(void)
+{
+    pthread_mutex_lock(&ws.lock);
+    if (spare_locked() < 0 && start_locked() < 0)
+        vocl_warn("--isolate: no worker started ahead: the first client waits for one");
+    pthread_mutex_unlock(&ws.lock);
+}
+
 pid_t proxyd_worker_take(int client, char *port)
 {
     pthread_mutex_lock(&ws.lock);
-    int i;
-    for (i = 0; i < ws.n && ws.w[i].client; i++)
-        ;
-    if (i == ws.n)
+    int i = spare_locked();
+    if (i < 0)
         i = start_locked();
     struct worker w = i >= 0 ? ws.w[i] : (struct worker){0};
     if (i >= 0) {
