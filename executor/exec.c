@@ -350,16 +350,24 @@ static void op_state(struct exec_req *q)
         return;
     }
     uint64_t now = vocl_now_ns();
-    for (size_t i = 0; i < n; i++)
-        ss[i] =
-            (struct vocl_rec_session_state){.id = (uint32_t)open[i].id,
-                                            .user = {open[i].user, strlen(open[i].user), 0},
-                                            .host = {open[i].s->host, strlen(open[i].s->host), 0},
-                                            .pid = (uint64_t)open[i].pid,
-                                            .seconds = (now - open[i].since_ns) / 1000000000u,
-                                            .objects = open[i].s->nobjs,
-                                            .bytes = open[i].s->bytes,
-                                            .host_mem = exec_host_held(open[i].s)};
+    uint64_t objects = atomic_load(&node->nobjs), bytes = atomic_load(&node->bytes);
+    for (size_t i = 0; i < n; i++) {
+        const struct exec_session_state *o = &open[i];
+        const char *host = o->s ? o->s->host : o->host;
+        ss[i] = (struct vocl_rec_session_state){
+            .id = (uint32_t)o->id,
+            .user = {o->user, strlen(o->user), 0},
+            .host = {host, strlen(host), 0},
+            .pid = (uint64_t)o->pid,
+            .seconds = now > o->since_ns ? (now - o->since_ns) / 1000000000u : 0,
+            .objects = o->s ? o->s->nobjs : o->objects,
+            .bytes = o->s ? o->s->bytes : o->bytes,
+            .host_mem = o->s ? exec_host_held(o->s) : o->host_mem};
+        if (!o->s) { /* (another process's: its figures add to this one's) */
+            objects += o->objects;
+            bytes += o->bytes;
+        }
+    }
     for (cl_uint d = 0; d < node->ndev; d++) {
         cl_ulong mem = 0;
         names[d][0] = 0;
@@ -370,11 +378,10 @@ static void op_state(struct exec_req *q)
         ds[d] = (struct vocl_rec_device_state){{names[d], strlen(names[d]), 0}, mem};
     }
     vocl_wr_i32(q->w, CL_SUCCESS);
-    vocl_enc_STATE_rep(q->w, &(struct vocl_msg_STATE_rep){
-                                 .objects = atomic_load(&node->nobjs),
-                                 .bytes = atomic_load(&node->bytes),
-                                 .sessions = {.n = (uint32_t)n, .v = ss},
-                                 .devices = {.n = node->ndev, .v = ds}});
+    vocl_enc_STATE_rep(q->w, &(struct vocl_msg_STATE_rep){.objects = objects,
+                                                          .bytes = bytes,
+                                                          .sessions = {.n = (uint32_t)n, .v = ss},
+                                                          .devices = {.n = node->ndev, .v = ds}});
 }
 
 static void op_refcount(struct exec_req *q, bool retain)

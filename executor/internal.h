@@ -185,7 +185,6 @@ void exec_account_open(struct exec_session *s);
 void exec_account_close(struct exec_session *s);
 void *exec_host_alloc(struct exec_session *s, size_t n);
 void exec_host_free(void *p);
-size_t exec_host_held(const struct exec_session *s);
 
 /* A session's timeline (trace.c); thread 0: requests, 1: the stream. */
 struct exec_trace;

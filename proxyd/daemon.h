@@ -119,8 +119,12 @@ pid_t proxyd_worker_take(int client, char *port);
 void proxyd_workers_reap(void);
 /* The daemon stops: so do its workers (SIGTERM). */
 void proxyd_workers_stop(void);
-/* A worker's side: its port, to the daemon. */
+/* A worker's side: its port, to the daemon; what its session holds (NULL:
+ * none), for its siblings; and its siblings' sessions (at most max, into
+ * out; their strings stay until the next call, the serving thread's). */
 int proxyd_worker_report(int fd, const char *port);
+void proxyd_worker_publish(const struct exec_session_state *st);
+size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 
 /* serve.c */
 

@@ -58,6 +58,7 @@ struct server {
     bool isolate;        /* connect mode, --isolate: clients go to workers */
     bool worker;         /* a worker: serves one client, then ends */
     pid_t parent;        /* a worker's daemon */
+    uint64_t published_ns; /* a worker: when it last said what its session holds */
 };
 
 /* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h;
@@ -96,9 +97,9 @@ static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int
 }
 
 /* STATE (vocl-smi): the open sessions, on the serving thread. */
-static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t max)
+/* The open sessions of this process. */
+static size_t own_sessions(struct server *sv, struct exec_session_state *out, size_t max)
 {
-    struct server *sv = ctx;
     size_t n = 0;
     pthread_mutex_lock(&sv->lock);
     for (int i = 0; i < sv->nclients; i++) {
@@ -106,11 +107,36 @@ static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t ma
         if (cl->gone)
             continue;
         if (n < max)
-            out[n] = (struct exec_session_state){cl->id, cl->s.user, cl->pid, cl->since_ns, &cl->s};
+            out[n] = (struct exec_session_state){.id = cl->id,
+                                                 .user = cl->s.user,
+                                                 .pid = cl->pid,
+                                                 .since_ns = cl->since_ns,
+                                                 .s = &cl->s};
         n++;
     }
     pthread_mutex_unlock(&sv->lock);
     return n;
+}
+
+/* The node's sessions (vocl-smi): a worker's siblings too (workers.c). */
+static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t max)
+{
+    struct server *sv = ctx;
+    size_t n = own_sessions(sv, out, max);
+    if (sv->worker && n < max)
+        n += proxyd_worker_siblings(out + n, max - n);
+    return n;
+}
+
+/* A worker: what its session holds, for its siblings, every second. */
+static void publish_state(struct server *sv)
+{
+    uint64_t now = vocl_now_ns();
+    if (!sv->worker || now - sv->published_ns < 1000000000u)
+        return;
+    sv->published_ns = now;
+    struct exec_session_state st;
+    proxyd_worker_publish(own_sessions(sv, &st, 1) ? &st : NULL);
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread
@@ -472,6 +498,7 @@ static void serve(struct server *sv)
                         : !stop_wanted && !worker_done(sv)) {
         if (sv->isolate)
             proxyd_workers_reap();
+        publish_state(sv);
         if (state_wanted)
             report_state(sv);
         release_clients(sv);
@@ -739,6 +766,8 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
 
     if (sv.isolate)
         proxyd_workers_stop();
+    if (sv.worker)
+        proxyd_worker_publish(NULL);
     if (!sv.worker || sv.live)
         vocl_info("stopping: %d clients' sessions end", sv.live);
     if (a.service[0])

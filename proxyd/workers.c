@@ -13,8 +13,15 @@
  * released (serve.c).  One worker is kept started ahead, so that a client
  * waits for a worker's start (MPI_Init, the devices) only when several
  * come at once.  The daemon reaps its workers and says how each ended.
+ *
+ * vocl-smi asks a worker (it is a client too) for the node's sessions: each
+ * worker writes what its session holds to a file of its own, every second,
+ * in a directory the daemon made for them (VOCL_WORKERS_DIR, mode 0700),
+ * and a worker asked reads its siblings' files.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -37,6 +44,7 @@ extern char **environ;
 /* How long a worker may take to give its port (MPI_Init, the devices). */
 #define START_NS    (60ull * 1000000000u)
 #define WORKERS_MAX 1024
+#define DIR_ENV     "VOCL_WORKERS_DIR"
 
 struct worker {
     pid_t pid;
@@ -46,7 +54,8 @@ struct worker {
 
 static struct {
     pthread_mutex_t lock;
-    char **argv, **envp; /* the daemon's, as they were before MPI_Init */
+    char **argv, **envp; /* the daemon's, as they were before MPI_Init (and DIR_ENV) */
+    char dir[PATH_MAX];  /* the workers' session files */
     struct worker w[WORKERS_MAX];
     int n;
 } ws = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -65,9 +74,17 @@ int proxyd_workers_init(int argc, char **argv)
     int nenv = 0;
     while (environ[nenv])
         nenv++;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(ws.dir, sizeof(ws.dir), "%s/voclproxyd-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(ws.dir)) {
+        vocl_error("--isolate: cannot make %s: %s", ws.dir, strerror(errno));
+        return -1;
+    }
     ws.argv = copy_strings(argv, argc, 2); /* (room for --worker FD) */
-    ws.envp = copy_strings(environ, nenv, 0);
-    return ws.argv && ws.envp ? 0 : -1;
+    ws.envp = copy_strings(environ, nenv, 1);
+    if (!ws.argv || !ws.envp || asprintf(&ws.envp[nenv], DIR_ENV "=%s", ws.dir) < 0)
+        return -1;
+    return 0;
 }
 
 /* Starts a worker (under ws.lock); its index, or -1. */
@@ -210,10 +227,81 @@ void proxyd_workers_stop(void)
     for (int i = 0; i < ws.n; i++)
         kill(ws.w[i].pid, SIGTERM); /* (each ends its session as the daemon would) */
     pthread_mutex_unlock(&ws.lock);
+    DIR *d = opendir(ws.dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(ws.dir);
 }
+
+/* --- a worker's side ---------------------------------------------------------------------------
+ */
 
 int proxyd_worker_report(int fd, const char *port)
 {
     dprintf(fd, "%s\n", port);
     return close(fd);
+}
+
+void proxyd_worker_publish(const struct exec_session_state *st)
+{
+    const char *dir = getenv(DIR_ENV);
+    char path[PATH_MAX], tmp[PATH_MAX];
+    if (!dir || snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid()) >= (int)sizeof(path) ||
+        snprintf(tmp, sizeof(tmp), "%s/.%d", dir, (int)getpid()) >= (int)sizeof(tmp))
+        return;
+    if (!st) {
+        unlink(path);
+        return;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "%lld %llu %llu %llu %llu\t%s\t%s\n", (long long)st->pid,
+            (unsigned long long)st->since_ns, (unsigned long long)st->s->nobjs,
+            (unsigned long long)st->s->bytes, (unsigned long long)exec_host_held(st->s), st->user,
+            st->s->host);
+    if (fclose(f) == 0)
+        rename(tmp, path); /* (whole: a reader never sees half of it) */
+}
+
+size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max)
+{
+    /* (The serving thread's: the strings stay until its next call.) */
+    static char names[256][2][65];
+    const char *dir = getenv(DIR_ENV);
+    DIR *d = dir ? opendir(dir) : NULL;
+    size_t n = 0;
+    for (struct dirent *e; d && n < max && n < 256 && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid() || kill((pid_t)pid, 0))
+            continue; /* (not a worker's, this one's, or one gone) */
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        long long cpid;
+        unsigned long long since, objects, bytes, host_mem;
+        names[n][0][0] = names[n][1][0] = 0; /* (an empty one is not read) */
+        if (f && fscanf(f, "%lld %llu %llu %llu %llu\t%64[^\t\n]\t%64[^\n]", &cpid, &since,
+                        &objects, &bytes, &host_mem, names[n][0], names[n][1]) >= 5) {
+            out[n] = (struct exec_session_state){.id = (int)pid,
+                                                 .user = names[n][0],
+                                                 .pid = cpid,
+                                                 .since_ns = since,
+                                                 .host = names[n][1],
+                                                 .objects = objects,
+                                                 .bytes = bytes,
+                                                 .host_mem = host_mem};
+            n++;
+        }
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+    }
+    if (d)
+        closedir(d);
+    return n;
 }

@@ -66,6 +66,10 @@ struct exec_session_state {
     int64_t pid;      /* 0: on another node, or not known */
     uint64_t since_ns; /* vocl_now_ns() when it connected */
     const struct exec_session *s;
+    /* A session of another process (s NULL: a worker of voclproxyd
+     * --isolate): what it holds, as that process last said. */
+    const char *host;
+    uint64_t objects, bytes, host_mem;
 };
 
 /* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
@@ -203,6 +207,9 @@ struct exec_session {
     size_t msg_len;
     void *preloaded;
 };
+
+/* Host memory the proxy holds for s (hostmem.c). */
+size_t exec_host_held(const struct exec_session *s);
 
 /* Node and sessions. */
 int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,

@@ -31,7 +31,7 @@ trap cleanup EXIT
 # Open MPI on loopback only; a HOME of the test's own (the token).
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
 export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri
+export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri TMPDIR=$tmp
 mkdir -p "$HOME"
 unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
 
@@ -355,8 +355,17 @@ isolate)
     start_daemon a 1 --isolate; pa=$dpid
     app "$tmp/first" a "$examples/gemm" -n 256 -r 2 || fail "the first client: exit $?: $(tail -3 "$tmp/first")"
     verified "$tmp/first" "the first client"
-    app "$tmp/beside" a "$examples/nbody" -n 4096 -s 30 & beside=$!
+    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 30 >"$tmp/beside" 2>&1 & beside=$!
+    pids+=("$beside")
     for _ in $(seq 100); do grep -q 'bodies \[' "$tmp/beside" && break; sleep 0.1; done
+    # vocl-smi, itself served by a worker, lists the session of another
+    # worker (workers write what their sessions hold every second).
+    sleep 1.2
+    "$smi" a >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+    kill -0 $beside 2>/dev/null || fail "nbody ended before vocl-smi looked"
+    grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$beside +00:00:" "$tmp/smi" ||
+        fail "vocl-smi does not list nbody's session (process $beside): $(cat "$tmp/smi")"
+    cat "$tmp/smi"
     rc=0
     app "$tmp/crash" a "$hostile" || rc=$?
     echo "the crashing client: exit $rc: $(grep -m1 'proxy a' "$tmp/crash" || tail -1 "$tmp/crash")"
