@@ -236,13 +236,23 @@ void proxyd_workers_stop(void)
     rmdir(ws.dir);
 }
 
-/* --- a worker's side ---------------------------------------------------------------------------
- */
+/* --- a worker's side ------------------------------------------------------------------------- */
 
 int proxyd_worker_report(int fd, const char *port)
 {
     dprintf(fd, "%s\n", port);
     return close(fd);
+}
+
+/* s as one word of out (65 bytes): "-" when empty, '?' for white space
+ * (the client named them). */
+static const char *word(char *out, const char *s)
+{
+    size_t n = 0;
+    for (; s[n] && n < 64; n++)
+        out[n] = s[n] <= ' ' || s[n] == 0x7f ? '?' : s[n];
+    out[n] = 0;
+    return n ? out : "-";
 }
 
 void proxyd_worker_publish(const struct exec_session_state *st)
@@ -259,10 +269,11 @@ void proxyd_worker_publish(const struct exec_session_state *st)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return;
-    fprintf(f, "%lld %llu %llu %llu %llu\t%s\t%s\n", (long long)st->pid,
+    char user[65], host[65];
+    fprintf(f, "%lld %llu %llu %llu %llu %s %s\n", (long long)st->pid,
             (unsigned long long)st->since_ns, (unsigned long long)st->s->nobjs,
-            (unsigned long long)st->s->bytes, (unsigned long long)exec_host_held(st->s), st->user,
-            st->s->host);
+            (unsigned long long)st->s->bytes, (unsigned long long)exec_host_held(st->s),
+            word(user, st->user), word(host, st->s->host));
     if (fclose(f) == 0)
         rename(tmp, path); /* (whole: a reader never sees half of it) */
 }
@@ -283,9 +294,11 @@ size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max)
         FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
         long long cpid;
         unsigned long long since, objects, bytes, host_mem;
-        names[n][0][0] = names[n][1][0] = 0; /* (an empty one is not read) */
-        if (f && fscanf(f, "%lld %llu %llu %llu %llu\t%64[^\t\n]\t%64[^\n]", &cpid, &since,
-                        &objects, &bytes, &host_mem, names[n][0], names[n][1]) >= 5) {
+        if (f && fscanf(f, "%lld %llu %llu %llu %llu %64s %64s", &cpid, &since, &objects, &bytes,
+                        &host_mem, names[n][0], names[n][1]) == 7) {
+            for (int k = 0; k < 2; k++)
+                if (!strcmp(names[n][k], "-"))
+                    names[n][k][0] = 0;
             out[n] = (struct exec_session_state){.id = (int)pid,
                                                  .user = names[n][0],
                                                  .pid = cpid,
