@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../../../build-ompi" || exit 1
 tmp=$(mktemp -d); pids=()
 trap 'for p in "${pids[@]}"; do pkill -9 -P $p; kill -9 $p; done 2>/dev/null; rm -rf $tmp' EXIT
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri; mkdir -p $HOME
+export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri TMPDIR=$tmp; mkdir -p $HOME
 ompi-server --no-daemonize -r $VOCL_NAME_SERVER & pids+=($!)
 for _ in $(seq 100); do [ -s $VOCL_NAME_SERVER ] && break; sleep 0.1; done
 POCL_DEVICES=pthread proxyd/voclproxyd --listen --name a -v > $tmp/a.log 2>&1 & pids+=($!)
