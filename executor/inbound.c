@@ -42,8 +42,6 @@
 
 #include "backoff.h"
 
-/* A chunk the client owes: waited for, but not forever (30 s, as before). */
-#define CHUNK_TIMEOUT_NS (30ull * 1000000000u)
 /* The most a step keeps landing chunks, once it has landed one. */
 #define STEP_NS (1000u * 1000u)
 
@@ -460,7 +458,7 @@ int exec_inbound_step(struct exec_session *s, struct vocl_wr *w, bool *moved)
             uint64_t now = vocl_now_ns();
             if (!in->waiting_since)
                 in->waiting_since = now;
-            if (now - in->waiting_since < CHUNK_TIMEOUT_NS)
+            if (now - in->waiting_since < EXEC_CLIENT_TIMEOUT_NS)
                 return 0;
             vocl_warn("client %d: a chunk of its write did not come in 30 s", s->who);
         }

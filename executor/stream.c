@@ -40,8 +40,6 @@ struct job {
     uint64_t start;          /* when it was posted */
 };
 
-/* A chunk its client does not take in this long ends its session. */
-#define SEND_TIMEOUT_NS (30ull * 1000000000u)
 
 struct exec_stream {
     const struct vocl_native_api *cl;
@@ -86,7 +84,7 @@ static bool job_sent(struct job *j)
     struct exec_stream_chunk *c = &j->c;
     if (!j->posted)
         return true;
-    bool give_up = c->s->broken || vocl_now_ns() - j->start > SEND_TIMEOUT_NS;
+    bool give_up = c->s->broken || vocl_now_ns() - j->start > EXEC_CLIENT_TIMEOUT_NS;
     int rc = c->s->data->send_test(c->s, &j->h, give_up);
     if (rc < 0 && !c->s->broken) {
         vocl_warn("client %d: a read's data %s: session ended", c->s->who,

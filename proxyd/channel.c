@@ -73,7 +73,7 @@ static int mpi_recv(struct exec_session *s, int tag, void *buf, size_t n)
             return -1;
         if (!flag && !vocl_live_ok(&lw))
             return client_died(s);
-        if (!flag && vocl_now_ns() - start > PROXYD_DATA_TIMEOUT_NS) {
+        if (!flag && vocl_now_ns() - start > EXEC_CLIENT_TIMEOUT_NS) {
             vocl_warn("rank %d: data chunk did not arrive in 30 s", s->peer);
             return -1;
         }
@@ -153,7 +153,7 @@ int proxyd_chan_sent(struct exec_session *s, MPI_Request *req)
             MPI_Request_free(req);
             return client_died(s);
         }
-        if (vocl_now_ns() - start > PROXYD_DATA_TIMEOUT_NS) {
+        if (vocl_now_ns() - start > EXEC_CLIENT_TIMEOUT_NS) {
             vocl_warn("rank %d: a message was not taken in 30 s", s->peer);
             MPI_Cancel(req);
             MPI_Request_free(req);

@@ -64,9 +64,6 @@ extern atomic_bool proxyd_peer_died;
 extern int proxyd_left_told, proxyd_left_untold;
 /* A session's data channel over MPI. */
 extern const struct exec_data_ops proxyd_mpi_data;
-/* How long a chunk or a reply the client owes or has not taken is waited
- * for, at most. */
-#define PROXYD_DATA_TIMEOUT_NS (30ull * 1000000000u)
 /* Posts a send to s's client (*req: MPI_REQUEST_NULL when it fails); waits
  * for one, not forever and not past the client's death; 0 or -1. */
 int proxyd_chan_post(struct exec_session *s, int tag, const void *buf, size_t n, MPI_Request *req);

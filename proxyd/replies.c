@@ -7,7 +7,7 @@
  * the client takes it: the thread replying goes on to other sessions.
  * A client that leaves UNSENT_MAX bytes untaken has its next requests
  * wait (the serving loop asks proxyd_chan_flowing); one that leaves a
- * reply untaken for PROXYD_DATA_TIMEOUT_NS has its session ended, as before.
+ * reply untaken for EXEC_CLIENT_TIMEOUT_NS has its session ended, as before.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck)
             free(u);
             continue;
         }
-        *stuck |= now - u->posted_ns > PROXYD_DATA_TIMEOUT_NS;
+        *stuck |= now - u->posted_ns > EXEC_CLIENT_TIMEOUT_NS;
         pu = &u->next;
     }
     bool flowing = atomic_load(&c->unsent_bytes) < UNSENT_MAX;

@@ -40,6 +40,9 @@ struct exec_inbound;
 /* Default poll of a command a client waits for (exec_node.poll_ns): a
  * 4-byte transfer or a small kernel on a GPU completes well within it. */
 #define EXEC_POLL_NS 20000u
+/* How long a chunk or a reply that a client owes, or has not taken, is
+ * waited for: then its session ends. */
+#define EXEC_CLIENT_TIMEOUT_NS (30ull * 1000000000u)
 
 /* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
 struct exec_xfer_cfg {
