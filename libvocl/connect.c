@@ -284,7 +284,7 @@ static int connect_link(const char *name, char *port, uint64_t timeout_ns, MPI_C
 }
 
 /* One proxy, by name: connected, linked and greeted, or left out. */
-static void join(const char *name, uint64_t timeout_ns)
+static void join(const char *name, uint64_t timeout_ns, bool spare)
 {
     char port[MPI_MAX_PORT_NAME];
     if (resolve(name, port))
@@ -327,6 +327,7 @@ static void join(const char *name, uint64_t timeout_ns)
     px->live = live;
     px->tag_base = tag_base;
     px->name = strdup(name);
+    px->spare = spare;
     if (vocl_greet(px))
         px->dead = true;
 }
@@ -375,7 +376,7 @@ bool vocl_connect_mode(void)
         secs = DEFAULT_TIMEOUT_S;
     vocl_live_start(MPI_COMM_NULL); /* proxies are linked as they connect */
     for (int i = 0; i < nm.n; i++)
-        join(nm.v[i], (uint64_t)(secs * 1e9));
+        join(nm.v[i], (uint64_t)(secs * 1e9), i >= nm.n - vocl.spares);
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "connect mode: no proxy could be reached";
     names_free(&nm);

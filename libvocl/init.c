@@ -139,8 +139,11 @@ int vocl_greet(struct vocl_proxy *px)
         }
         vocl_as_device(d)->dev_type = rec.type;
         vocl_as_device(d)->max_alloc = rec.max_alloc;
-        vocl.devices[vocl.ndevices++] = d;
         px->ndev++;
+        if (px->spare) /* listed by none: a migration makes its own (migrate.c) */
+            vocl_obj_forget(d);
+        else
+            vocl.devices[vocl.ndevices++] = d;
     }
     vocl_call_end(&c);
     if (c.err == CL_INVALID_OPERATION && vocl.token)
@@ -320,6 +323,8 @@ static void open_job(void)
     vocl_live_start(vocl.comm); /* answer the proxies' pings, notice their deaths */
     for (int r = vocl.app_ranks; r < size; r++) {
         struct vocl_proxy *px = vocl_proxy_new(r, false);
+        if (px)
+            px->spare = r >= size - vocl.spares;
         if (px && vocl_greet(px))
             px->dead = true;
     }
@@ -373,6 +378,9 @@ static cl_int do_init(void)
     long batch = env_long("VOCL_BATCH", 64), batch_us = env_long("VOCL_BATCH_US", 500);
     vocl.batch_max = batch > 0 ? (unsigned)(batch < 4096 ? batch : 4096) : 0;
     vocl.batch_us = batch_us > 0 ? (batch_us < 1000000 ? batch_us : 1000000) : 1;
+    vocl.migrate_wait_ms = env_long("VOCL_MIGRATE_WAIT_MS", 10000);
+    long spares = env_long("VOCL_SPARE", 0);
+    vocl.spares = spares > 0 ? (int)(spares < 4096 ? spares : 4096) : 0;
     vocl_backoff_setup();
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
@@ -402,6 +410,8 @@ static cl_int do_init(void)
     if (vocl.ndevices == 0)
         vocl_error("%s", vocl.init_error);
     vocl_info("%d proxies, %u devices", vocl.nproxies, vocl.ndevices);
+    if (vocl.ndevices)
+        vocl_control_start();
     return CL_SUCCESS;
 }
 
@@ -453,6 +463,7 @@ static void leave(void)
     if (left)
         return;
     left = true;
+    vocl_control_stop(); /* (a migration under way ends first) */
     vocl_prof_report();
     int fin = 0;
     MPI_Finalized(&fin);

@@ -129,6 +129,8 @@ static void obj_free(struct vocl_obj *o)
         for (cl_uint i = 0; i < p->ninputs; i++)
             vocl_obj_drop(p->inputs[i]);
         free(p->inputs);
+        free(p->source);
+        free(p->options);
     }
     if (k)
         vocl_kargs_free(k->kargs);
@@ -244,4 +246,56 @@ cl_int vocl_release(const void *h, enum vocl_type t)
      * (Dropped outside the lock: destructor callbacks may release more.) */
     vocl_obj_drop(o);
     return err;
+}
+
+/* --- for a migration (migrate.c) -------------------------------------------------------------- */
+
+static int older(const void *a, const void *b)
+{
+    uint64_t x = (*(struct vocl_obj *const *)a)->serial, y = (*(struct vocl_obj *const *)b)->serial;
+    return (x > y) - (x < y);
+}
+
+/* Adds o to the set, and what it holds on px. */
+static int gather(struct vocl_map *set, struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    for (; o && o->px == px && !vocl_map_get(set, (uint64_t)(uintptr_t)o); o = o->parent) {
+        if (vocl_map_put(set, (uint64_t)(uintptr_t)o, o))
+            return -1;
+        if (o->context && gather(set, o->context, px))
+            return -1;
+    }
+    return 0;
+}
+
+struct vocl_obj **vocl_objs_on(const struct vocl_proxy *px, size_t *n)
+{
+    struct vocl_map set;
+    size_t pos = 0, k = 0;
+    uint64_t key;
+    void *v;
+    int rc = 0;
+    vocl_map_init(&set);
+    pthread_rwlock_rdlock(&handles_lock);
+    while (rc == 0 && vocl_map_next(&handles, &pos, &key, &v))
+        rc = gather(&set, v, px);
+    struct vocl_obj **out = rc ? NULL : malloc((set.count + 1) * sizeof(*out));
+    for (pos = 0; out && vocl_map_next(&set, &pos, &key, &v);) {
+        vocl_obj_hold(v);
+        out[k++] = v;
+    }
+    pthread_rwlock_unlock(&handles_lock);
+    vocl_map_free(&set);
+    if (out)
+        qsort(out, k, sizeof(*out), older);
+    *n = k;
+    return out;
+}
+
+void vocl_obj_forget(struct vocl_obj *o)
+{
+    pthread_rwlock_wrlock(&handles_lock);
+    vocl_map_del(&handles, (uint64_t)(uintptr_t)o);
+    pthread_rwlock_unlock(&handles_lock);
+    vocl_obj_drop(o);
 }

@@ -106,8 +106,10 @@ static void src_directives(const char *src, size_t len, bool *cond, bool *twice)
 }
 
 /*
- * Reads the kernel signatures of p's source.  Not being able to is no error
- * of the application's: its kernels then get their kinds from the proxy.
+ * Reads the kernel signatures of p's source, and keeps the source (a
+ * migration makes the program again from it).  Not being able to read the
+ * signatures is no error of the application's: its kernels then get their
+ * kinds from the proxy.
  */
 static void program_parse(struct vocl_obj *p, cl_uint count, const char **strings,
                           const size_t *lengths)
@@ -115,7 +117,7 @@ static void program_parse(struct vocl_obj *p, cl_uint count, const char **string
     size_t total = 0;
     for (cl_uint i = 0; i < count; i++)
         total += lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
-    char *src = malloc(total ? total : 1);
+    char *src = malloc(total + 1);
     if (!src) {
         vocl_info("no memory to read the kernel signatures of a program");
         return;
@@ -136,7 +138,8 @@ static void program_parse(struct vocl_obj *p, cl_uint count, const char **string
     else if (kp_parse(src, total, &prog->kp, err, sizeof(err)) != KP_OK)
         vocl_info("kernel signatures not read (%s): argument kinds will come from the proxy",
                   err);
-    free(src);
+    src[total] = '\0';
+    prog->source = src;
 }
 
 cl_program CL_API_CALL vocl_hand_clCreateProgramWithSource(cl_context context, cl_uint count,
@@ -371,7 +374,12 @@ cl_int CL_API_CALL vocl_hand_clBuildProgram(cl_program program, cl_uint num_devi
         }
     vocl_call_end(&c);
     if (p) {
-        vocl_as_program(p)->built = c.err == CL_SUCCESS;
+        struct vocl_program *pp = vocl_as_program(p);
+        pp->built = c.err == CL_SUCCESS;
+        if (pp->built) {
+            free(pp->options);
+            pp->options = options ? strdup(options) : NULL;
+        }
         vocl_info_forget(p);
     }
     notify_built(p ? program : NULL, pfn_notify, user_data);

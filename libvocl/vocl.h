@@ -104,6 +104,7 @@ struct vocl_proxy {
     char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
     char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
     bool local; /* in-process executor (local passthrough) */
+    bool spare; /* VOCL_SPARE: its devices are listed by none, a migration's target */
     atomic_bool dead; /* the transport failed: every call fails fast */
     /* Posting a request (its seq, message and chunks), the waiters, the
      * pending chunks and one pass of progress; never held while waiting. */
@@ -203,6 +204,8 @@ struct vocl_program {
     uint64_t build_tried;     /* the replicas a build or compile went to */
     cl_uint ninputs;          /* linked: its input programs (held), where */
     struct vocl_obj **inputs; /* its kernels' signatures are */
+    char *source;             /* from source: all of it, ended by a NUL */
+    char *options;            /* the options of its last build that made an executable */
 };
 
 struct vocl_kernel {
@@ -282,6 +285,9 @@ struct vocl_state {
                            only in a build with the tests: VOCL_TEST_HOOKS) */
     unsigned batch_max; /* VOCL_BATCH: requests a batch holds at most (0: no batching) */
     long batch_us;      /* VOCL_BATCH_US: how long a batch may wait for more */
+    long migrate_wait_ms; /* VOCL_MIGRATE_WAIT_MS: how long a migration waits for the
+                             application's threads to leave libvocl */
+    int spares;           /* VOCL_SPARE: the last proxies, whose devices are not listed */
 };
 extern struct vocl_state vocl;
 
@@ -319,6 +325,11 @@ struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t);
 void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size);
 struct vocl_obj *vocl_find_on(const struct vocl_proxy *px, uint64_t id, enum vocl_type t);
 void vocl_obj_hold(struct vocl_obj *o);
+/* For a migration: the live objects on px and what they hold there (a
+ * context, a parent), held, oldest first; NULL when out of memory. */
+struct vocl_obj **vocl_objs_on(const struct vocl_proxy *px, size_t *n);
+/* o's handle is no more, and o is dropped, with no word to its proxy. */
+void vocl_obj_forget(struct vocl_obj *o);
 /* Held, no retain or release of any object is posted: a request posted
  * meanwhile that names an object the application holds (app_refs > 0)
  * reaches its proxy before the object's last release.  Taken after the
@@ -532,6 +543,23 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event);
 void vocl_call_release_mirrors(struct vocl_call *c);
 /* Drops the arrivals the call held (vocl_call_end). */
 void vocl_call_drop_arrivals(struct vocl_call *c);
+
+/* --- live migration (migrate.c, control.c) ------------------------------------------------------ */
+struct vocl_migration {
+    size_t objects;    /* moved */
+    uint64_t bytes;    /* of buffers, copied */
+    uint64_t total_ns; /* all of it */
+    uint64_t pause_ns; /* the application's threads kept out */
+    uint64_t copy_ns;  /* of the pause: the buffers' bytes */
+};
+/* Moves everything the application has on from to to, while it runs; 0, or
+ * -1 with the reason in why (and nothing changed). */
+int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_migration *st,
+                 char *why, size_t whylen);
+/* Starts the thread that takes vocl-ctl's requests (VOCL_CTL, control.c),
+ * and ends it (removes its socket) at the leave. */
+void vocl_control_start(void);
+void vocl_control_stop(void);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */
