@@ -561,15 +561,18 @@ static void take_place(struct mig *m, size_t i)
     m->twin[i] = NULL;
 }
 
-/* Tells px to release id (last: the client's last reference). */
-static void release_on(struct vocl_proxy *px, uint64_t id)
+/* Tells px to retain id, or to release it as the client's last reference. */
+static void refcount_on(struct vocl_proxy *px, uint64_t id, bool retain)
 {
     struct vocl_call c;
     vocl_call_init(&c);
     c.async = true;
     c.px = px;
-    if (vocl_call_start(&c, VOCL_OP_RELEASE) == 0) {
-        vocl_enc_RELEASE_req(c.w, &(struct vocl_msg_RELEASE_req){.id = id, .last = true});
+    if (vocl_call_start(&c, retain ? VOCL_OP_RETAIN : VOCL_OP_RELEASE) == 0) {
+        if (retain)
+            vocl_enc_RETAIN_req(c.w, &(struct vocl_msg_RETAIN_req){.id = id});
+        else
+            vocl_enc_RELEASE_req(c.w, &(struct vocl_msg_RELEASE_req){.id = id, .last = true});
         vocl_call_send(&c);
     }
     vocl_call_end(&c);
@@ -621,14 +624,18 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
     } else {
         for (size_t i = 0; i < m.n; i++)
             take_place(&m, i);
+        /* The target's counts of references become the source's. */
         for (size_t i = m.n; i-- > 0;) {
             struct vocl_obj *o = m.objs[i];
+            int refs = atomic_load(&o->app_refs);
             if (o->type == VOCL_T_DEVICE)
                 continue;
-            if (atomic_load(&o->app_refs) > 0)
-                release_on(from, m.old_id[i]);
+            if (refs > 0)
+                refcount_on(from, m.old_id[i], false);
             else /* only held by others: made again for them, the last reference is theirs */
-                release_on(to, o->id);
+                refcount_on(to, o->id, false);
+            for (int r = 1; r < refs; r++)
+                refcount_on(to, o->id, true);
             st->objects++;
         }
         vocl_xport_flush(from);

@@ -1,0 +1,276 @@
+/*
+ * cases.c - live migrations of this very process, asked through its own
+ * control socket as vocl-ctl asks (libvocl/control.c), between OpenCL
+ * calls.  Run under `vocl-run -n 3 -d 1` with VOCL_SPARE=1 and
+ * VOCL_CTL_DIR set: devices 0 and 1 are proxies 0 and 1, proxy 2 is the
+ * spare.  Each case checks what the OpenCL specification says the
+ * application sees: nothing but a pause.
+ *
+ *   args       arguments set once before a migration serve the launches
+ *              after it; a program the application released still backs
+ *              its kernel; a reference taken before is released after;
+ *              ten moves there and back keep the data
+ *   events     an event of before is complete after, and a wait list
+ *              naming it works
+ *   map        a region mapped before is unmapped after: its writes land
+ *   sub        a sub-buffer keeps its region and its bytes
+ *   gated      a user event not yet set: the migration is refused, with
+ *              the reason, and nothing moved; once set, it goes
+ *   callback   a completion callback registered just before fires once
+ *   requests   malformed requests are refused and change nothing
+ *   spanning   a context spanning proxies 0 and 1: refused; the context
+ *              still works
+ * Exit 0: all passed; 1: one failed (it says which on stderr).
+ */
+#include <CL/cl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../integration/cl_check.h"
+
+static const char *source = "__kernel void add(__global int *a, int v)\n"
+                            "{ a[get_global_id(0)] += v; }\n";
+
+enum { N = 4096 };
+
+static int failed;
+
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "cases: FAILED: %s\n", what);
+        failed = 1;
+    }
+}
+
+/* Sends req to this process's control socket; the answer in out. */
+static void ask(const char *req, char *out, size_t n)
+{
+    const char *dir = getenv("VOCL_CTL_DIR");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s/%ld.sock", dir ? dir : ".", (long)getpid());
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    out[0] = '\0';
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+        snprintf(out, n, "error cannot reach %s", a.sun_path);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) < 0)
+        snprintf(out, n, "error cannot write");
+    size_t got = 0;
+    ssize_t r;
+    while (got < n - 1 && (r = read(fd, out + got, n - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(fd);
+}
+
+/* The objects this process has on proxy px, as the control socket counts them. */
+static int objects_on(int px)
+{
+    char ans[4096], key[32];
+    ask("proxies", ans, sizeof(ans));
+    snprintf(key, sizeof(key), "proxy %d ", px);
+    const char *l = strstr(ans, key), *o = l ? strstr(l, "objects=") : NULL;
+    return o ? atoi(o + 8) : -1;
+}
+
+/* Where device 0's objects are: proxy 0, or the spare, 2. */
+static int home;
+
+/* Moves them to the other: whether it said ok, and they all went. */
+static int move(void)
+{
+    char req[64], ans[1024];
+    int to = home == 0 ? 2 : 0;
+    snprintf(req, sizeof(req), "migrate %d %d", home, to);
+    ask(req, ans, sizeof(ans));
+    if (strncmp(ans, "ok", 2)) {
+        fprintf(stderr, "cases: %s: %s", req, ans);
+        return 0;
+    }
+    int left = objects_on(home), there = objects_on(to);
+    home = to;
+    if (left != 0 || there <= 0)
+        fprintf(stderr, "cases: %s: %d objects left, %d there\n", req, left, there);
+    return left == 0 && there > 0;
+}
+
+static cl_int sum_check(cl_command_queue q, cl_mem buf, int want)
+{
+    static int h[N];
+    cl_int err = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof(h), h, 0, NULL, NULL);
+    for (int i = 0; err == CL_SUCCESS && i < N; i++)
+        if (h[i] != want + i) {
+            fprintf(stderr, "cases: element %d is %d, not %d\n", i, h[i], want + i);
+            return -1;
+        }
+    return err;
+}
+
+static atomic_int called;
+static void CL_CALLBACK on_done(cl_event e, cl_int status, void *data)
+{
+    (void)e, (void)data;
+    if (status == CL_COMPLETE)
+        atomic_fetch_add(&called, 1);
+}
+
+int main(void)
+{
+    cl_device_id devs[2];
+    if (first_devices(devs, 2) < 2) {
+        fprintf(stderr, "cases: needs two devices (vocl-run -n 3 -d 1, VOCL_SPARE=1)\n");
+        return 1;
+    }
+    char name0[256], name0_after[256];
+    CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_NAME, sizeof(name0), name0, NULL));
+    cl_int err;
+    cl_context ctx = context_on(devs[0]);
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, devs[0], NULL, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, devs, "-DUNUSED=1", NULL, NULL));
+    cl_kernel add = clCreateKernel(prog, "add", &err);
+    CHECK(err);
+    CHECK(clReleaseProgram(prog)); /* the kernel holds it */
+    static int init[N];
+    for (int i = 0; i < N; i++)
+        init[i] = i;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                                &err);
+    CHECK(err);
+    size_t global = N;
+    int v = 1, total = 0;
+    CHECK(clSetKernelArg(add, 0, sizeof(buf), &buf));
+    CHECK(clSetKernelArg(add, 1, sizeof(v), &v));
+
+    /* args: set once, launched on both sides of ten moves; a reference
+     * taken before them is released after (the target must count it) */
+    CHECK(clRetainKernel(add));
+    cl_event before;
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 0, NULL, &before));
+    total += v;
+    expect(move(), "args: the migration 0 -> 2");
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 0, NULL, NULL));
+    total += v;
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "args: the data after one move");
+    for (int i = 0; i < 10; i++) {
+        expect(move(), "args: a move of the ten");
+        CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 0, NULL, NULL));
+        total += v;
+    }
+    CHECK(clReleaseKernel(add));
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "args: the data after ten moves");
+    CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_NAME, sizeof(name0_after), name0_after, NULL));
+    expect(strcmp(name0, name0_after) == 0, "args: the device is the same kind");
+
+    /* events: complete after, and usable in a wait list */
+    cl_int st = CL_QUEUED;
+    CHECK(clGetEventInfo(before, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
+    expect(st == CL_COMPLETE, "events: an event of before is complete");
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 1, &before, NULL));
+    total += v;
+    CHECK(clWaitForEvents(1, &before));
+    CHECK(clReleaseEvent(before));
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "events: a wait list naming it");
+
+    /* map: mapped before, written, unmapped after */
+    int *p = clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_WRITE, 0, sizeof(init), 0, NULL, NULL,
+                                &err);
+    CHECK(err);
+    for (int i = 0; i < N; i++)
+        p[i] = i + 100;
+    expect(move(), "map: the migration with a region mapped");
+    CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, NULL));
+    total = 100;
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "map: the writes through the map landed");
+
+    /* sub: a sub-buffer keeps its region and bytes */
+    cl_buffer_region reg = {N / 2 * sizeof(int), N / 2 * sizeof(int)};
+    cl_mem sub = clCreateSubBuffer(buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg,
+                                   &err);
+    CHECK(err);
+    expect(move(), "sub: the migration with a sub-buffer");
+    static int half[N / 2];
+    CHECK(clEnqueueReadBuffer(q, sub, CL_TRUE, 0, sizeof(half), half, 0, NULL, NULL));
+    expect(half[0] == total + N / 2 && half[N / 2 - 1] == total + N - 1,
+           "sub: its bytes after the move");
+    size_t off = 0;
+    CHECK(clGetMemObjectInfo(sub, CL_MEM_OFFSET, sizeof(off), &off, NULL));
+    expect(off == reg.origin, "sub: its offset");
+    CHECK(clReleaseMemObject(sub));
+
+    /* gated: refused while a user event holds a command */
+    cl_event user = clCreateUserEvent(ctx, &err);
+    CHECK(err);
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 1, &user, NULL));
+    total += v;
+    char ans[1024], req[64];
+    snprintf(req, sizeof(req), "migrate %d %d", home, 2 - home);
+    ask(req, ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "user event"),
+           "gated: refused, saying why");
+    expect(objects_on(2 - home) == 0, "gated: nothing moved");
+    CHECK(clSetUserEventStatus(user, CL_COMPLETE));
+    CHECK(clFinish(q));
+    CHECK(clReleaseEvent(user));
+    expect(move(), "gated: once the event is set");
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "gated: the data");
+
+    /* callback: registered just before, fires once after */
+    cl_event last;
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 0, NULL, &last));
+    total += v;
+    CHECK(clSetEventCallback(last, CL_COMPLETE, on_done, NULL));
+    expect(move(), "callback: the migration");
+    for (int i = 0; i < 500 && atomic_load(&called) == 0; i++)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    expect(atomic_load(&called) == 1, "callback: fired once");
+    CHECK(clReleaseEvent(last));
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "callback: the data");
+
+    /* requests: malformed ones change nothing */
+    ask("migrate 0 0", ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0, "requests: to itself");
+    ask("migrate 0 9", ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "no proxy 9"), "requests: no such proxy");
+    ask("migrate x", ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0, "requests: garbage");
+    expect(objects_on(home) > 0 && objects_on(2 - home) == 0, "requests: nothing moved");
+
+    /* spanning: a context over proxies 0 and 1 is refused and still works */
+    if (home != 0)
+        expect(move(), "spanning: back to proxy 0 first");
+    cl_context both = clCreateContext(NULL, 2, devs, NULL, NULL, &err);
+    CHECK(err);
+    ask("migrate 0 2", ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "spans"), "spanning: refused");
+    cl_command_queue q1 = clCreateCommandQueueWithProperties(both, devs[1], NULL, &err);
+    CHECK(err);
+    cl_mem b1 = clCreateBuffer(both, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                               &err);
+    CHECK(err);
+    expect(sum_check(q1, b1, 0) == CL_SUCCESS, "spanning: the context still works");
+    CHECK(clReleaseMemObject(b1));
+    CHECK(clReleaseCommandQueue(q1));
+    CHECK(clReleaseContext(both));
+    expect(sum_check(q, buf, total) == CL_SUCCESS, "spanning: the first context's data");
+
+    CHECK(clReleaseMemObject(buf));
+    CHECK(clReleaseKernel(add));
+    CHECK(clReleaseCommandQueue(q));
+    CHECK(clReleaseContext(ctx));
+    printf("cases: %s\n", failed ? "FAILED" : "all passed");
+    return failed;
+}
