@@ -22,8 +22,14 @@
  * target refuses or dies) releases the doubles, and the application goes
  * on on the source.
  *
- * Not moved yet, refused with the reason: contexts spanning proxies (or
- * this node's devices), images, pipes, sub-devices, programs linked from
+ * A context spanning proxies moves its part on the source: each of its
+ * objects' replicas there becomes one on the target, as if the context had
+ * been made with the target's devices in the source's place (replica.c
+ * numbers replicas as the context's proxies: the target takes the
+ * source's number).
+ *
+ * Not moved yet, refused with the reason: this node's own devices,
+ * images, pipes, sub-devices, programs linked from
  * others or made from IL or built-in kernels, device-side queues, and user
  * events not yet set (a command behind one could not finish in step 2).
  * A command's event becomes a user event on the target with the command's
@@ -160,6 +166,7 @@ struct mig {
     char *why;
     size_t whylen;
     struct vocl_migration *st;
+    bool spanning; /* a context spans the source and other proxies */
 };
 
 static int fail(struct mig *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -248,13 +255,13 @@ static int collect(struct mig *m)
         return fail(m, "out of memory");
     for (size_t i = 0; i < m->n; i++) {
         struct vocl_obj *o = m->objs[i];
-        m->old_id[i] = o->id;
+        m->old_id[i] = vocl_id_on(o, m->from);
         if (vocl_map_put(&m->where, (uint64_t)(uintptr_t)o, (void *)(uintptr_t)(i + 1)))
             return fail(m, "out of memory");
-        struct vocl_obj *ctx = vocl_ctx_of(o);
-        if (o->reps || (ctx && ctx->reps))
-            return fail(m, "a context of the application spans proxy %d and others: "
-                           "not moved yet", m->from->index);
+        m->spanning |= o->reps != NULL;
+        if (o->reps && vocl_names(o, m->to))
+            return fail(m, "a context of the application spans proxies %d and %d already",
+                        m->from->index, m->to->index);
         struct vocl_mem *mem = vocl_as_mem(o);
         if (mem && mem->mem_type)
             return fail(m, "the application has images or pipes on proxy %d: not moved yet",
@@ -284,23 +291,46 @@ static int drain(struct mig *m)
             return fail(m, "a user event on proxy %d is not set yet: commands may wait for it",
                         m->from->index);
     }
-    for (size_t i = 0; i < m->n; i++) /* (a queue the application released: it cannot) */
-        if (m->objs[i]->type == VOCL_T_QUEUE && atomic_load(&m->objs[i]->app_refs) > 0 &&
-            clFinish((cl_command_queue)m->objs[i]))
-            return fail(m, "a queue of proxy %d did not finish", m->from->index);
-    return 0;
+    /* The source's queues; with a context spanning proxies, every queue:
+     * moves between proxies read from or write to the source.  (A queue
+     * the application released cannot be asked.) */
+    size_t n;
+    struct vocl_obj **all = m->spanning ? vocl_objs_on(NULL, &n) : m->objs;
+    if (!m->spanning)
+        n = m->n;
+    int rc = all ? 0 : fail(m, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (all[i]->type == VOCL_T_QUEUE && atomic_load(&all[i]->app_refs) > 0 &&
+            clFinish((cl_command_queue)all[i]))
+            rc = fail(m, "a queue of proxy %d did not finish", all[i]->px->index);
+    for (size_t i = 0; m->spanning && all && i < n; i++)
+        vocl_obj_drop(all[i]);
+    if (m->spanning)
+        free(all);
+    return rc;
+}
+
+/* The devices of list on the source, as the target's (free them). */
+static cl_device_id *devs_on(const struct mig *m, cl_uint n, struct vocl_obj *const *list,
+                             cl_uint *k)
+{
+    cl_device_id *devs = malloc((n ? n : 1) * sizeof(*devs));
+    *k = 0;
+    for (cl_uint i = 0; devs && i < n; i++)
+        if (list[i]->px == m->from)
+            devs[(*k)++] = (cl_device_id)twin_of(m, list[i]);
+    return devs;
 }
 
 static struct vocl_obj *twin_context(struct mig *m, struct vocl_obj *o)
 {
     struct vocl_context *cx = vocl_as_context(o);
-    cl_device_id *devs = malloc(cx->ndevs * sizeof(*devs));
+    cl_uint n;
+    cl_device_id *devs = devs_on(m, cx->ndevs, cx->devs, &n);
     if (!devs)
         return NULL;
-    for (cl_uint i = 0; i < cx->ndevs; i++)
-        devs[i] = (cl_device_id)twin_of(m, cx->devs[i]);
     cl_int err;
-    cl_context t = clCreateContext(cx->props, cx->ndevs, devs, NULL, NULL, &err);
+    cl_context t = clCreateContext(cx->props, n, devs, NULL, NULL, &err);
     free(devs);
     return (struct vocl_obj *)t;
 }
@@ -360,16 +390,14 @@ static struct vocl_obj *twin_program(struct mig *m, struct vocl_obj *o)
     const struct vocl_program *p = vocl_as_program(o);
     const struct vocl_context *cx = vocl_as_context(o->context);
     cl_context tctx = (cl_context)twin_of(m, o->context);
-    cl_uint ndevs = p->devs ? p->ndevs : cx->ndevs;
-    struct vocl_obj **pdevs = p->devs ? p->devs : cx->devs;
-    cl_device_id *devs = malloc(ndevs * sizeof(*devs));
+    cl_uint ndevs;
+    cl_device_id *devs = devs_on(m, p->devs ? p->ndevs : cx->ndevs, p->devs ? p->devs : cx->devs,
+                                 &ndevs);
     size_t nsizes = 0;
     size_t *sizes = NULL;
     unsigned char **bins = NULL;
     cl_program t = NULL;
     cl_int err = CL_OUT_OF_HOST_MEMORY;
-    for (cl_uint i = 0; devs && i < ndevs; i++)
-        devs[i] = (cl_device_id)twin_of(m, pdevs[i]);
     if (devs && p->source) {
         t = clCreateProgramWithSource(tctx, 1, (const char **)&p->source, NULL, &err);
     } else if (devs && atomic_load(&o->app_refs) > 0 &&
@@ -441,6 +469,8 @@ static int make_twins(struct mig *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         struct vocl_obj *o = m->objs[i], *t = NULL;
+        if (o->reps && !m->old_id[i])
+            continue; /* a kernel of a program not built on the source: none there either */
         switch (o->type) {
         case VOCL_T_DEVICE: continue;
         case VOCL_T_CONTEXT: t = twin_context(m, o); break;
@@ -470,11 +500,13 @@ static cl_command_queue queue_of(const struct mig *m, struct vocl_obj *ctx, bool
         if (m->objs[i]->type == VOCL_T_QUEUE && m->objs[i]->context == ctx &&
             atomic_load(&m->objs[i]->app_refs) > 0)
             return (cl_command_queue)(target ? m->twin[i] : m->objs[i]);
-    if (target)
-        ctx = twin_of(m, ctx);
+    const struct vocl_context *cx = vocl_as_context(target ? twin_of(m, ctx) : ctx);
+    cl_uint d = 0; /* (the double has the source's devices alone) */
+    while (!target && d < cx->ndevs && cx->devs[d]->px != m->from)
+        d++;
     cl_int err;
     cl_command_queue q = clCreateCommandQueueWithProperties(
-        (cl_context)ctx, (cl_device_id)vocl_as_context(ctx)->devs[0], NULL, &err);
+        (cl_context)cx, (cl_device_id)cx->devs[d], NULL, &err);
     *made = q != NULL;
     return q;
 }
@@ -488,8 +520,9 @@ static int copy_contents(struct mig *m)
     for (size_t i = 0; i < m->n && rc == 0; i++) {
         struct vocl_obj *o = m->objs[i];
         const struct vocl_mem *mm = vocl_as_mem(o);
-        if (!mm || o->parent)
-            continue;
+        uint64_t bit = UINT64_C(1) << vocl_rep_index(o, m->from);
+        if (!mm || o->parent || (o->reps && !(mm->valid & bit)))
+            continue; /* (a replica without the latest data: the target's is as stale) */
         bool made, tmade;
         cl_command_queue q = queue_of(m, o->context, false, &made);
         cl_command_queue tq = queue_of(m, o->context, true, &tmade);
@@ -502,6 +535,8 @@ static int copy_contents(struct mig *m)
         if (err == CL_SUCCESS)
             err = clEnqueueReadBuffer(q, (cl_mem)o, CL_TRUE, 0, mm->mem_size, tmp, 0, NULL,
                                       NULL);
+        if (err == CL_SUCCESS && o->reps && (mm->twinned & bit))
+            rc = fail(m, "a buffer has writes of several devices not yet merged: try again");
         if (err == CL_SUCCESS)
             err = clEnqueueWriteBuffer(tq, (cl_mem)m->twin[i], CL_TRUE, 0, mm->mem_size, tmp, 0,
                                        NULL, NULL);
@@ -522,25 +557,28 @@ static int copy_contents(struct mig *m)
 static void take_place(struct mig *m, size_t i)
 {
     struct vocl_obj *o = m->objs[i], *t = m->twin[i];
-    o->px = m->to;
+    if (o->type == VOCL_T_DEVICE) {
+        o->px = m->to; /* the same id there */
+        return;
+    }
+    vocl_rep_move(o, m->from, m->to, t ? t->id : 0);
     if (!t)
-        return; /* a device: the same id on the target */
-    o->id = t->id;
+        return; /* a kernel not made on the source (nor on the target) */
     struct vocl_mem *mo = vocl_as_mem(o), *mt = vocl_as_mem(t);
     struct vocl_kernel *k = vocl_as_kernel(o);
     struct vocl_queue *q = vocl_as_queue(o);
     struct vocl_event *e = vocl_as_event(o);
-    if (mo) { /* buffers shared with a proxy of this node: the target's memory now */
+    if (mo && !o->reps) { /* a buffer shared with a proxy of this node: the target's now */
         void *shm = mo->shm;
         int state = atomic_load(&mo->shm_state);
         mo->shm = mt->shm;
         atomic_store(&mo->shm_state, atomic_load(&mt->shm_state));
         mt->shm = shm;
         atomic_store(&mt->shm_state, state);
-        for (struct vocl_mapping *mp = mo->maps; mp; mp = mp->next)
-            if (mp->px == m->from)
-                mp->px = m->to, mp->ticket = 0;
     }
+    for (struct vocl_mapping *mp = mo ? mo->maps : NULL; mp; mp = mp->next)
+        if (mp->px == m->from)
+            mp->px = m->to, mp->ticket = 0;
     if (k) /* every argument goes with its next launch, every shape is asked again */
         for (cl_uint a = 0; a < k->kargs->n; a++)
             atomic_store(&k->kargs->a[a].sent, 0);
@@ -628,14 +666,15 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
         for (size_t i = m.n; i-- > 0;) {
             struct vocl_obj *o = m.objs[i];
             int refs = atomic_load(&o->app_refs);
-            if (o->type == VOCL_T_DEVICE)
+            uint64_t id = vocl_id_on(o, to);
+            if (o->type == VOCL_T_DEVICE || !m.old_id[i])
                 continue;
             if (refs > 0)
                 refcount_on(from, m.old_id[i], false);
             else /* only held by others: made again for them, the last reference is theirs */
-                refcount_on(to, o->id, false);
+                refcount_on(to, id, false);
             for (int r = 1; r < refs; r++)
-                refcount_on(to, o->id, true);
+                refcount_on(to, id, true);
             st->objects++;
         }
         vocl_xport_flush(from);

@@ -256,10 +256,12 @@ static int older(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Adds o to the set, and what it holds on px. */
+/* Adds o to the set, and what it holds on px (NULL: anywhere). */
 static int gather(struct vocl_map *set, struct vocl_obj *o, const struct vocl_proxy *px)
 {
-    for (; o && o->px == px && !vocl_map_get(set, (uint64_t)(uintptr_t)o); o = o->parent) {
+    for (; o && o->type != VOCL_T_PLATFORM && (!px || vocl_names(o, px)) &&
+           !vocl_map_get(set, (uint64_t)(uintptr_t)o);
+         o = o->parent) {
         if (vocl_map_put(set, (uint64_t)(uintptr_t)o, o))
             return -1;
         if (o->context && gather(set, o->context, px))

@@ -261,6 +261,36 @@ int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy
     return 0;
 }
 
+bool vocl_names(const struct vocl_obj *o, const struct vocl_proxy *px)
+{
+    for (cl_uint i = 0; o->reps && i < o->nreps; i++)
+        if (o->reps[i].px == px)
+            return true;
+    return !o->reps && o->px == px;
+}
+
+void vocl_rep_move(struct vocl_obj *o, struct vocl_proxy *from, struct vocl_proxy *to,
+                   uint64_t id)
+{
+    cl_uint i = vocl_rep_index(o, from);
+    if (!o->reps || i == o->nreps) {
+        o->px = to;
+        o->id = id;
+        return;
+    }
+    struct vocl_rep *r = &o->reps[i];
+    forget_writers(r);
+    if (r->twin && !from->dead)
+        release_id(from, r->twin);
+    arrival_drop(r->twin_made);
+    arrival_drop(r->arrive);
+    *r = (struct vocl_rep){.px = to, .id = id};
+    if (i == 0) {
+        o->px = to;
+        o->id = id;
+    }
+}
+
 void vocl_reps_free(struct vocl_obj *o)
 {
     for (cl_uint i = 0; o->reps && i < o->nreps; i++) {

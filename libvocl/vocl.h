@@ -325,8 +325,8 @@ struct vocl_obj *vocl_lookup(const void *h, enum vocl_type t);
 void vocl_context_notes(struct vocl_proxy *px, const void *payload, size_t size);
 struct vocl_obj *vocl_find_on(const struct vocl_proxy *px, uint64_t id, enum vocl_type t);
 void vocl_obj_hold(struct vocl_obj *o);
-/* For a migration: the live objects on px and what they hold there (a
- * context, a parent), held, oldest first; NULL when out of memory. */
+/* For a migration: the live objects on px (NULL: all) and what they hold
+ * there (a context, a parent), held, oldest first; NULL when out of memory. */
 struct vocl_obj **vocl_objs_on(const struct vocl_proxy *px, size_t *n);
 /* o's handle is no more, and o is dropped, with no word to its proxy. */
 void vocl_obj_forget(struct vocl_obj *o);
@@ -535,6 +535,14 @@ int vocl_obj_add_rep(struct vocl_obj *o, cl_uint i, cl_uint n, struct vocl_proxy
 /* The index of o's replica on px (nreps when none; 0 for an object of one proxy). */
 cl_uint vocl_rep_index(const struct vocl_obj *o, const struct vocl_proxy *px);
 void vocl_reps_free(struct vocl_obj *o);
+/* Whether o has a replica slot on px (an object of one proxy: px is its
+ * proxy), even one where it was not made (id 0). */
+bool vocl_names(const struct vocl_obj *o, const struct vocl_proxy *px);
+/* For a migration: o's replica on from is id on to from now on, with no
+ * history (its writers, arrival and twin were the source's); o's own
+ * proxy and id too, for an object of one proxy or the first replica. */
+void vocl_rep_move(struct vocl_obj *o, struct vocl_proxy *from, struct vocl_proxy *to,
+                   uint64_t id);
 /* For a command on c->px waiting for an event of another proxy: adds to
  * c's wait list a user event of c->px that a thread sets when the event
  * completes.  0, or -1 when the caller must wait for the event itself. */

@@ -18,8 +18,9 @@
  *              the reason, and nothing moved; once set, it goes
  *   callback   a completion callback registered just before fires once
  *   requests   malformed requests are refused and change nothing
- *   spanning   a context spanning proxies 0 and 1: refused; the context
- *              still works
+ *   spanning   a context spanning proxies 0 and 1 moves its part on 0 and
+ *              back, a buffer written on one device and read on the other;
+ *              a move onto proxy 1, which it spans already, is refused
  * Exit 0: all passed; 1: one failed (it says which on stderr).
  */
 #include <CL/cl.h>
@@ -249,20 +250,45 @@ int main(void)
     expect(strncmp(ans, "error", 5) == 0, "requests: garbage");
     expect(objects_on(home) > 0 && objects_on(2 - home) == 0, "requests: nothing moved");
 
-    /* spanning: a context over proxies 0 and 1 is refused and still works */
+    /* spanning: a context over proxies 0 and 1 moves its part on 0; a
+     * buffer written on one device is read on the other, both ways */
     if (home != 0)
         expect(move(), "spanning: back to proxy 0 first");
     cl_context both = clCreateContext(NULL, 2, devs, NULL, NULL, &err);
     CHECK(err);
-    ask("migrate 0 2", ans, sizeof(ans));
-    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "spans"), "spanning: refused");
+    ask("migrate 0 1", ans, sizeof(ans));
+    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "already"),
+           "spanning: refused onto a proxy it spans");
+    cl_command_queue q0 = clCreateCommandQueueWithProperties(both, devs[0], NULL, &err);
+    CHECK(err);
     cl_command_queue q1 = clCreateCommandQueueWithProperties(both, devs[1], NULL, &err);
+    CHECK(err);
+    cl_program bp = clCreateProgramWithSource(both, 1, &source, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(bp, 2, devs, NULL, NULL, NULL));
+    cl_kernel badd = clCreateKernel(bp, "add", &err);
     CHECK(err);
     cl_mem b1 = clCreateBuffer(both, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
                                &err);
     CHECK(err);
-    expect(sum_check(q1, b1, 0) == CL_SUCCESS, "spanning: the context still works");
+    int btotal = 0;
+    CHECK(clSetKernelArg(badd, 0, sizeof(b1), &b1));
+    CHECK(clSetKernelArg(badd, 1, sizeof(v), &v));
+    CHECK(clEnqueueNDRangeKernel(q0, badd, 1, NULL, &global, NULL, 0, NULL, NULL));
+    btotal += v;
+    CHECK(clFinish(q0));
+    for (int i = 0; i < 4; i++) {
+        expect(move(), "spanning: a move of the context's part");
+        cl_command_queue wq = i % 2 ? q0 : q1, rq = i % 2 ? q1 : q0;
+        CHECK(clEnqueueNDRangeKernel(wq, badd, 1, NULL, &global, NULL, 0, NULL, NULL));
+        btotal += v;
+        CHECK(clFinish(wq));
+        expect(sum_check(rq, b1, btotal) == CL_SUCCESS, "spanning: written on one, read on other");
+    }
     CHECK(clReleaseMemObject(b1));
+    CHECK(clReleaseKernel(badd));
+    CHECK(clReleaseProgram(bp));
+    CHECK(clReleaseCommandQueue(q0));
     CHECK(clReleaseCommandQueue(q1));
     CHECK(clReleaseContext(both));
     expect(sum_check(q, buf, total) == CL_SUCCESS, "spanning: the first context's data");
