@@ -5,7 +5,7 @@
 #
 #   apps.sh VOCL_RUN VOCL_CTL ROUNDS PROGRAM [ARGS...]
 #
-# The program runs under `vocl-run -n 3 -d 1` with VOCL_SPARE=1: its two
+# The program runs under `vocl-run -n 3 -d 1 --spare 1`: its two
 # devices are proxies 0 and 1.  The moves go 0.3 s apart, from the moment
 # its control socket appears (its first OpenCL call): give it work for 2 s
 # at least, or the test fails, saying so.
@@ -14,7 +14,7 @@ vocl_run=$1 ctl=$2 rounds=$3
 shift 3
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-export VOCL_SPARE=1 VOCL_CTL_DIR=$tmp/ctl
+export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
 
 fail() { echo "FAILED: $*"; exit 1; }
@@ -24,14 +24,14 @@ kept() {
         tr -d ' ' | tr '\n' ' '
 }
 
-timeout 300 "$vocl_run" -n 3 -d 1 -- "$@" >"$tmp/plain" 2>"$tmp/plain.err" ||
+timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/plain" 2>"$tmp/plain.err" ||
     { tail -n 20 "$tmp/plain.err"; fail "the run without moves failed"; }
 want=$(kept "$tmp/plain")
 [[ "$want" == *verified=yes* ]] || fail "the run without moves did not verify: $want"
 
 for round in $(seq "$rounds"); do
     rm -f "$VOCL_CTL_DIR"/*.sock
-    timeout 300 "$vocl_run" -n 3 -d 1 -- "$@" >"$tmp/run" 2>"$tmp/run.err" &
+    timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/run" 2>"$tmp/run.err" &
     job=$!
     sock=
     for _ in $(seq 1000); do

@@ -1,7 +1,7 @@
 /*
  * cases.c - live migrations of this very process, asked through its own
  * control socket as vocl-ctl asks (libvocl/control.c), between OpenCL
- * calls.  Run under `vocl-run -n 3 -d 1` with VOCL_SPARE=1 and
+ * calls.  Run under `vocl-run -n 3 -d 1 --spare 1` with
  * VOCL_CTL_DIR set: devices 0 and 1 are proxies 0 and 1, proxy 2 is the
  * spare.  Each case checks what the OpenCL specification says the
  * application sees: nothing but a pause.

@@ -5,6 +5,6 @@
 set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export VOCL_SPARE=1 VOCL_CTL_DIR=$tmp/ctl
+export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
-timeout 300 "$1" -n 3 -d 1 -- "$2"
+timeout 300 "$1" -n 3 -d 1 --spare 1 -- "$2"
