@@ -267,6 +267,8 @@ static void note_user(struct exec_session *s, const struct vocl_msg_HELLO_req *m
 static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m)
 {
     const struct exec_node *node = s->node;
+    if (atomic_load(&node->drained))
+        return "the proxy is drained";
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
     if (node->users) {
@@ -303,7 +305,8 @@ static void op_hello(struct exec_req *q)
         vocl_warn("client %d: refused: %s%s%s%s", q->s->who, refused, *q->s->user ? " (user " : "",
                   q->s->user, *q->s->user ? ")" : "");
         atomic_store(&q->s->broken, true);
-        vocl_wr_i32(q->w, CL_INVALID_OPERATION);
+        vocl_wr_i32(q->w, atomic_load(&node->drained) ? CL_DEVICE_NOT_AVAILABLE
+                                                      : CL_INVALID_OPERATION);
         return;
     }
     if (*q->s->user)

@@ -146,7 +146,10 @@ int vocl_greet(struct vocl_proxy *px)
             vocl.devices[vocl.ndevices++] = d;
     }
     vocl_call_end(&c);
-    if (c.err == CL_INVALID_OPERATION && vocl.token)
+    if (c.err == CL_DEVICE_NOT_AVAILABLE && px->name)
+        vocl_error("proxy %s is drained (for maintenance): it takes no new sessions",
+                   px->name);
+    else if (c.err == CL_INVALID_OPERATION && vocl.token)
         vocl_error("the proxy refused this client: the token in %s is not the proxy's",
                    vocl.token->path);
     else if (c.err != CL_SUCCESS && px->name)

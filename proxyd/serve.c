@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include "backoff.h"
+#include "ctlsock.h"
 #include "daemon.h"
 #include "executor.h"
 #include "liveness.h"
@@ -617,6 +618,12 @@ static void *accept_thread(void *arg)
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
+        if (a->sv->isolate && atomic_load(&a->sv->node->drained)) {
+            /* (A worker would greet it: the daemon alone knows it is drained.) */
+            vocl_warn("client %d: dropped: drained (vocl-ctl undrain takes clients again)", n);
+            MPI_Comm_free(&client);
+            continue;
+        }
         if (a->sv->isolate) {
             hand_on(client, n);
             continue;
@@ -672,6 +679,26 @@ static void publish(struct acceptor *a, const char *name)
 }
 
 /* The name this proxy goes by: --name, else the host's. */
+/*
+ * vocl-ctl's requests (common/ctlsock.h, proxy-NAME.sock): "drain" refuses
+ * new sessions from now on (for maintenance; vocl-ctl moves the open ones
+ * away), "undrain" takes them again.
+ */
+static void daemon_ctl(int fd, const char *req, void *arg)
+{
+    struct acceptor *a = arg;
+    bool drain = strcmp(req, "drain") == 0;
+    if (!drain && strcmp(req, "undrain") != 0) {
+        vocl_ctl_say(fd, "error unknown request \"%.64s\" (drain, undrain)\n", req);
+        return;
+    }
+    atomic_store(&a->sv->node->drained, drain);
+    vocl_info("%s by vocl-ctl: new sessions are %s", drain ? "drained" : "undrained",
+              drain ? "refused" : "served");
+    vocl_ctl_say(fd, "ok %s: new sessions are %s\n", drain ? "drained" : "undrained",
+                 drain ? "refused" : "served");
+}
+
 static const char *proxy_name(const struct options *o, char *buf, size_t n)
 {
     if (o->name)
@@ -750,6 +777,9 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
         fflush(stdout);
         vocl_info("listening on %s%s", a.port,
                   sv.isolate ? " (--isolate: each client in a worker process)" : "");
+        char ctl[300];
+        snprintf(ctl, sizeof(ctl), "proxy-%s", proxy_name(o, host, sizeof(host)));
+        vocl_ctl_listen(ctl, daemon_ctl, &a);
     }
     if (sv.isolate)
         proxyd_workers_ahead(); /* (the first client need not wait for one) */
@@ -778,6 +808,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     vocl_live_stop();
     if (o->port_file && !sv.worker)
         unlink(o->port_file);
+    vocl_ctl_close();
     /* The accept thread stays in MPI_Comm_accept, which nothing ends (Open
      * MPI: connecting to oneself waits forever too): MPI_Close_port and
      * MPI_Finalize would wait for it.  The process exits without them. */

@@ -99,6 +99,7 @@ struct exec_node {
     char node_name[256]; /* for clients (HELLO): VOCL_NODE_NAME, else the host's */
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
+    atomic_bool drained; /* connect mode, vocl-ctl drain: a HELLO is refused */
     /* The open sessions, for STATE, into out (at most max); how many there
      * are.  On the serving thread.  NULL: STATE lists none. */
     size_t (*sessions)(void *ctx, struct exec_session_state *out, size_t max);

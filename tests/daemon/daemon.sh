@@ -8,7 +8,8 @@
 # hostile (which runs tests/reliability/hostile, HOSTILE), bench
 # (vocl-bench --daemons, given as HOSTILE's place: its path), stopped
 # (vocl-bench-tenants' two roles, given there too), midchunk
-# (vocl-bench-worker, there too) or isolate (crasher, there too).
+# (vocl-bench-worker, there too), isolate (crasher, there too) or drain
+# (vocl-ctl, there too).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -474,6 +475,48 @@ stopped)
     done
     wait_idle "$pa" a 5
     echo "daemon a idle $idle s after: holds $(state "$pa" a)"
+    ;;
+drain)
+    # Three daemons; three applications on a and b, with c their spare
+    # (VOCL_SPARE=1), are moved off a to c while they run: vocl-ctl drain
+    # (HOSTILE's place).  Meanwhile a refuses a new application, saying
+    # why (it runs on b alone); the three verify, a is left with no
+    # session, and once undrained a serves again.
+    ctl=$hostile
+    export VOCL_CTL_DIR=$tmp/ctl
+    mkdir -m 700 "$VOCL_CTL_DIR"
+    start_daemon a 1; pa=$dpid
+    start_daemon b 1
+    start_daemon c 1
+    runs=("gemm -n 256 -r 150" "nbody -n 2048 -s 150" "transpose -n 1024 -r 250")
+    jobs_=()
+    for i in 0 1 2; do
+        # shellcheck disable=SC2086
+        VOCL_SPARE=1 app "$tmp/app$i" a,b,c "$examples"/${runs[$i]} & jobs_+=($!)
+    done
+    for _ in $(seq 400); do
+        [ "$(find "$VOCL_CTL_DIR" -name '[0-9]*.sock' | wc -l)" -eq 3 ] && break
+        sleep 0.05
+    done
+    sleep 1 # (their contexts made)
+    "$ctl" drain a --to c >"$tmp/drain.out" 2>&1 || fail "drain: $(cat "$tmp/drain.out")"
+    cat "$tmp/drain.out"
+    moved=$(grep -c ': ok objects=' "$tmp/drain.out" || true)
+    [ "$moved" -eq 3 ] || fail "drain moved $moved applications, not 3: $(cat "$tmp/drain.out")"
+    grep -q '^ok drained' "$tmp/drain.out" || fail "daemon a did not say it is drained"
+    # (It runs on b's device alone.)
+    app "$tmp/late" a,b "$examples/gemm" -n 64 -r 1 || fail "a new application: $(tail -3 "$tmp/late")"
+    grep -q 'proxy a is drained' "$tmp/late" || fail "the refusal gave no reason: $(tail -3 "$tmp/late")"
+    grep -q 'devices=1 .*verified=yes' "$tmp/late" || fail "drained daemon a served: $(tail -3 "$tmp/late")"
+    for i in 0 1 2; do
+        wait "${jobs_[$i]}" || fail "application $i: $(tail -3 "$tmp/app$i")"
+        verified "$tmp/app$i" "application $i"
+    done
+    wait_idle "$pa" a 10
+    echo "daemon a: no session $idle s after the applications ended"
+    "$ctl" undrain a | grep -q '^ok undrained' || fail "undrain"
+    app "$tmp/after" a,b "$examples/gemm" -n 64 -r 1 || fail "after undrain: $(tail -3 "$tmp/after")"
+    verified "$tmp/after" "the application after undrain"
     ;;
 *)
     fail "unknown test $what"

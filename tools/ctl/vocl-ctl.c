@@ -1,10 +1,12 @@
 /*
- * vocl-ctl - moves running applications' virtual GPUs between proxies.
+ * vocl-ctl - moves running applications' virtual GPUs between proxies, and
+ * drains daemons for maintenance.
  *
  * Each application under libvocl with two proxies or more listens on a Unix
- * socket, <dir>/<pid>.sock (libvocl/control.c); this tool sends it one
- * request line and prints the answer.  It works alike in job mode and in
- * daemon mode: the application holds what a migration needs.
+ * socket, <dir>/<pid>.sock (libvocl/control.c), and each daemon on
+ * <dir>/proxy-<name>.sock (proxyd/serve.c); this tool sends one request
+ * line and prints the answer.  Moves work alike in job mode and in daemon
+ * mode: the application holds what a migration needs.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,20 +28,22 @@ static void usage(FILE *f)
             "Usage: vocl-ctl [--dir DIR] COMMAND\n"
             "Moves the virtual GPUs of running VOCL applications between proxies.\n"
             "\n"
-            "  list                        every application that can be reached, and\n"
-            "                              its proxies\n"
-            "  proxies PID                 the proxies of application PID: number, name,\n"
-            "                              node, devices, the objects it has there\n"
-            "  migrate PID FROM TO         moves everything application PID has on proxy\n"
-            "                              FROM to proxy TO (numbers as 'proxies' gives)\n"
-            "  migrate --all FROM TO       the same in every application reached\n"
-            "  drain FROM --to TO          every application off proxy FROM, to TO\n"
+            "  list                      every application reached, and its proxies\n"
+            "  proxies PID               the proxies of application PID: number, name,\n"
+            "                            node, devices, the objects it has there\n"
+            "  migrate PID FROM TO       moves everything application PID has on proxy\n"
+            "                            FROM to proxy TO (a number as 'proxies' gives, or\n"
+            "                            in daemon mode a name)\n"
+            "  migrate --all FROM TO     the same in every application reached\n"
+            "  drain FROM --to TO        a daemon FROM of this user refuses new sessions,\n"
+            "                            and every application is moved off FROM to TO\n"
+            "  undrain NAME              daemon NAME takes new sessions again\n"
             "\n"
-            "  --dir DIR   where applications listen (default: VOCL_CTL_DIR, else\n"
-            "              $TMPDIR/vocl-ctl-UID, as libvocl)\n"
+            "  --dir DIR   where applications and daemons listen (default: VOCL_CTL_DIR,\n"
+            "              else $TMPDIR/vocl-ctl-UID, as libvocl and voclproxyd)\n"
             "  -h, --help  this help;  -V, --version  the version\n"
-            "Exit status: 0 done, 1 an application refused (it says why; nothing of\n"
-            "it moved), 2 a usage error or no application reached.\n");
+            "Exit status: 0 done, 1 an application or daemon refused (it says why;\n"
+            "nothing of it moved), 2 a usage error or nothing reached.\n");
 }
 
 static const char *dir_of(const char *given, char *buf, size_t n)
@@ -54,102 +58,142 @@ static const char *dir_of(const char *given, char *buf, size_t n)
     return buf;
 }
 
-/* Sends req to application pid and copies its answer to out (prefixed);
- * 0 ok, 1 the application said error, 2 not reached. */
-static int ask(const char *dir, long pid, const char *req, const char *prefix)
+/* Sends req to <dir>/<who>.sock; its answer in out.  0 ok, 1 it said
+ * error, 2 not reached (quiet: a process that just ended is no error). */
+static int ask(const char *dir, const char *who, const char *req, char *out, size_t n)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (snprintf(a.sun_path, sizeof(a.sun_path), "%s/%ld.sock", dir, pid) >=
+    out[0] = '\0';
+    if (snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s.sock", dir, who) >=
         (int)sizeof(a.sun_path)) {
-        fprintf(stderr, "vocl-ctl: %s: too long a path\n", dir);
+        snprintf(out, n, "%s: too long a path", dir);
         return 2;
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-        fprintf(stderr, "vocl-ctl: application %ld: %s (%s)\n", pid, strerror(errno),
-                a.sun_path);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) ||
+        write(fd, req, strlen(req)) != (ssize_t)strlen(req) || write(fd, "\n", 1) != 1) {
+        snprintf(out, n, "%s: %s", a.sun_path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return 2;
     }
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) || write(fd, "\n", 1) != 1) {
-        fprintf(stderr, "vocl-ctl: application %ld: %s\n", pid, strerror(errno));
-        close(fd);
-        return 2;
-    }
-    /* The answer is short (a line per proxy): read whole, then printed. */
-    char buf[65536];
-    size_t n = 0;
+    size_t got = 0;
     ssize_t r;
-    while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
-        n += (size_t)r;
-    buf[n] = '\0';
+    while (got < n - 1 && (r = read(fd, out + got, n - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
     close(fd);
-    if (n < 2) {
-        fprintf(stderr, "vocl-ctl: application %ld: no answer\n", pid);
+    if (got < 2) {
+        snprintf(out, n, "%s: no answer", a.sun_path);
         return 2;
     }
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-        printf("%s%s\n", prefix, line);
-    return strncmp(buf, "ok", 2) == 0 ? 0 : 1;
+    return strncmp(out, "ok", 2) == 0 ? 0 : 1;
 }
 
-/* The pids listening in dir (in *pids, malloc'd); their count. */
-static size_t listeners(const char *dir, long **pids)
+/* Prints an answer, each line after prefix. */
+static void print(const char *prefix, char *ans)
+{
+    for (char *line = strtok(ans, "\n"); line; line = strtok(NULL, "\n"))
+        printf("%s%s\n", prefix, line);
+}
+
+/* The applications listening in dir (their pids' names, malloc'd); how many. */
+static size_t apps(const char *dir, char (**who)[24])
 {
     DIR *d = opendir(dir);
     size_t n = 0, cap = 0;
-    *pids = NULL;
-    if (!d)
-        return 0;
+    *who = NULL;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (d && (e = readdir(d))) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
         if (end == e->d_name || strcmp(end, ".sock") || pid <= 0)
             continue;
         if (n == cap) {
-            long *np = realloc(*pids, (cap = cap ? 2 * cap : 16) * sizeof(*np));
-            if (!np)
+            char(*nw)[24] = realloc(*who, (cap = cap ? 2 * cap : 16) * sizeof(*nw));
+            if (!nw)
                 break;
-            *pids = np;
+            *who = nw;
         }
-        (*pids)[n++] = pid;
+        snprintf((*who)[n++], sizeof(**who), "%ld", pid);
     }
-    closedir(d);
+    if (d)
+        closedir(d);
     return n;
 }
 
-static bool is_pid(const char *s, long *pid)
+/* Whether an application's 'proxies' answer (changed) shows objects on
+ * proxy p, a number or a name. */
+static bool has_objects_on(char *ans, const char *p)
 {
-    char *end;
-    *pid = strtol(s, &end, 10);
-    return end != s && !*end && *pid > 0;
+    char num[64], name[160], *save;
+    snprintf(num, sizeof(num), "proxy %s ", p);
+    snprintf(name, sizeof(name), " name=%s ", p);
+    for (char *l = strtok_r(ans, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        const char *o = strstr(l, " objects=");
+        if ((strncmp(l, num, strlen(num)) == 0 || strstr(l, name)) && o && atoi(o + 9) > 0)
+            return true;
+    }
+    return false;
 }
 
-static bool is_proxy(const char *s)
+/* req to every application in dir (with only: those with objects on that
+ * proxy); the worst status. */
+static int ask_apps(const char *dir, const char *req, const char *only)
+{
+    char(*who)[24], ans[65536], prefix[32];
+    size_t n = apps(dir, &who);
+    int worst = 0, reached = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (only && (ask(dir, who[i], "proxies", ans, sizeof(ans)) ||
+                     !has_objects_on(ans, only)))
+            continue;
+        int rc = ask(dir, who[i], req, ans, sizeof(ans));
+        if (rc == 2) /* (it ended meanwhile) */
+            continue;
+        reached++;
+        snprintf(prefix, sizeof(prefix), "%s: ", who[i]);
+        print(prefix, ans);
+        worst = rc > worst ? rc : worst;
+    }
+    free(who);
+    if (!reached && !only) {
+        fprintf(stderr, "vocl-ctl: no application listens in %s\n", dir);
+        return 2;
+    }
+    return worst;
+}
+
+static bool is_pid(const char *s)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    return end != s && !*end && v >= 0;
+    return end != s && !*end && v > 0;
 }
 
-/* req to every application in dir; the worst status. */
-static int ask_all(const char *dir, const char *req)
+/* A proxy: a number, or a name (no space, no slash). */
+static bool is_proxy(const char *s)
 {
-    long *pids;
-    size_t n = listeners(dir, &pids);
-    int worst = n ? 0 : 2;
-    if (!n)
-        fprintf(stderr, "vocl-ctl: no application listens in %s\n", dir);
-    for (size_t i = 0; i < n; i++) {
-        char prefix[32];
-        snprintf(prefix, sizeof(prefix), "%ld: ", pids[i]);
-        int rc = ask(dir, pids[i], req, prefix);
-        worst = rc > worst ? rc : worst;
-    }
-    free(pids);
-    return worst;
+    return *s && strlen(s) < 128 && !strpbrk(s, " \t\n/");
+}
+
+static bool is_number(const char *s)
+{
+    return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+/* drain or undrain daemon name; 0, 1 refused, 2 not reached. */
+static int daemon_req(const char *dir, const char *name, const char *req)
+{
+    char who[160], ans[1024];
+    snprintf(who, sizeof(who), "proxy-%s", name);
+    int rc = ask(dir, who, req, ans, sizeof(ans));
+    if (rc == 2)
+        fprintf(stderr, "vocl-ctl: daemon %s: not reached (%s): is it this user's, "
+                        "started with --listen --name %s?\n", name, ans, name);
+    else
+        print("", ans);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -167,34 +211,54 @@ int main(int argc, char **argv)
             return 0;
         }
         if ((!strcmp(argv[i], "--dir") || !strcmp(argv[i], "--to")) && i + 1 < argc) {
-            *(argv[i][2] == 'd' ? &given : &to) = argv[i + 1];
+            if (argv[i][2] == 'd')
+                given = argv[i + 1];
+            else
+                to = argv[i + 1];
             i++;
             continue;
         }
-        if (nargs == 8 || (argv[i][0] == '-' && argv[i][1] == '-' && strcmp(argv[i], "--all"))) {
+        if (nargs == 8 || (argv[i][0] == '-' && strcmp(argv[i], "--all"))) {
             fprintf(stderr, "vocl-ctl: unexpected argument '%s' (see --help)\n", argv[i]);
             return 2;
         }
         args[nargs++] = argv[i];
     }
-    char buf[256], req[128];
+    char buf[256], req[300], ans[65536];
     const char *dir = dir_of(given, buf, sizeof(buf));
-    long pid;
-    if (nargs == 1 && !strcmp(args[0], "list"))
-        return ask_all(dir, "proxies");
-    if (nargs == 2 && !strcmp(args[0], "proxies") && is_pid(args[1], &pid))
-        return ask(dir, pid, "proxies", "");
-    if (nargs == 4 && !strcmp(args[0], "migrate") && is_proxy(args[2]) && is_proxy(args[3])) {
+    const char *cmd = nargs ? args[0] : "";
+    if (nargs == 1 && !strcmp(cmd, "list"))
+        return ask_apps(dir, "proxies", NULL);
+    if (nargs == 2 && !strcmp(cmd, "proxies") && is_pid(args[1])) {
+        int rc = ask(dir, args[1], "proxies", ans, sizeof(ans));
+        if (rc == 2)
+            fprintf(stderr, "vocl-ctl: application %s: not reached (%s)\n", args[1], ans);
+        else
+            print("", ans);
+        return rc;
+    }
+    if (nargs == 4 && !strcmp(cmd, "migrate") && is_proxy(args[2]) && is_proxy(args[3])) {
         snprintf(req, sizeof(req), "migrate %s %s", args[2], args[3]);
         if (!strcmp(args[1], "--all"))
-            return ask_all(dir, req);
-        if (is_pid(args[1], &pid))
-            return ask(dir, pid, req, "");
+            return ask_apps(dir, req, NULL);
+        if (is_pid(args[1])) {
+            int rc = ask(dir, args[1], req, ans, sizeof(ans));
+            if (rc == 2)
+                fprintf(stderr, "vocl-ctl: application %s: not reached (%s)\n", args[1], ans);
+            else
+                print("", ans);
+            return rc;
+        }
     }
-    if (nargs == 2 && !strcmp(args[0], "drain") && is_proxy(args[1]) && to && is_proxy(to)) {
+    if (nargs == 2 && !strcmp(cmd, "drain") && is_proxy(args[1]) && to && is_proxy(to)) {
+        /* A daemon first (no new sessions), then the open ones move. */
+        int rc = is_number(args[1]) ? 0 : daemon_req(dir, args[1], "drain");
         snprintf(req, sizeof(req), "migrate %s %s", args[1], to);
-        return ask_all(dir, req);
+        int moved = ask_apps(dir, req, args[1]);
+        return rc > moved ? rc : moved;
     }
+    if (nargs == 2 && !strcmp(cmd, "undrain") && is_proxy(args[1]) && !is_number(args[1]))
+        return daemon_req(dir, args[1], "undrain");
     fprintf(stderr, "vocl-ctl: %s (see --help)\n",
             nargs == 0 ? "no command given" : "a command with the wrong arguments");
     return 2;
