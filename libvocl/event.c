@@ -4,6 +4,7 @@
  * samplers.
  */
 #include "vocl.h"
+#include "gate.h"
 
 #include "backoff.h"
 #include "liveness.h"
@@ -274,16 +275,19 @@ static void *callbacks_thread(void *arg)
     struct event_cb *active = NULL;
     uint64_t idle_since = vocl_now_ns(), looked = 0;
     for (;;) {
-        if (atomic_load(&cbs.watching) && vocl_now_ns() - looked >= NOTES_LOOK_NS) {
-            looked = vocl_now_ns();
-            look_for_notes();
-        }
         pthread_mutex_lock(&cbs.lock);
         if (!active && !cbs.todo)
             idle_locked(looked);
         struct event_cb *fresh = cbs.todo;
         cbs.todo = NULL;
         pthread_mutex_unlock(&cbs.lock);
+        /* Its passes are calls as the application's are: a migration
+         * (migrate.c) waits for them to end, and they wait for it. */
+        vocl_gate_enter();
+        if (atomic_load(&cbs.watching) && vocl_now_ns() - looked >= NOTES_LOOK_NS) {
+            looked = vocl_now_ns();
+            look_for_notes();
+        }
         bool moved = fresh != NULL;
         while (fresh) {
             struct event_cb *cb = fresh;
@@ -303,6 +307,7 @@ static void *callbacks_thread(void *arg)
             call_back(cb);
             moved = true;
         }
+        vocl_gate_leave();
         if (moved)
             idle_since = vocl_now_ns();
         else
