@@ -8,8 +8,8 @@
 # hostile (which runs tests/reliability/hostile, HOSTILE), bench
 # (vocl-bench --daemons, given as HOSTILE's place: its path), stopped
 # (vocl-bench-tenants' two roles, given there too), midchunk
-# (vocl-bench-worker, there too), isolate (crasher, there too) or drain
-# (vocl-ctl, there too).
+# (vocl-bench-worker, there too), isolate (crasher, there too), drain or
+# balance (vocl-ctl, there too).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -517,6 +517,54 @@ drain)
     "$ctl" undrain a | grep -q '^ok undrained' || fail "undrain"
     app "$tmp/after" a,b "$examples/gemm" -n 64 -r 1 || fail "after undrain: $(tail -3 "$tmp/after")"
     verified "$tmp/after" "the application after undrain"
+    ;;
+balance)
+    # Two daemons of one device; two applications, both on a (b is their
+    # spare: VOCL_SPARE=1).  vocl-ctl balance (HOSTILE's place) moves one
+    # of them to b while they run, and a second pass finds nothing to do;
+    # both verify.  With VOCL_BALANCE_ROUNDS=N, then N timed rounds of the
+    # two on a alone against the two balanced (each daemon one core:
+    # POCL_MAX_PTHREAD_COUNT=1): the table of docs/report/migration.
+    ctl=$hostile
+    export VOCL_CTL_DIR=$tmp/ctl
+    mkdir -m 700 "$VOCL_CTL_DIR"
+    POCL_MAX_PTHREAD_COUNT=1 start_daemon a 1
+    POCL_MAX_PTHREAD_COUNT=1 start_daemon b 1
+    # pair ARGS...: the two applications at once; balanced when $bal is
+    # set; their wall time, in ms, in $wall.
+    pair() {
+        local t0 i js=()
+        rm -f "$VOCL_CTL_DIR"/[0-9]*.sock
+        t0=$(ms)
+        for i in 0 1; do
+            VOCL_SPARE=1 app "$tmp/pair$i" a,b "$examples/gemm" "$@" & js+=($!)
+        done
+        for _ in $(seq 400); do
+            [ "$(find "$VOCL_CTL_DIR" -name '[0-9]*.sock' | wc -l)" -eq 2 ] && break
+            sleep 0.05
+        done
+        if [ -n "${bal:-}" ]; then
+            sleep 0.5 # (their contexts made)
+            "$ctl" balance >"$tmp/balance.out" 2>&1 || fail "balance: $(cat "$tmp/balance.out")"
+            "$ctl" balance >"$tmp/balance2.out" 2>&1 || fail "balance: $(cat "$tmp/balance2.out")"
+        fi
+        for i in 0 1; do
+            wait "${js[$i]}" || fail "application $i: $(tail -3 "$tmp/pair$i")"
+            verified "$tmp/pair$i" "application $i"
+        done
+        wall=$(($(ms) - t0))
+    }
+    bal=1 pair -n 256 -r 150
+    cat "$tmp/balance.out"
+    grep -q '(shared by 2 applications) -> b (idle): ok' "$tmp/balance.out" ||
+        fail "balance moved nothing: $(cat "$tmp/balance.out")"
+    grep -q '^balanced' "$tmp/balance2.out" || fail "a second pass moved: $(cat "$tmp/balance2.out")"
+    for _ in $(seq "${VOCL_BALANCE_ROUNDS:-0}"); do
+        bal= pair -n 512 -r 20; alone=$wall
+        bal=1 pair -n 512 -r 20
+        echo "round: two gemm -n 512 -r 20 on one device: $alone ms; balanced: $wall ms;" \
+             "$(awk -v a="$alone" -v b="$wall" 'BEGIN{printf "%.2fx", a / b}')"
+    done
     ;;
 *)
     fail "unknown test $what"

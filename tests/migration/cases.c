@@ -28,12 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../integration/cl_check.h"
+#include "ctl-ask.h"
 
 static const char *source = "__kernel void add(__global int *a, int v)\n"
                             "{ a[get_global_id(0)] += v; }\n";
@@ -53,25 +52,9 @@ static void expect(int ok, const char *what)
 /* Sends req to this process's control socket; the answer in out. */
 static void ask(const char *req, char *out, size_t n)
 {
-    const char *dir = getenv("VOCL_CTL_DIR");
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof(a.sun_path), "%s/%ld.sock", dir ? dir : ".", (long)getpid());
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    out[0] = '\0';
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-        snprintf(out, n, "error cannot reach %s", a.sun_path);
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) < 0)
-        snprintf(out, n, "error cannot write");
-    size_t got = 0;
-    ssize_t r;
-    while (got < n - 1 && (r = read(fd, out + got, n - 1 - got)) > 0)
-        got += (size_t)r;
-    out[got] = '\0';
-    close(fd);
+    char dir[256], pid[32];
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    vocl_ctl_ask(vocl_ctl_dir_of(NULL, dir, sizeof(dir)), pid, req, out, n);
 }
 
 /* The objects this process has on proxy px, as the control socket counts them. */

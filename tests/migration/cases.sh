@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# cases.sh - cases.c under vocl-run, proxy 2 its spare, with a control
+# cases.sh - a program that moves its own virtual GPUs (cases.c,
+# vocl-bench-migrate), under vocl-run with a spare proxy and a control
 # directory of its own.
-#   cases.sh VOCL_RUN CASES
+#   cases.sh VOCL_RUN PROGRAM [ARGS...]
+# cases.c: three proxies of one device, the last a spare; any other
+# program: two, the second a spare.
 set -euo pipefail
+vocl_run=$1
+shift
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
-timeout 300 "$1" -n 3 -d 1 --spare 1 -- "$2"
+n=2
+[[ "$1" == *migration-cases ]] && n=3
+timeout 300 "$vocl_run" -n "$n" -d 1 --spare 1 -- "$@"

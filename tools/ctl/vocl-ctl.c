@@ -9,14 +9,13 @@
  * mode: the application holds what a migration needs.
  */
 #include <dirent.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <time.h>
+
+#include "ctl-ask.h"
 
 #ifndef VOCL_VERSION
 #define VOCL_VERSION "unknown"
@@ -38,56 +37,18 @@ static void usage(FILE *f)
             "  drain FROM --to TO        a daemon FROM of this user refuses new sessions,\n"
             "                            and every application is moved off FROM to TO\n"
             "  undrain NAME              daemon NAME takes new sessions again\n"
+            "  balance [--watch S [--count N]]\n"
+            "                            where a proxy serves several applications and\n"
+            "                            another that one of them knows serves none, moves\n"
+            "                            that one there: one move a pass, a pass every S\n"
+            "                            seconds with --watch (N passes; default: until\n"
+            "                            stopped)\n"
             "\n"
             "  --dir DIR   where applications and daemons listen (default: VOCL_CTL_DIR,\n"
             "              else $TMPDIR/vocl-ctl-UID, as libvocl and voclproxyd)\n"
             "  -h, --help  this help;  -V, --version  the version\n"
             "Exit status: 0 done, 1 an application or daemon refused (it says why;\n"
             "nothing of it moved), 2 a usage error or nothing reached.\n");
-}
-
-static const char *dir_of(const char *given, char *buf, size_t n)
-{
-    if (given)
-        return given;
-    const char *d = getenv("VOCL_CTL_DIR");
-    if (d && *d)
-        return d;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(buf, n, "%s/vocl-ctl-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)geteuid());
-    return buf;
-}
-
-/* Sends req to <dir>/<who>.sock; its answer in out.  0 ok, 1 it said
- * error, 2 not reached (quiet: a process that just ended is no error). */
-static int ask(const char *dir, const char *who, const char *req, char *out, size_t n)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    out[0] = '\0';
-    if (snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s.sock", dir, who) >=
-        (int)sizeof(a.sun_path)) {
-        snprintf(out, n, "%s: too long a path", dir);
-        return 2;
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) ||
-        write(fd, req, strlen(req)) != (ssize_t)strlen(req) || write(fd, "\n", 1) != 1) {
-        snprintf(out, n, "%s: %s", a.sun_path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return 2;
-    }
-    size_t got = 0;
-    ssize_t r;
-    while (got < n - 1 && (r = read(fd, out + got, n - 1 - got)) > 0)
-        got += (size_t)r;
-    out[got] = '\0';
-    close(fd);
-    if (got < 2) {
-        snprintf(out, n, "%s: no answer", a.sun_path);
-        return 2;
-    }
-    return strncmp(out, "ok", 2) == 0 ? 0 : 1;
 }
 
 /* Prints an answer, each line after prefix. */
@@ -98,7 +59,7 @@ static void print(const char *prefix, char *ans)
 }
 
 /* The applications listening in dir (their pids' names, malloc'd); how many. */
-static size_t apps(const char *dir, char (**who)[24])
+static size_t apps_in(const char *dir, char (**who)[24])
 {
     DIR *d = opendir(dir);
     size_t n = 0, cap = 0;
@@ -142,13 +103,13 @@ static bool has_objects_on(char *ans, const char *p)
 static int ask_apps(const char *dir, const char *req, const char *only)
 {
     char(*who)[24], ans[65536], prefix[32];
-    size_t n = apps(dir, &who);
+    size_t n = apps_in(dir, &who);
     int worst = 0, reached = 0;
     for (size_t i = 0; i < n; i++) {
-        if (only && (ask(dir, who[i], "proxies", ans, sizeof(ans)) ||
+        if (only && (vocl_ctl_ask(dir, who[i], "proxies", ans, sizeof(ans)) ||
                      !has_objects_on(ans, only)))
             continue;
-        int rc = ask(dir, who[i], req, ans, sizeof(ans));
+        int rc = vocl_ctl_ask(dir, who[i], req, ans, sizeof(ans));
         if (rc == 2) /* (it ended meanwhile) */
             continue;
         reached++;
@@ -187,7 +148,7 @@ static int daemon_req(const char *dir, const char *name, const char *req)
 {
     char who[160], ans[1024];
     snprintf(who, sizeof(who), "proxy-%s", name);
-    int rc = ask(dir, who, req, ans, sizeof(ans));
+    int rc = vocl_ctl_ask(dir, who, req, ans, sizeof(ans));
     if (rc == 2)
         fprintf(stderr, "vocl-ctl: daemon %s: not reached (%s): is it this user's, "
                         "started with --listen --name %s?\n", name, ans, name);
@@ -196,9 +157,87 @@ static int daemon_req(const char *dir, const char *name, const char *req)
     return rc;
 }
 
+/* --- balance: one application off a device that several share, onto an idle one --- */
+
+enum { MAX_APPS = 256, MAX_PROXIES = 64 };
+
+struct app_view {
+    char who[24];
+    int n;
+    struct {
+        char name[128];
+        int objects;
+    } px[MAX_PROXIES];
+};
+
+/* An application's proxies, from its 'proxies' answer; false: not reached. */
+static bool view(const char *dir, const char *who, struct app_view *v)
+{
+    char ans[65536], *save;
+    if (vocl_ctl_ask(dir, who, "proxies", ans, sizeof(ans)))
+        return false;
+    snprintf(v->who, sizeof(v->who), "%s", who);
+    v->n = 0;
+    for (char *l = strtok_r(ans, "\n", &save); l && v->n < MAX_PROXIES;
+         l = strtok_r(NULL, "\n", &save)) {
+        int k;
+        if (sscanf(l, "proxy %d name=%127s", &k, v->px[v->n].name) != 2)
+            continue;
+        const char *o = strstr(l, " objects=");
+        v->px[v->n].objects = o && !strstr(l, " gone") ? atoi(o + 9) : -1;
+        v->n++;
+    }
+    return true;
+}
+
+/* How many applications use the proxy named name (objects there). */
+static int users_of(const struct app_view *apps, int napps, const char *name)
+{
+    int n = 0;
+    for (int a = 0; a < napps; a++)
+        for (int k = 0; k < apps[a].n; k++)
+            n += apps[a].px[k].objects > 0 && !strcmp(apps[a].px[k].name, name);
+    return n;
+}
+
+/* One pass: where a proxy serves several applications and another proxy
+ * that one of them knows serves none, that one moves there (one move a
+ * pass: the next pass sees the new loads). */
+static void balance(const char *dir)
+{
+    static struct app_view apps[MAX_APPS];
+    char(*who)[24], req[300], ans[1024];
+    size_t n = apps_in(dir, &who);
+    int napps = 0;
+    for (size_t i = 0; i < n && napps < MAX_APPS; i++)
+        napps += view(dir, who[i], &apps[napps]);
+    free(who);
+    for (int a = napps - 1; a >= 0; a--) { /* (the newest applications move first) */
+        for (int k = 0; k < apps[a].n; k++) {
+            const char *busy = apps[a].px[k].name;
+            if (apps[a].px[k].objects <= 0 || users_of(apps, napps, busy) < 2)
+                continue;
+            for (int j = 0; j < apps[a].n; j++) {
+                const char *idle = apps[a].px[j].name;
+                if (apps[a].px[j].objects != 0 || users_of(apps, napps, idle) > 0)
+                    continue;
+                snprintf(req, sizeof(req), "migrate %d %d", k, j);
+                int rc = vocl_ctl_ask(dir, apps[a].who, req, ans, sizeof(ans));
+                printf("%s: %s (shared by %d applications) -> %s (idle): %s", apps[a].who, busy,
+                       users_of(apps, napps, busy), idle, ans);
+                if (rc == 0)
+                    return;
+            }
+        }
+    }
+    printf("balanced: no proxy serves several applications while another idles\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *given = NULL, *to = NULL;
+    double watch = 0;    /* balance: a pass every so many seconds */
+    long watch_count = 0; /* that many passes (0: until stopped) */
     char *args[8];
     int nargs = 0;
     for (int i = 1; i < argc; i++) {
@@ -209,6 +248,14 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
             printf("vocl-ctl %s\n", VOCL_VERSION);
             return 0;
+        }
+        if (!strcmp(argv[i], "--watch") && i + 1 < argc) {
+            watch = atof(argv[++i]);
+            continue;
+        }
+        if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            watch_count = atol(argv[++i]);
+            continue;
         }
         if ((!strcmp(argv[i], "--dir") || !strcmp(argv[i], "--to")) && i + 1 < argc) {
             if (argv[i][2] == 'd')
@@ -225,12 +272,12 @@ int main(int argc, char **argv)
         args[nargs++] = argv[i];
     }
     char buf[256], req[300], ans[65536];
-    const char *dir = dir_of(given, buf, sizeof(buf));
+    const char *dir = vocl_ctl_dir_of(given, buf, sizeof(buf));
     const char *cmd = nargs ? args[0] : "";
     if (nargs == 1 && !strcmp(cmd, "list"))
         return ask_apps(dir, "proxies", NULL);
     if (nargs == 2 && !strcmp(cmd, "proxies") && is_pid(args[1])) {
-        int rc = ask(dir, args[1], "proxies", ans, sizeof(ans));
+        int rc = vocl_ctl_ask(dir, args[1], "proxies", ans, sizeof(ans));
         if (rc == 2)
             fprintf(stderr, "vocl-ctl: application %s: not reached (%s)\n", args[1], ans);
         else
@@ -242,7 +289,7 @@ int main(int argc, char **argv)
         if (!strcmp(args[1], "--all"))
             return ask_apps(dir, req, NULL);
         if (is_pid(args[1])) {
-            int rc = ask(dir, args[1], req, ans, sizeof(ans));
+            int rc = vocl_ctl_ask(dir, args[1], req, ans, sizeof(ans));
             if (rc == 2)
                 fprintf(stderr, "vocl-ctl: application %s: not reached (%s)\n", args[1], ans);
             else
@@ -256,6 +303,18 @@ int main(int argc, char **argv)
         snprintf(req, sizeof(req), "migrate %s %s", args[1], to);
         int moved = ask_apps(dir, req, args[1]);
         return rc > moved ? rc : moved;
+    }
+    if (nargs == 1 && !strcmp(cmd, "balance")) {
+        /* Once; with --watch, a pass every so many seconds (--count of them). */
+        for (long i = 0; watch <= 0 ? i < 1 : watch_count <= 0 || i < watch_count; i++) {
+            if (i > 0)
+                nanosleep(&(struct timespec){(time_t)watch,
+                                             (long)((watch - (double)(time_t)watch) * 1e9)},
+                          NULL);
+            balance(dir);
+            fflush(stdout);
+        }
+        return 0;
     }
     if (nargs == 2 && !strcmp(cmd, "undrain") && is_proxy(args[1]) && !is_number(args[1]))
         return daemon_req(dir, args[1], "undrain");
