@@ -283,7 +283,7 @@ static void *callbacks_thread(void *arg)
         pthread_mutex_unlock(&cbs.lock);
         /* Its passes are calls as the application's are: a migration
          * (migrate.c) waits for them to end, and they wait for it. */
-        vocl_gate_enter();
+        struct vocl_gate_slot *gate = vocl_gate_enter();
         if (atomic_load(&cbs.watching) && vocl_now_ns() - looked >= NOTES_LOOK_NS) {
             looked = vocl_now_ns();
             look_for_notes();
@@ -307,7 +307,7 @@ static void *callbacks_thread(void *arg)
             call_back(cb);
             moved = true;
         }
-        vocl_gate_leave();
+        vocl_gate_leave(gate);
         if (moved)
             idle_since = vocl_now_ns();
         else

@@ -42,7 +42,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backoff.h"
 #include "gate.h"
@@ -51,7 +54,8 @@
 /* --- the gate -------------------------------------------------------------------------------------- */
 
 atomic_bool vocl_gate_shut;
-_Thread_local struct vocl_gate_slot *vocl_gate_mine;
+bool vocl_gate_fenced;
+_Thread_local struct vocl_gate_slot *vocl_gate_mine __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_opened = PTHREAD_COND_INITIALIZER;
@@ -75,6 +79,9 @@ static void make_key(void)
 {
     if (pthread_key_create(&slot_key, slot_gone))
         atomic_store(&slotless, true);
+    /* Before any slot is taken: from here on entries store plainly. */
+    vocl_gate_fenced =
+        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 struct vocl_gate_slot *vocl_gate_slot(void)
@@ -132,6 +139,12 @@ bool vocl_gate_close(long wait_ms)
     s->depth++;
     atomic_store(&s->in, 1);
     atomic_store(&vocl_gate_shut, true);
+    /* Every thread's plain store of its flag, made before it loaded the
+     * gate open, is seen from here on (gate.h). */
+    if (vocl_gate_fenced && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+        vocl_gate_open();
+        return false;
+    }
     uint64_t until = vocl_now_ns() + (uint64_t)wait_ms * 1000000u;
     while (others_inside(s)) {
         if (vocl_now_ns() > until) {
@@ -149,7 +162,7 @@ void vocl_gate_open(void)
     atomic_store(&vocl_gate_shut, false);
     pthread_cond_broadcast(&gate_opened);
     pthread_mutex_unlock(&gate_lock);
-    vocl_gate_leave();
+    vocl_gate_leave(vocl_gate_mine);
 }
 
 /* --- the migration --------------------------------------------------------------------------------- */

@@ -483,10 +483,11 @@ def gen_client(t):
         # Every entry point goes through the gate (gate.h), which a
         # migration shuts.
         if e.ret == 'void':
-            timed, ret = call, ['    vocl_gate_leave();']
+            timed, ret = call, ['    vocl_gate_leave(gate);']
         else:
-            timed, ret = '%s r = %s' % (e.ret, call), ['    vocl_gate_leave();', '    return r;']
-        o += ['CL_API_ENTRY %s' % e.proto(), '{', '    vocl_gate_enter();',
+            timed, ret = '%s r = %s' % (e.ret, call), ['    vocl_gate_leave(gate);', '    return r;']
+        o += ['CL_API_ENTRY %s' % e.proto(), '{',
+              '    struct vocl_gate_slot *gate = vocl_gate_enter();',
               '    if (!vocl_prof_on) {',
               '        %s;' % timed] + ['    ' + x for x in ret] + (
               ['        return;'] if e.ret == 'void' else []) + [
