@@ -524,46 +524,103 @@ static cl_command_queue queue_of(const struct mig *m, struct vocl_obj *ctx, bool
     return q;
 }
 
-/* Each buffer's bytes, source to target, through this process. */
+/* Tells px to retain id, or to release it as the client's last reference. */
+static void refcount_on(struct vocl_proxy *px, uint64_t id, bool retain)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.async = true;
+    c.px = px;
+    if (vocl_call_start(&c, retain ? VOCL_OP_RETAIN : VOCL_OP_RELEASE) == 0) {
+        if (retain)
+            vocl_enc_RETAIN_req(c.w, &(struct vocl_msg_RETAIN_req){.id = id});
+        else
+            vocl_enc_RELEASE_req(c.w, &(struct vocl_msg_RELEASE_req){.id = id, .last = true});
+        vocl_call_send(&c);
+    }
+    vocl_call_end(&c);
+}
+
+/* Waits on px for its events ids (n of them), then releases them. */
+static cl_int wait_release(struct vocl_proxy *px, const uint64_t *ids, cl_uint n)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = px;
+    if (n && vocl_call_start(&c, VOCL_OP_clWaitForEvents) == 0) {
+        vocl_enc_clWaitForEvents_req(c.w, &(struct vocl_msg_clWaitForEvents_req){
+                                              .events = {.n = n, .v = ids}});
+        vocl_call_send(&c);
+    }
+    vocl_call_end(&c);
+    for (cl_uint i = 0; i < n; i++)
+        refcount_on(px, ids[i], false);
+    return c.err;
+}
+
+/* A buffer's bytes through this process: read from the source, written to
+ * its double (tmp: room for them). */
+static cl_int copy_through(struct mig *m, size_t i, void *tmp)
+{
+    struct vocl_obj *o = m->objs[i];
+    const struct vocl_mem *mm = vocl_as_mem(o);
+    bool made, tmade;
+    cl_command_queue q = queue_of(m, o->context, false, &made);
+    cl_command_queue tq = queue_of(m, o->context, true, &tmade);
+    cl_int err = !q || !tq ? CL_INVALID_CONTEXT : CL_SUCCESS;
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(q, (cl_mem)o, CL_TRUE, 0, mm->mem_size, tmp, 0, NULL, NULL);
+    if (err == CL_SUCCESS && o->reps &&
+        (mm->twinned & (UINT64_C(1) << vocl_rep_index(o, m->from))))
+        err = CL_INVALID_OPERATION; /* (the read should have merged them) */
+    if (err == CL_SUCCESS)
+        err = clEnqueueWriteBuffer(tq, (cl_mem)m->twin[i], CL_TRUE, 0, mm->mem_size, tmp, 0,
+                                   NULL, NULL);
+    if (made)
+        clReleaseCommandQueue(q);
+    if (tmade)
+        clReleaseCommandQueue(tq);
+    return err;
+}
+
+/* Each buffer's bytes, source to target: directly between the proxies
+ * where they share a communicator (job mode) and are not both on this
+ * node, else through this process (on this node its buffers are shared
+ * with the proxies: two copies in memory, faster here than MPI's chunks:
+ * docs/report/migration). */
 static int copy_contents(struct mig *m)
 {
     void *tmp = NULL;
     size_t cap = 0;
-    int rc = 0;
-    for (size_t i = 0; i < m->n && rc == 0; i++) {
+    uint64_t *evs = calloc(m->n + 1, sizeof(*evs));
+    cl_uint nev = 0;
+    cl_int err = evs ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; i < m->n && err == CL_SUCCESS; i++) {
         struct vocl_obj *o = m->objs[i];
         const struct vocl_mem *mm = vocl_as_mem(o);
         uint64_t bit = UINT64_C(1) << vocl_rep_index(o, m->from);
         if (!mm || o->parent || (o->reps && !(mm->valid & bit)))
             continue; /* (a replica without the latest data: the target's is as stale) */
-        bool made, tmade;
-        cl_command_queue q = queue_of(m, o->context, false, &made);
-        cl_command_queue tq = queue_of(m, o->context, true, &tmade);
+        m->st->bytes += mm->mem_size;
+        /* Unmerged writes of several devices are merged by a read first. */
+        if (!(o->reps && (mm->twinned & bit)) && !(m->from->shm && m->to->shm) &&
+            vocl_copy_across(m->from, m->old_id[i], m->to, m->twin[i]->id, &evs[nev]) !=
+                CL_INVALID_OPERATION) {
+            nev++;
+            continue;
+        }
         if (mm->mem_size > cap) {
             free(tmp);
-            cap = mm->mem_size;
-            tmp = malloc(cap);
+            tmp = malloc(cap = mm->mem_size);
         }
-        cl_int err = !tmp ? CL_OUT_OF_HOST_MEMORY : !q || !tq ? CL_INVALID_CONTEXT : CL_SUCCESS;
-        if (err == CL_SUCCESS)
-            err = clEnqueueReadBuffer(q, (cl_mem)o, CL_TRUE, 0, mm->mem_size, tmp, 0, NULL,
-                                      NULL);
-        if (err == CL_SUCCESS && o->reps && (mm->twinned & bit))
-            rc = fail(m, "a buffer has writes of several devices not yet merged: try again");
-        if (err == CL_SUCCESS)
-            err = clEnqueueWriteBuffer(tq, (cl_mem)m->twin[i], CL_TRUE, 0, mm->mem_size, tmp, 0,
-                                       NULL, NULL);
-        if (err)
-            rc = fail(m, "a buffer of %zu bytes did not move (%s)", mm->mem_size,
-                      vocl_err_name(err));
-        m->st->bytes += mm->mem_size;
-        if (made)
-            clReleaseCommandQueue(q);
-        if (tmade)
-            clReleaseCommandQueue(tq);
+        err = tmp ? copy_through(m, i, tmp) : CL_OUT_OF_HOST_MEMORY;
     }
+    cl_int waited = wait_release(m->to, evs, nev);
+    free(evs);
     free(tmp);
-    return rc;
+    if (err == CL_SUCCESS)
+        err = waited;
+    return err ? fail(m, "the buffers' bytes did not move (%s)", vocl_err_name(err)) : 0;
 }
 
 /* The double's place is o's now: the double's husk goes, unknown to the target. */
@@ -610,23 +667,6 @@ static void take_place(struct mig *m, size_t i)
     }
     vocl_obj_forget(t);
     m->twin[i] = NULL;
-}
-
-/* Tells px to retain id, or to release it as the client's last reference. */
-static void refcount_on(struct vocl_proxy *px, uint64_t id, bool retain)
-{
-    struct vocl_call c;
-    vocl_call_init(&c);
-    c.async = true;
-    c.px = px;
-    if (vocl_call_start(&c, retain ? VOCL_OP_RETAIN : VOCL_OP_RELEASE) == 0) {
-        if (retain)
-            vocl_enc_RETAIN_req(c.w, &(struct vocl_msg_RETAIN_req){.id = id});
-        else
-            vocl_enc_RELEASE_req(c.w, &(struct vocl_msg_RELEASE_req){.id = id, .last = true});
-        vocl_call_send(&c);
-    }
-    vocl_call_end(&c);
 }
 
 static void release_twins(struct mig *m)

@@ -646,6 +646,26 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
     return CL_SUCCESS;
 }
 
+cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_proxy *to,
+                        uint64_t to_id, uint64_t *event)
+{
+    if (from->local || to->local || from->comm != to->comm)
+        return CL_INVALID_OPERATION;
+    const struct vocl_rep src = {.px = from, .id = from_id}, dst = {.px = to, .id = to_id};
+    struct migration m = {
+        .from = &src,
+        .to = &dst,
+        .tag = next_peer_tag(),
+        .chunk = from->chunk < to->chunk ? from->chunk : to->chunk,
+        .ev_id = atomic_fetch_add(&to->next_id, 1),
+    };
+    cl_int err = post_async(to, VOCL_OP_MIGRATE_IN, fill_in, &m);
+    if (err == CL_SUCCESS)
+        err = post_async(from, VOCL_OP_MIGRATE_OUT, fill_out, &m);
+    *event = m.ev_id;
+    return err;
+}
+
 /* Moves all of root's data from replica `from` to replica `to`, after what
  * was written there and what cmd waits for. */
 static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)

@@ -543,6 +543,13 @@ bool vocl_names(const struct vocl_obj *o, const struct vocl_proxy *px);
  * proxy and id too, for an object of one proxy or the first replica. */
 void vocl_rep_move(struct vocl_obj *o, struct vocl_proxy *from, struct vocl_proxy *to,
                    uint64_t id);
+/* For a migration: all of memory object from_id on from copied into to_id
+ * on to, directly between the two proxies (MIGRATE_OUT / MIGRATE_IN), with
+ * nothing to wait for first; *event: the event on to that the copy
+ * completes (the caller releases it).  CL_INVALID_OPERATION where they
+ * share no communicator (daemons). */
+cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_proxy *to,
+                        uint64_t to_id, uint64_t *event);
 /* For a command on c->px waiting for an event of another proxy: adds to
  * c's wait list a user event of c->px that a thread sets when the event
  * completes.  0, or -1 when the caller must wait for the event itself. */
