@@ -108,13 +108,78 @@ static void CL_CALLBACK on_done(cl_event e, cl_int status, void *data)
         atomic_fetch_add(&called, 1);
 }
 
-int main(void)
+/* Waits for a file to exist, at most 60 s. */
+static int await_file(const char *path)
+{
+    for (int i = 0; i < 6000; i++) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    return -1;
+}
+
+/*
+ * --target-dies MIB DIR: a buffer of MIB MiB on device 0, filled; then
+ * DIR/ready, and the test script moves proxy 0 and kills the target
+ * meanwhile; at DIR/go, the buffer must still be whole on proxy 0, and a
+ * kernel there must still run.
+ */
+static int target_dies(cl_device_id dev, size_t mib, const char *dir)
+{
+    char path[512];
+    cl_int err;
+    size_t n = (mib << 20) / sizeof(int);
+    cl_context ctx = context_on(dev);
+    cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+    CHECK(err);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    cl_kernel add = clCreateKernel(prog, "add", &err);
+    CHECK(err);
+    int *h = malloc(n * sizeof(int));
+    for (size_t i = 0; h && i < n; i++)
+        h[i] = (int)i;
+    cl_mem buf = h ? clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof(int),
+                                    h, &err)
+                   : NULL;
+    CHECK(h ? err : CL_OUT_OF_HOST_MEMORY);
+    CHECK(clFinish(q));
+    snprintf(path, sizeof(path), "%s/ready", dir);
+    fclose(fopen(path, "w"));
+    snprintf(path, sizeof(path), "%s/go", dir);
+    if (await_file(path)) {
+        fprintf(stderr, "cases: no %s\n", path);
+        return 1;
+    }
+    int v = 3;
+    CHECK(clSetKernelArg(add, 0, sizeof(buf), &buf));
+    CHECK(clSetKernelArg(add, 1, sizeof(v), &v));
+    CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, n * sizeof(int), h, 0, NULL, NULL));
+    for (size_t i = 0; i < n; i++)
+        expect(h[i] == (int)i + v, "target-dies: the buffer, whole on the source");
+    expect(objects_on(0) > 0 && objects_on(2) == 0, "target-dies: everything on the source");
+    free(h);
+    clReleaseMemObject(buf);
+    clReleaseKernel(add);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    printf("cases: target-dies: %s\n", failed ? "FAILED" : "the source kept everything");
+    return failed;
+}
+
+int main(int argc, char **argv)
 {
     cl_device_id devs[2];
     if (first_devices(devs, 2) < 2) {
         fprintf(stderr, "cases: needs two devices (vocl-run -n 3 -d 1, VOCL_SPARE=1)\n");
         return 1;
     }
+    if (argc == 4 && strcmp(argv[1], "--target-dies") == 0)
+        return target_dies(devs[0], (size_t)atol(argv[2]), argv[3]);
     char name0[256], name0_after[256];
     CHECK(clGetDeviceInfo(devs[0], CL_DEVICE_NAME, sizeof(name0), name0, NULL));
     cl_int err;
