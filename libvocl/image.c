@@ -270,6 +270,8 @@ static cl_mem create_image(cl_context context, const cl_mem_properties *properti
         struct vocl_mem *im = vocl_as_mem(img);
         im->dims[0] = w, im->dims[1] = h ? h : 1, im->dims[2] = d ? d : 1;
         im->mem_type = desc->image_type;
+        im->format = *format;
+        im->desc = *desc;
         im->elem_size = elem;
         im->mem_flags = flags;
         im->host_ptr = (flags & CL_MEM_USE_HOST_PTR) ? host_ptr : NULL;

@@ -29,7 +29,7 @@
  * source's number).
  *
  * Not moved yet, refused with the reason: this node's own devices,
- * images, pipes, sub-devices, programs linked from
+ * pipes, 1D images of buffers, sub-devices, programs linked from
  * others or made from IL or built-in kernels, device-side queues, and user
  * events not yet set (a command behind one could not finish in step 2).
  * A command's event becomes a user event on the target with the command's
@@ -276,8 +276,11 @@ static int collect(struct mig *m)
             return fail(m, "a context of the application spans proxies %d and %d already",
                         m->from->index, m->to->index);
         struct vocl_mem *mem = vocl_as_mem(o);
-        if (mem && mem->mem_type)
-            return fail(m, "the application has images or pipes on proxy %d: not moved yet",
+        if (mem && !mem->mem_type && !mem->mem_size) /* (made by generated code: a pipe) */
+            return fail(m, "the application has pipes on proxy %d: not moved yet",
+                        m->from->index);
+        if (mem && mem->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER)
+            return fail(m, "the application has 1D images of buffers on proxy %d: not moved yet",
                         m->from->index);
         if (mem && !o->parent && atomic_load(&o->app_refs) == 0)
             return fail(m, "a buffer the application released is still used by its "
@@ -371,6 +374,13 @@ static struct vocl_obj *twin_mem(struct mig *m, struct vocl_obj *o)
     const cl_mem_flags keep = CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY |
                               CL_MEM_ALLOC_HOST_PTR;
     cl_int err;
+    if (mm->mem_type) { /* an image; of a buffer, its double's */
+        cl_image_desc desc = mm->desc;
+        desc.mem_object = (cl_mem)twin_of(m, o->parent);
+        return (struct vocl_obj *)clCreateImage((cl_context)twin_of(m, o->context),
+                                                mm->mem_flags & keep, &mm->format, &desc, NULL,
+                                                &err);
+    }
     if (!o->parent)
         return (struct vocl_obj *)clCreateBuffer((cl_context)twin_of(m, o->context),
                                                  mm->mem_flags & keep, mm->mem_size, NULL, &err);
@@ -568,14 +578,24 @@ static cl_int copy_through(struct mig *m, size_t i, void *tmp)
     cl_command_queue q = queue_of(m, o->context, false, &made);
     cl_command_queue tq = queue_of(m, o->context, true, &tmade);
     cl_int err = !q || !tq ? CL_INVALID_CONTEXT : CL_SUCCESS;
-    if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(q, (cl_mem)o, CL_TRUE, 0, mm->mem_size, tmp, 0, NULL, NULL);
+    const size_t origin[3] = {0, 0, 0};
+    if (err == CL_SUCCESS && mm->mem_type) {
+        err = clEnqueueReadImage(q, (cl_mem)o, CL_TRUE, origin, mm->dims, 0, 0, tmp, 0, NULL,
+                                 NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueWriteImage(tq, (cl_mem)m->twin[i], CL_TRUE, origin, mm->dims, 0, 0,
+                                      tmp, 0, NULL, NULL);
+    }
+    if (err != CL_SUCCESS || mm->mem_type)
+        goto out;
+    err = clEnqueueReadBuffer(q, (cl_mem)o, CL_TRUE, 0, mm->mem_size, tmp, 0, NULL, NULL);
     if (err == CL_SUCCESS && o->reps &&
         (mm->twinned & (UINT64_C(1) << vocl_rep_index(o, m->from))))
         err = CL_INVALID_OPERATION; /* (the read should have merged them) */
     if (err == CL_SUCCESS)
         err = clEnqueueWriteBuffer(tq, (cl_mem)m->twin[i], CL_TRUE, 0, mm->mem_size, tmp, 0,
                                    NULL, NULL);
+out:
     if (made)
         clReleaseCommandQueue(q);
     if (tmade)
@@ -601,17 +621,21 @@ static int copy_contents(struct mig *m)
         uint64_t bit = UINT64_C(1) << vocl_rep_index(o, m->from);
         if (!mm || o->parent || (o->reps && !(mm->valid & bit)))
             continue; /* (a replica without the latest data: the target's is as stale) */
-        m->st->bytes += mm->mem_size;
-        /* Unmerged writes of several devices are merged by a read first. */
-        if (!(o->reps && (mm->twinned & bit)) && !(m->from->shm && m->to->shm) &&
+        size_t size = mm->mem_type ? mm->elem_size * mm->dims[0] * mm->dims[1] * mm->dims[2]
+                                   : mm->mem_size;
+        m->st->bytes += size;
+        /* Unmerged writes of several devices are merged by a read first;
+         * images go through this process. */
+        if (!mm->mem_type && !(o->reps && (mm->twinned & bit)) &&
+            !(m->from->shm && m->to->shm) &&
             vocl_copy_across(m->from, m->old_id[i], m->to, m->twin[i]->id, &evs[nev]) !=
                 CL_INVALID_OPERATION) {
             nev++;
             continue;
         }
-        if (mm->mem_size > cap) {
+        if (size > cap) {
             free(tmp);
-            tmp = malloc(cap = mm->mem_size);
+            tmp = malloc(cap = size);
         }
         err = tmp ? copy_through(m, i, tmp) : CL_OUT_OF_HOST_MEMORY;
     }

@@ -192,6 +192,8 @@ struct vocl_mem {
     atomic_int shm_state;      /* buffer: 0 SHM_MAP not asked, 1 being asked, 2 answered */
     uint64_t valid;            /* the root buffer: replicas holding the latest data */
     uint64_t twinned;          /* the root buffer: replicas with a twin */
+    cl_image_format format;    /* image: as made (a migration makes it again) */
+    cl_image_desc desc;
 };
 
 struct vocl_program {

@@ -14,6 +14,7 @@
  *              naming it works
  *   map        a region mapped before is unmapped after: its writes land
  *   sub        a sub-buffer keeps its region and its bytes
+ *   image      a 2D image keeps its format, shape and pixels
  *   gated      a user event not yet set: the migration is refused, with
  *              the reason, and nothing moved; once set, it goes
  *   callback   a completion callback registered just before fires once
@@ -258,6 +259,25 @@ int main(int argc, char **argv)
     CHECK(clGetMemObjectInfo(sub, CL_MEM_OFFSET, sizeof(off), &off, NULL));
     expect(off == reg.origin, "sub: its offset");
     CHECK(clReleaseMemObject(sub));
+
+    /* image: a 2D image keeps its format, its shape and its pixels */
+    cl_image_format fmt = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 64,
+                          .image_height = 32};
+    static unsigned char px[64 * 32 * 4], back[64 * 32 * 4];
+    for (size_t i = 0; i < sizeof(px); i++)
+        px[i] = (unsigned char)(i * 7 + 1);
+    cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &fmt, &desc, px,
+                               &err);
+    CHECK(err);
+    expect(move(), "image: the migration with an image");
+    size_t origin[3] = {0, 0, 0}, region[3] = {64, 32, 1};
+    CHECK(clEnqueueReadImage(q, img, CL_TRUE, origin, region, 0, 0, back, 0, NULL, NULL));
+    expect(memcmp(px, back, sizeof(px)) == 0, "image: its pixels after the move");
+    size_t height = 0;
+    CHECK(clGetImageInfo(img, CL_IMAGE_HEIGHT, sizeof(height), &height, NULL));
+    expect(height == 32, "image: its shape after the move");
+    CHECK(clReleaseMemObject(img));
 
     /* gated: refused while a user event holds a command */
     cl_event user = clCreateUserEvent(ctx, &err);
