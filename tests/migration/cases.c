@@ -18,6 +18,7 @@
  *   gated      a user event not yet set: the migration is refused, with
  *              the reason, and nothing moved; once set, it goes
  *   callback   a completion callback registered just before fires once
+ *   printf     a kernel's output of before a move comes before that of after
  *   requests   malformed requests are refused and change nothing
  *   spanning   a context spanning proxies 0 and 1 moves its part on 0 and
  *              back, a buffer written on one device and read on the other;
@@ -360,6 +361,25 @@ int main(int argc, char **argv)
     CHECK(clReleaseCommandQueue(q1));
     CHECK(clReleaseContext(both));
     expect(sum_check(q, buf, total) == CL_SUCCESS, "spanning: the first context's data");
+
+    /* printf: a kernel's output of before the move comes before that of
+     * after it (cases.sh checks the order of the lines) */
+    static const char *say = "__kernel void say(int when) { printf(\"kprintf: %d\\n\", when); }\n";
+    cl_program sp = clCreateProgramWithSource(ctx, 1, &say, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(sp, 1, devs, NULL, NULL, NULL));
+    cl_kernel sk = clCreateKernel(sp, "say", &err);
+    CHECK(err);
+    size_t one = 1;
+    for (int when = 1; when <= 2; when++) {
+        CHECK(clSetKernelArg(sk, 0, sizeof(when), &when));
+        CHECK(clEnqueueNDRangeKernel(q, sk, 1, NULL, &one, NULL, 0, NULL, NULL));
+        if (when == 1)
+            expect(move(), "printf: the migration between two kernels that print");
+    }
+    CHECK(clFinish(q));
+    CHECK(clReleaseKernel(sk));
+    CHECK(clReleaseProgram(sp));
 
     CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseKernel(add));

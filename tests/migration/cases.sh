@@ -14,4 +14,10 @@ export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
 n=2
 [[ "$1" == *migration-cases ]] && n=3
-timeout 300 "$vocl_run" -n "$n" -d 1 --spare 1 -- "$@"
+timeout 300 "$vocl_run" -n "$n" -d 1 --spare 1 -- "$@" | tee "$tmp/out"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
+# cases.c: its kernels' output in the order they ran, across a move.
+if [ "$n" = 3 ] && [ "$(grep '^kprintf: ' "$tmp/out" | tr '\n' ' ')" != "kprintf: 1 kprintf: 2 " ]; then
+    echo "FAILED: kernel output across a move: $(grep '^kprintf' "$tmp/out" | tr '\n' ' ')"
+    exit 1
+fi
