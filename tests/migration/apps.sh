@@ -45,8 +45,11 @@ for round in $(seq "$rounds"); do
     for hop in "0 2" "2 0"; do
         sleep 0.3
         # shellcheck disable=SC2086
-        out=$("$ctl" migrate "$app" $hop 2>&1) ||
+        out=$("$ctl" migrate "$app" $hop 2>&1) || {
+            kill -0 "$job" 2>/dev/null ||
+                fail "round $round: the application ended before the move $hop: give it more work"
             fail "round $round: migrate $hop: $out (the application: $(tail -n 3 "$tmp/run.err"))"
+        }
         echo "round $round: migrate $hop: $out"
     done
     wait "$job" || { tail -n 20 "$tmp/run.err"; fail "round $round: the run failed"; }
