@@ -284,7 +284,7 @@ static int collect(struct mig *m)
                         m->from->index);
         if (mem && !o->parent && atomic_load(&o->app_refs) == 0)
             return fail(m, "a buffer the application released is still used by its "
-                           "sub-buffers on proxy %d: not moved yet", m->from->index);
+                           "sub-buffers or images on proxy %d: not moved yet", m->from->index);
         struct vocl_program *p = vocl_as_program(o);
         if (p && p->ninputs)
             return fail(m, "the application has a linked program on proxy %d: not moved yet",
@@ -314,11 +314,30 @@ static int drain(struct mig *m)
     struct vocl_obj **all = m->spanning ? vocl_objs_on(NULL, &n) : m->objs;
     if (!m->spanning)
         n = m->n;
-    int rc = all ? 0 : fail(m, "out of memory");
+    cl_event *marks = all ? calloc(n + 1, sizeof(*marks)) : NULL;
+    int rc = marks ? 0 : fail(m, "out of memory");
+    /* A marker on each, then waited for at most as long as for the
+     * threads: a kernel that runs on (or waits for something that never
+     * comes) makes the migration fail, not the application hang. */
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (all[i]->type == VOCL_T_QUEUE && atomic_load(&all[i]->app_refs) > 0 &&
-            clFinish((cl_command_queue)all[i]))
-            rc = fail(m, "a queue of proxy %d did not finish", all[i]->px->index);
+            clEnqueueMarkerWithWaitList((cl_command_queue)all[i], 0, NULL, &marks[i]))
+            rc = fail(m, "a queue of proxy %d took no marker", all[i]->px->index);
+    uint64_t until = vocl_now_ns() + (uint64_t)vocl.migrate_wait_ms * 1000000u;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        cl_int st = CL_QUEUED;
+        while (marks[i] && clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                          sizeof(st), &st, NULL) == CL_SUCCESS &&
+               st > CL_COMPLETE && vocl_now_ns() < until)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        if (marks[i] && st != CL_COMPLETE)
+            rc = fail(m, "a queue of proxy %d did not finish its commands in %ld ms%s",
+                      all[i]->px->index, vocl.migrate_wait_ms, st < 0 ? " (one failed)" : "");
+    }
+    for (size_t i = 0; marks && i < n; i++)
+        if (marks[i])
+            clReleaseEvent(marks[i]);
+    free(marks);
     for (size_t i = 0; m->spanning && all && i < n; i++)
         vocl_obj_drop(all[i]);
     if (m->spanning)

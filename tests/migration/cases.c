@@ -15,6 +15,8 @@
  *   map        a region mapped before is unmapped after: its writes land
  *   sub        a sub-buffer keeps its region and its bytes
  *   image      a 2D image keeps its format, shape and pixels
+ *   long       a kernel that runs past VOCL_MIGRATE_WAIT_MS: refused, saying
+ *              why; once it is done, the move goes
  *   gated      a user event not yet set: the migration is refused, with
  *              the reason, and nothing moved; once set, it goes
  *   callback   a completion callback registered just before fires once
@@ -279,6 +281,53 @@ int main(int argc, char **argv)
     CHECK(clGetImageInfo(img, CL_IMAGE_HEIGHT, sizeof(height), &height, NULL));
     expect(height == 32, "image: its shape after the move");
     CHECK(clReleaseMemObject(img));
+
+    /* long: a kernel that runs past VOCL_MIGRATE_WAIT_MS (cases.sh: 1500)
+     * makes the move fail, saying why; once it is done, the move goes */
+    static const char *spin_src =
+        "__kernel void spin(__global int *a, long n)\n"
+        "{ int x = a[0]; for (long i = 0; i < n; i++) x = x * 1103515245 + 12345; a[1] = x; }\n";
+    cl_program spp = clCreateProgramWithSource(ctx, 1, &spin_src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(spp, 1, devs, NULL, NULL, NULL));
+    cl_kernel spin = clCreateKernel(spp, "spin", &err);
+    CHECK(err);
+    cl_mem sb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(spin, 0, sizeof(sb), &sb));
+    cl_long spins = 1 << 10;
+    double took = 0;
+    CHECK(clSetKernelArg(spin, 1, sizeof(spins), &spins));
+    CHECK(clEnqueueTask(q, spin, 0, NULL, NULL)); /* (PoCL compiles it at its first launch) */
+    CHECK(clFinish(q));
+    spins = 1 << 22;
+    while (took < 0.05 && spins < ((cl_long)1 << 40)) { /* (calibrated: speeds vary) */
+        spins *= 2;
+        CHECK(clSetKernelArg(spin, 1, sizeof(spins), &spins));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK(clEnqueueTask(q, spin, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    }
+    spins = (cl_long)((double)spins * 4.0 / took); /* about 4 s */
+    CHECK(clSetKernelArg(spin, 1, sizeof(spins), &spins));
+    CHECK(clEnqueueTask(q, spin, 0, NULL, NULL));
+    char lans[1024], lreq[64];
+    snprintf(lreq, sizeof(lreq), "migrate %d %d", home, 2 - home);
+    ask(lreq, lans, sizeof(lans));
+    if (strncmp(lans, "error", 5) || !strstr(lans, "did not finish"))
+        fprintf(stderr, "cases: long (%lld spins, %.3f s for a 80th): %s", (long long)spins, took,
+                lans);
+    expect(strncmp(lans, "error", 5) == 0 && strstr(lans, "did not finish"),
+           "long: refused while a kernel runs on, saying why");
+    expect(objects_on(2 - home) == 0, "long: nothing moved");
+    CHECK(clFinish(q));
+    expect(move(), "long: once the kernel is done");
+    CHECK(clReleaseMemObject(sb));
+    CHECK(clReleaseKernel(spin));
+    CHECK(clReleaseProgram(spp));
 
     /* gated: refused while a user event holds a command */
     cl_event user = clCreateUserEvent(ctx, &err);
