@@ -122,6 +122,8 @@ static int ask_apps(const char *dir, const char *req, const char *only)
         fprintf(stderr, "vocl-ctl: no application listens in %s\n", dir);
         return 2;
     }
+    if (!reached)
+        printf("no application in %s has objects on proxy %s\n", dir, only);
     return worst;
 }
 
