@@ -68,7 +68,7 @@ static void handle(int fd, const char *req, void *arg)
             vocl_ctl_say(fd, "error no proxy %s here (there are %d: 0 to %d)\n", from ? b : a,
                          vocl.nproxies, vocl.nproxies - 1);
         else if (vocl_migrate(from, to, &st, why, sizeof(why)))
-            vocl_ctl_say(fd, "error %s; everything stays on proxy %d\n", why, from->index);
+            vocl_ctl_say(fd, "error %s; everything stays on proxy %s\n", why, a);
         else
             vocl_ctl_say(fd, "ok objects=%zu bytes=%llu seconds=%.6f pause=%.6f copy=%.6f\n",
                          st.objects, (unsigned long long)st.bytes, (double)st.total_ns / 1e9,

@@ -180,6 +180,7 @@ struct mig {
     size_t whylen;
     struct vocl_migration *st;
     bool spanning; /* a context spans the source and other proxies */
+    char src[80], dst[80]; /* the two proxies, for messages: their names, else numbers */
 };
 
 static int fail(struct mig *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -192,6 +193,15 @@ static int fail(struct mig *m, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
+}
+
+/* A proxy as messages name it: by its name (connect mode), else its number. */
+static void label(char buf[80], const struct vocl_proxy *px)
+{
+    if (px->name)
+        snprintf(buf, 80, "%.70s", px->name);
+    else
+        snprintf(buf, 80, "%d", px->index);
 }
 
 static const char *type_name(enum vocl_type t)
@@ -236,22 +246,21 @@ static int match_devices(struct mig *m)
         if (d->type != VOCL_T_DEVICE)
             continue;
         if (d->parent)
-            return fail(m, "the application has sub-devices on proxy %d: not moved yet",
-                        m->from->index);
+            return fail(m, "the application has sub-devices on proxy %s: not moved yet", m->src);
         struct vocl_obj *t = twin_of(m, d);
         char a[256] = "", b[256] = "";
         cl_device_type ta = 0, tb = 0;
         if (!t)
-            return fail(m, "proxy %d has no device %llu like proxy %d's", m->to->index,
-                        (unsigned long long)d->id, m->from->index);
+            return fail(m, "proxy %s has no device %llu like proxy %s's", m->dst,
+                        (unsigned long long)d->id, m->src);
         if (clGetDeviceInfo((cl_device_id)d, CL_DEVICE_NAME, sizeof(a) - 1, a, NULL) ||
             clGetDeviceInfo((cl_device_id)t, CL_DEVICE_NAME, sizeof(b) - 1, b, NULL) ||
             clGetDeviceInfo((cl_device_id)d, CL_DEVICE_TYPE, sizeof(ta), &ta, NULL) ||
             clGetDeviceInfo((cl_device_id)t, CL_DEVICE_TYPE, sizeof(tb), &tb, NULL))
             return fail(m, "the devices' names could not be asked");
         if (strcmp(a, b) || ta != tb)
-            return fail(m, "device %llu of proxy %d (%s) is not like proxy %d's (%s)",
-                        (unsigned long long)d->id, m->from->index, a, m->to->index, b);
+            return fail(m, "device %llu of proxy %s (%s) is not like proxy %s's (%s)",
+                        (unsigned long long)d->id, m->src, a, m->dst, b);
     }
     return 0;
 }
@@ -277,18 +286,17 @@ static int collect(struct mig *m)
                         m->from->index, m->to->index);
         struct vocl_mem *mem = vocl_as_mem(o);
         if (mem && !mem->mem_type && !mem->mem_size) /* (made by generated code: a pipe) */
-            return fail(m, "the application has pipes on proxy %d: not moved yet",
-                        m->from->index);
+            return fail(m, "the application has pipes on proxy %s: not moved yet", m->src);
         if (mem && mem->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER)
-            return fail(m, "the application has 1D images of buffers on proxy %d: not moved yet",
-                        m->from->index);
+            return fail(m, "the application has 1D images of buffers on proxy %s: not moved yet",
+                        m->src);
         if (mem && !o->parent && atomic_load(&o->app_refs) == 0)
             return fail(m, "a buffer the application released is still used by its "
-                           "sub-buffers or images on proxy %d: not moved yet", m->from->index);
+                           "sub-buffers or images on proxy %s: not moved yet", m->src);
         struct vocl_program *p = vocl_as_program(o);
         if (p && p->ninputs)
-            return fail(m, "the application has a linked program on proxy %d: not moved yet",
-                        m->from->index);
+            return fail(m, "the application has a linked program on proxy %s: not moved yet",
+                        m->src);
     }
     return 0;
 }
@@ -304,8 +312,8 @@ static int drain(struct mig *m)
         if (clGetEventInfo((cl_event)e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
                            NULL) == CL_SUCCESS &&
             st > CL_COMPLETE)
-            return fail(m, "a user event on proxy %d is not set yet: commands may wait for it",
-                        m->from->index);
+            return fail(m, "a user event on proxy %s is not set yet: commands may wait for it",
+                        m->src);
     }
     /* The source's queues; with a context spanning proxies, every queue:
      * moves between proxies read from or write to the source.  (A queue
@@ -322,17 +330,20 @@ static int drain(struct mig *m)
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (all[i]->type == VOCL_T_QUEUE && atomic_load(&all[i]->app_refs) > 0 &&
             clEnqueueMarkerWithWaitList((cl_command_queue)all[i], 0, NULL, &marks[i]))
-            rc = fail(m, "a queue of proxy %d took no marker", all[i]->px->index);
+            rc = fail(m, "a queue of proxy %s took no marker", m->src);
     uint64_t until = vocl_now_ns() + (uint64_t)vocl.migrate_wait_ms * 1000000u;
     for (size_t i = 0; rc == 0 && i < n; i++) {
+        char name[80];
         cl_int st = CL_QUEUED;
         while (marks[i] && clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS,
                                           sizeof(st), &st, NULL) == CL_SUCCESS &&
                st > CL_COMPLETE && vocl_now_ns() < until)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
-        if (marks[i] && st != CL_COMPLETE)
-            rc = fail(m, "a queue of proxy %d did not finish its commands in %ld ms%s",
-                      all[i]->px->index, vocl.migrate_wait_ms, st < 0 ? " (one failed)" : "");
+        if (marks[i] && st != CL_COMPLETE) {
+            label(name, all[i]->px);
+            rc = fail(m, "a queue of proxy %s did not finish its commands in %ld ms%s", name,
+                      vocl.migrate_wait_ms, st < 0 ? " (one failed)" : "");
+        }
     }
     for (size_t i = 0; marks && i < n; i++)
         if (marks[i])
@@ -456,10 +467,10 @@ static struct vocl_obj *twin_program(struct mig *m, struct vocl_obj *o)
             free(bins[i]);
     }
     if (!t)
-        fail(m, "a program of proxy %d could not be made again from its source or binaries",
-             m->from->index);
+        fail(m, "a program of proxy %s could not be made again from its source or binaries",
+             m->src);
     if (t && p->built && (err = clBuildProgram(t, ndevs, devs, p->options, NULL, NULL))) {
-        fail(m, "a program did not build on proxy %d (%s)", m->to->index, vocl_err_name(err));
+        fail(m, "a program did not build on proxy %s (%s)", m->dst, vocl_err_name(err));
         clReleaseProgram(t);
         t = NULL;
     }
@@ -525,8 +536,8 @@ static int make_twins(struct mig *m)
         default: break;
         }
         if (!t)
-            return fail(m, "a %s could not be made again on proxy %d", type_name(o->type),
-                        m->to->index);
+            return fail(m, "a %s could not be made again on proxy %s", type_name(o->type),
+                        m->dst);
         m->twin[i] = t;
     }
     return 0;
@@ -725,6 +736,8 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
                  char *why, size_t whylen)
 {
     struct mig m = {.from = from, .to = to, .why = why, .whylen = whylen, .st = st};
+    label(m.src, from);
+    label(m.dst, to);
     memset(st, 0, sizeof(*st));
     why[0] = '\0';
     vocl_map_init(&m.where);
@@ -734,7 +747,7 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
     if (from->local || to->local)
         return fail(&m, "this node's own devices (--local) do not move");
     if (atomic_load(&from->dead) || atomic_load(&to->dead))
-        return fail(&m, "proxy %d is gone", atomic_load(&from->dead) ? from->index : to->index);
+        return fail(&m, "proxy %s is gone", atomic_load(&from->dead) ? m.src : m.dst);
     if (!vocl_gate_close(vocl.migrate_wait_ms))
         return fail(&m, "a thread of the application stayed inside OpenCL for %ld ms "
                         "(a blocking call): try again", vocl.migrate_wait_ms);
@@ -751,7 +764,7 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
         rc = copy_contents(&m);
     for (size_t i = 0; rc == 0 && i < m.n; i++) /* the last word: any deferred error */
         if (m.twin[i] && m.twin[i]->type == VOCL_T_QUEUE && clFinish((cl_command_queue)m.twin[i]))
-            rc = fail(&m, "proxy %d failed a command of the migration", to->index);
+            rc = fail(&m, "proxy %s failed a command of the migration", m.dst);
     uint64_t t3 = vocl_now_ns();
     if (rc) {
         release_twins(&m);
@@ -791,8 +804,8 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
     st->total_ns = vocl_now_ns() - t0;
     st->copy_ns = t3 - t2;
     if (rc == 0)
-        vocl_info("migrated proxy %d to proxy %d: %zu objects, %llu bytes, paused %.1f ms",
-                  from->index, to->index, st->objects, (unsigned long long)st->bytes,
+        vocl_info("migrated proxy %s to proxy %s: %zu objects, %llu bytes, paused %.1f ms",
+                  m.src, m.dst, st->objects, (unsigned long long)st->bytes,
                   (double)st->pause_ns / 1e6);
     return rc;
 }

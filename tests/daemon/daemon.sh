@@ -481,7 +481,8 @@ drain)
     # (VOCL_SPARE=1), are moved off a to c while they run: vocl-ctl drain
     # (HOSTILE's place).  Meanwhile a refuses a new application, saying
     # why (it runs on b alone); the three verify, a is left with no
-    # session, and once undrained a serves again.
+    # session, and once undrained a serves again.  Then an application on
+    # a daemon of two devices is not moved to one of one.
     ctl=$hostile
     export VOCL_CTL_DIR=$tmp/ctl
     mkdir -m 700 "$VOCL_CTL_DIR"
@@ -517,6 +518,22 @@ drain)
     "$ctl" undrain a | grep -q '^ok undrained' || fail "undrain"
     app "$tmp/after" a,b "$examples/gemm" -n 64 -r 1 || fail "after undrain: $(tail -3 "$tmp/after")"
     verified "$tmp/after" "the application after undrain"
+    # A proxy of two devices is not moved onto one of one: refused, saying
+    # why, and the application verifies where it was.
+    start_daemon two 2
+    rm -f "$VOCL_CTL_DIR"/[0-9]*.sock
+    VOCL_SPARE=1 app "$tmp/two" two,a "$examples/gemm" -n 256 -r 100 & j=$!
+    for _ in $(seq 400); do
+        sock=$(find "$VOCL_CTL_DIR" -name '[0-9]*.sock' | head -n 1)
+        [ -n "$sock" ] && break
+        sleep 0.05
+    done
+    sleep 0.5
+    out=$("$ctl" migrate "$(basename "$sock" .sock)" two a 2>&1) && fail "2 devices moved onto 1: $out"
+    echo "$out"
+    echo "$out" | grep -q 'proxy a has no device 2 like proxy two' || fail "the refusal gave no reason: $out"
+    wait "$j" || fail "the application of two devices: $(tail -3 "$tmp/two")"
+    grep -q 'devices=2 .*verified=yes' "$tmp/two" || fail "it did not verify: $(tail -3 "$tmp/two")"
     ;;
 balance)
     # Two daemons of one device; two applications, both on a (b is their
