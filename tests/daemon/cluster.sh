@@ -51,7 +51,10 @@ unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
 export OMPI_MCA_oob_tcp_if_include=10.213.0.0/24 OMPI_MCA_btl_tcp_if_include=10.213.0.0/24
 export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri
+# (The daemons' and applications' control sockets: the test's own.)
+export VOCL_CTL_DIR=$tmp/ctl
 mkdir -p "$HOME"
+mkdir -p -m 700 "$VOCL_CTL_DIR"
 
 ompi-server --no-daemonize -r "$VOCL_NAME_SERVER" >"$tmp/ns.log" 2>&1 &
 pids+=($!)

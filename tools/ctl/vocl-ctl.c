@@ -9,6 +9,9 @@
  * mode: the application holds what a migration needs.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +61,8 @@ static void print(const char *prefix, char *ans)
         printf("%s%s\n", prefix, line);
 }
 
-/* The applications listening in dir (their pids' names, malloc'd); how many. */
+/* The applications listening in dir (their pids' names, malloc'd); how
+ * many.  The sockets of processes that are gone are removed. */
 static size_t apps_in(const char *dir, char (**who)[24])
 {
     DIR *d = opendir(dir);
@@ -70,6 +74,11 @@ static size_t apps_in(const char *dir, char (**who)[24])
         long pid = strtol(e->d_name, &end, 10);
         if (end == e->d_name || strcmp(end, ".sock") || pid <= 0)
             continue;
+        if (kill((pid_t)pid, 0) && errno == ESRCH) {
+            /* Left by a process that was killed: nobody listens there. */
+            unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
         if (n == cap) {
             char(*nw)[24] = realloc(*who, (cap = cap ? 2 * cap : 16) * sizeof(*nw));
             if (!nw)
