@@ -92,6 +92,20 @@ static int move(void)
     return left == 0 && there > 0;
 }
 
+/* A move that must be refused, its answer naming reason; nothing moves. */
+static void refused(const char *reason, const char *what)
+{
+    char req[64], ans[1024], msg[128];
+    snprintf(req, sizeof(req), "migrate %d %d", home, 2 - home);
+    ask(req, ans, sizeof(ans));
+    if (strncmp(ans, "error", 5) || !strstr(ans, reason))
+        fprintf(stderr, "cases: %s: %s", req, ans);
+    snprintf(msg, sizeof(msg), "%s: refused, saying why", what);
+    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, reason) != NULL, msg);
+    snprintf(msg, sizeof(msg), "%s: nothing moved", what);
+    expect(objects_on(2 - home) == 0, msg);
+}
+
 static cl_int sum_check(cl_command_queue q, cl_mem buf, int want)
 {
     static int h[N];
@@ -137,11 +151,7 @@ static int target_dies(cl_device_id dev, size_t mib, const char *dir)
     cl_context ctx = context_on(dev);
     cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
     CHECK(err);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
-    cl_kernel add = clCreateKernel(prog, "add", &err);
-    CHECK(err);
+    cl_kernel add = build_kernel(ctx, dev, source, "add");
     int *h = malloc(n * sizeof(int));
     for (size_t i = 0; h && i < n; i++)
         h[i] = (int)i;
@@ -168,7 +178,6 @@ static int target_dies(cl_device_id dev, size_t mib, const char *dir)
     free(h);
     clReleaseMemObject(buf);
     clReleaseKernel(add);
-    clReleaseProgram(prog);
     clReleaseCommandQueue(q);
     clReleaseContext(ctx);
     printf("cases: target-dies: %s\n", failed ? "FAILED" : "the source kept everything");
@@ -287,11 +296,7 @@ int main(int argc, char **argv)
     static const char *spin_src =
         "__kernel void spin(__global int *a, long n)\n"
         "{ int x = a[0]; for (long i = 0; i < n; i++) x = x * 1103515245 + 12345; a[1] = x; }\n";
-    cl_program spp = clCreateProgramWithSource(ctx, 1, &spin_src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(spp, 1, devs, NULL, NULL, NULL));
-    cl_kernel spin = clCreateKernel(spp, "spin", &err);
-    CHECK(err);
+    cl_kernel spin = build_kernel(ctx, devs[0], spin_src, "spin");
     cl_mem sb = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
     CHECK(err);
     CHECK(clSetKernelArg(spin, 0, sizeof(sb), &sb));
@@ -314,32 +319,18 @@ int main(int argc, char **argv)
     spins = (cl_long)((double)spins * 4.0 / took); /* about 4 s */
     CHECK(clSetKernelArg(spin, 1, sizeof(spins), &spins));
     CHECK(clEnqueueTask(q, spin, 0, NULL, NULL));
-    char lans[1024], lreq[64];
-    snprintf(lreq, sizeof(lreq), "migrate %d %d", home, 2 - home);
-    ask(lreq, lans, sizeof(lans));
-    if (strncmp(lans, "error", 5) || !strstr(lans, "did not finish"))
-        fprintf(stderr, "cases: long (%lld spins, %.3f s for a 80th): %s", (long long)spins, took,
-                lans);
-    expect(strncmp(lans, "error", 5) == 0 && strstr(lans, "did not finish"),
-           "long: refused while a kernel runs on, saying why");
-    expect(objects_on(2 - home) == 0, "long: nothing moved");
+    refused("did not finish", "long");
     CHECK(clFinish(q));
     expect(move(), "long: once the kernel is done");
     CHECK(clReleaseMemObject(sb));
     CHECK(clReleaseKernel(spin));
-    CHECK(clReleaseProgram(spp));
 
     /* gated: refused while a user event holds a command */
     cl_event user = clCreateUserEvent(ctx, &err);
     CHECK(err);
     CHECK(clEnqueueNDRangeKernel(q, add, 1, NULL, &global, NULL, 1, &user, NULL));
     total += v;
-    char ans[1024], req[64];
-    snprintf(req, sizeof(req), "migrate %d %d", home, 2 - home);
-    ask(req, ans, sizeof(ans));
-    expect(strncmp(ans, "error", 5) == 0 && strstr(ans, "user event"),
-           "gated: refused, saying why");
-    expect(objects_on(2 - home) == 0, "gated: nothing moved");
+    refused("user event", "gated");
     CHECK(clSetUserEventStatus(user, CL_COMPLETE));
     CHECK(clFinish(q));
     CHECK(clReleaseEvent(user));
@@ -360,6 +351,7 @@ int main(int argc, char **argv)
     expect(sum_check(q, buf, total) == CL_SUCCESS, "callback: the data");
 
     /* requests: malformed ones change nothing */
+    char ans[1024];
     ask("migrate 0 0", ans, sizeof(ans));
     expect(strncmp(ans, "error", 5) == 0, "requests: to itself");
     ask("migrate 0 9", ans, sizeof(ans));
@@ -414,11 +406,7 @@ int main(int argc, char **argv)
     /* printf: a kernel's output of before the move comes before that of
      * after it (cases.sh checks the order of the lines) */
     static const char *say = "__kernel void say(int when) { printf(\"kprintf: %d\\n\", when); }\n";
-    cl_program sp = clCreateProgramWithSource(ctx, 1, &say, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(sp, 1, devs, NULL, NULL, NULL));
-    cl_kernel sk = clCreateKernel(sp, "say", &err);
-    CHECK(err);
+    cl_kernel sk = build_kernel(ctx, devs[0], say, "say");
     size_t one = 1;
     for (int when = 1; when <= 2; when++) {
         CHECK(clSetKernelArg(sk, 0, sizeof(when), &when));
@@ -428,7 +416,6 @@ int main(int argc, char **argv)
     }
     CHECK(clFinish(q));
     CHECK(clReleaseKernel(sk));
-    CHECK(clReleaseProgram(sp));
 
     CHECK(clReleaseMemObject(buf));
     CHECK(clReleaseKernel(add));
