@@ -7,7 +7,7 @@
 #   .gpu/sys.tar.xz    Debian 12's MPICH (hydra, UCX), ocl-icd, PoCL 3.1
 #                      with LLVM 15 and HDF5's library, under lib/ share/ bin/
 #   .gpu/stubs/        stand-ins for libxml2, libz3 and libcurl (stubs.py)
-#   .gpu/build.tar.xz  the programs of build/ that run.sh runs
+#   .gpu/build.tar.xz  the programs of build/ that run.sh and ../gpu/lease.sh run
 #
 #   docs/report/runtimes-gpu-node/stage.sh [build]   (from the source tree, after ninja -C build;
 #                                                     "build": only build.tar.xz again)
@@ -22,7 +22,8 @@ pack_build() {
     tar -cf - --exclude='*.p' build/tools/vocl-run build/tools/guard/vocl-guard build/proxyd/voclproxyd \
         build/libvocl/libvocl.so* build/libvocl/*.icd build/examples/allpairs/allpairs-prnu \
         build/examples/dag/dag-nbody build/examples/hep/hep-tth build/examples/kmer/kmer-assemble \
-        build/examples/kmer/kmer-gen | xz -9 -T0 >"$dest/build.tar.xz"
+        build/examples/kmer/kmer-gen build/tools/bench/vocl-bench build/tools/bench/vocl-bench-worker \
+        build/tools/bench/mpi-pingpong | xz -9 -T0 >"$dest/build.tar.xz"
 }
 [ "${1:-}" = build ] && { pack_build; exit; }
 work=$(mktemp -d)
