@@ -8,7 +8,8 @@
  * native callback on each event and returns; when the last one completes,
  * the reply is built and handed to the session's transport (s->reply), by
  * this file's thread, never by the driver's callback thread (which must not
- * wait for our locks).  Replies carry the request's seq: the client matches
+ * wait for our locks).  The callbacks are watch.c's: a driver that calls
+ * back late (NVIDIA's, by some 20 ms) is looked at meanwhile.  Replies carry the request's seq: the client matches
  * them by it, so they may go out in any order.
  *
  * A command a client waits for is often short: a 4-byte read on a GPU
@@ -136,7 +137,7 @@ static void queue_reply(struct later *l)
     pthread_mutex_unlock(&done.lock);
 }
 
-static void CL_CALLBACK on_event(cl_event ev, cl_int status, void *arg)
+static void on_event(cl_event ev, cl_int status, void *arg)
 {
     struct later *l = arg;
     /* PoCL calls back a command that failed (its wait list did) with
@@ -225,7 +226,7 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
         q->cl->clRetainEvent(evs[i]);
     }
     for (cl_uint i = 0; i < n; i++)
-        if (q->cl->clSetEventCallback(evs[i], CL_COMPLETE, on_event, l) != CL_SUCCESS) {
+        if (exec_watch(q->cl, evs[i], on_event, l) != CL_SUCCESS) {
             /* Not an event the driver can call back on: wait for it here. */
             cl_int st = CL_COMPLETE;
             q->cl->clWaitForEvents(1, &evs[i]);

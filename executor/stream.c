@@ -6,7 +6,7 @@
  * The request thread enqueues the device reads (without waiting) and queues
  * one job per chunk here; while this thread sends chunk k, the device fills
  * chunk k+1, and up to the transfer's depth of chunks are in flight at
- * once.  A native event callback marks a job ready, and the thread sends
+ * once.  A watch of its event (watch.c) marks a job ready, and the thread sends
  * whichever job is ready first, so a read held by a user event holds up no
  * other read.  Nor does a client that is stopped, or slow to take its
  * chunks: sends in flight are tested, never waited for, and a transfer
@@ -222,8 +222,8 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
-/* Native callback (a driver thread): j's command is over. */
-static void CL_CALLBACK on_ready(cl_event ev, cl_int status, void *arg)
+/* Watch (a driver thread, or watch.c's): j's command is over. */
+static void on_ready(cl_event ev, cl_int status, void *arg)
 {
     (void)ev, (void)status;
     struct job *j = arg;
@@ -295,7 +295,7 @@ void exec_stream_send(struct exec_node *node, const struct exec_stream_chunk *c)
         return;
     /* Outside the lock: a driver may call on_ready at once, in this thread.
      * Without a callback, post_job() waits for the event itself. */
-    if (node->cl->clSetEventCallback(c->ready, CL_COMPLETE, on_ready, j) == CL_SUCCESS)
+    if (exec_watch(node->cl, c->ready, on_ready, j) == CL_SUCCESS)
         return;
     pthread_mutex_lock(&st->lock);
     j->ready = true;

@@ -18,9 +18,10 @@
 #                       ../runtimes-gpu-node/stage.sh and .whl/ holding
 #                       PyOpenCL's wheels, as README.md says)
 #
-# Everything goes to a work folder; after each stage OUTDIR/results.tgz is
-# made again from it, so that what ran comes back even if the call is cut
-# short.  OUTDIR/log.txt is the whole log.
+# STAGES (default "1 2 3 4 5 6") chooses the stages; GPU_WHERES and
+# DIAG_APPS go to run.sh in the first.  Everything goes to a work folder;
+# after each stage OUTDIR/results.tgz is made again from it, so that what
+# ran comes back even if the call is cut short.  OUTDIR/log.txt is the whole log.
 set -u -o pipefail
 out=${1:?usage: lease.sh OUTDIR}
 budget=${BUDGET:-400}
@@ -44,17 +45,17 @@ left() { # SECONDS_NEEDED: whether they are left
     fi
 }
 keep() { tar -czf "$out/results.tgz" -C "$work" . && echo "[$SECONDS s] kept: $(du -h "$out/results.tgz" | cut -f1)"; }
+stage() { [[ " ${STAGES:-1 2 3 4 5 6} " == *" ${1%.} "* ]] && echo "== $*"; }
 batch() { if [ "$1" = default ]; then env -u VOCL_BATCH "${@:2}"; else VOCL_BATCH=$1 "${@:2}"; fi; }
 
-echo "== 1. the runtimes on the GPU"
-if left 150; then
-    STAGES="gpu diag" GPU_PASSES=2 GPU_WHERES="gpu gpu-vocl gpu-vocl-nostaging" \
+if stage 1. the runtimes on the GPU && left 150; then
+    STAGES="gpu diag" GPU_PASSES=2 GPU_WHERES=${GPU_WHERES:-gpu gpu-vocl gpu-vocl-nostaging} \
         BUDGET=$((budget - SECONDS - 100)) "$nodes/run.sh" "$work/runtimes"
     keep
 fi
 
-echo "== 2. round trip and launches, batches on and off"
 mkdir -p "$work/small"
+stage 2. round trip and launches, batches on and off &&
 for r in $(seq 1 "${ROUNDS:-3}"); do
     for b in default 0; do
         left 40 || break 2
@@ -66,8 +67,7 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
 done
 keep
 
-echo "== 3. PyOpenCL, batches on and off"
-if left 90 && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+if stage 3. PyOpenCL, batches on and off && left 90 && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site .whl/*.whl; then
     export PYTHONPATH=/tmp/site
     for b in default 0; do
@@ -79,21 +79,18 @@ if left 90 && python3 -m pip install -q --no-index --no-deps --no-compile --no-c
     keep
 fi
 
-echo "== 4. bandwidth, the staging pool on and off"
-if left 50; then
+if stage 4. bandwidth, the staging pool on and off && left 50; then
     GPU_ICD=$(cat /tmp/vend-gpu/nvidia.icd) ROUNDS=1 SIZES=16M,64M timeout 120 "$here/bw.sh" "$work/bw"
     keep
 fi
 
-echo "== 5. where the microseconds go"
-if left 40; then
+if stage 5. where the microseconds go && left 40; then
     "${gpu_env[@]}" timeout 90 $bench --breakdown --rounds 2 --timeout 40 \
         --csv "$work/small/breakdown.csv" | tee "$work/small/breakdown.txt"
     keep
 fi
 
-echo "== 6. prnu and n-body on 1 and 8 PoCL devices"
-if left 60; then
+if stage 6. prnu and n-body on 1 and 8 PoCL devices && left 60; then
     STAGES=scaling APPS="prnu nbody" DEVICES="1 8" BUDGET=$((budget - SECONDS)) \
         "$nodes/run.sh" "$work/scaling"
     keep

@@ -13,8 +13,8 @@
 # no run starts after it; the scaling runs are repeated while it allows.
 # STAGES (default "gpu scaling"; also "diag": each application through a
 # proxy on the GPU once more, with VOCL_PROFILE and VOCL_TRACE, kept as
-# OUTDIR/diag-APP.txt and trace-APP.json), APPS (default "prnu nbody hep
-# kmer"), DEVICES (default "1 2 4 8"), GPU_WHERES (default "gpu gpu-vocl";
+# OUTDIR/diag-APP.txt and trace-APP.json; DIAG_APPS, default APPS, which),
+# APPS (default "prnu nbody hep kmer"), DEVICES (default "1 2 4 8"), GPU_WHERES (default "gpu gpu-vocl";
 # also gpu-vocl-nostaging: the proxy stages in its own memory,
 # VOCL_DRIVER_STAGING=0) and GPU_PASSES (default 1) choose what runs;
 # GPU_TYPE (default gpu) is the device type the proxy serves there.
@@ -102,7 +102,7 @@ if has "$stages" gpu; then
 fi
 if has "$stages" diag; then
     echo "== the GPU through a proxy, with VOCL_PROFILE and VOCL_TRACE"
-    for app in $apps; do
+    for app in ${DIAG_APPS:-$apps}; do
         declare -n cmd=$app
         run "$app" gpu-vocl-diag 1 "${cmd[@]}"
     done

@@ -1,0 +1,188 @@
+/*
+ * watch.c - a native command's end, told once: by the driver's callback, or
+ * by a thread that looks at the event's status, whichever comes first.
+ *
+ * A reply that waits for commands (complete.c) and a read's chunk that
+ * waits for its device copy (stream.c) went out when the driver called
+ * back.  NVIDIA's driver calls a CL_COMPLETE callback some 20 ms after the
+ * command is over (docs/report/gpu/: an n-body step of 1 ms took 20 through
+ * the proxy), so this file's thread also looks at each watched event: first
+ * WATCH_FIRST_NS after it was watched, then at gaps of an eighth of the
+ * time watched so far, at most WATCH_MAX_NS.  A driver that calls back at
+ * once (PoCL) is seldom looked at more than a few times.
+ *
+ * The callback stays registered, and the driver holds the watch's address
+ * until it calls: a watch is freed once the callback has come and the
+ * thread has let it go.  The event is retained meanwhile.  The thread holds
+ * no lock while it asks the driver or calls fn.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backoff.h"
+#include "thread.h"
+
+#define WATCH_FIRST_NS (200u * 1000u)
+#define WATCH_MAX_NS (2u * 1000u * 1000u)
+#define WATCH_BATCH 64 /* events asked about in one pass */
+
+struct watch {
+    struct watch *next; /* in the thread's list */
+    const struct vocl_native_api *cl;
+    cl_event ev; /* retained */
+    exec_watch_fn *fn;
+    void *arg;
+    atomic_bool armed; /* the callback is registered: the thread may tell */
+    atomic_bool told;  /* fn has been called (or is being) */
+    atomic_int refs;   /* the callback to come, and the thread's list */
+    uint64_t since;    /* watched at */
+    uint64_t look_at;  /* (the thread's) */
+};
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+    struct watch *list;
+    bool running;
+} w = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER}; /* (wake: setup) */
+
+static void setup(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.wake, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static void put(struct watch *x)
+{
+    if (atomic_fetch_sub(&x->refs, 1) != 1)
+        return;
+    x->cl->clReleaseEvent(x->ev);
+    free(x);
+}
+
+static void tell(struct watch *x, cl_int status)
+{
+    if (!atomic_exchange(&x->told, true))
+        x->fn(x->ev, status, x->arg);
+}
+
+static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev;
+    struct watch *x = arg;
+    tell(x, status);
+    put(x);
+}
+
+static uint64_t next_look(const struct watch *x, uint64_t now)
+{
+    uint64_t gap = (now - x->since) / 8;
+    return now + (gap < WATCH_FIRST_NS ? WATCH_FIRST_NS : gap > WATCH_MAX_NS ? WATCH_MAX_NS : gap);
+}
+
+static void sleep_until_locked(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+    pthread_cond_timedwait(&w.wake, &w.lock, &ts);
+}
+
+static void *watch_thread(void *arg)
+{
+    (void)arg;
+    struct watch *due[WATCH_BATCH];
+    pthread_mutex_lock(&w.lock);
+    for (;;) {
+        /* Those told drop out; the earliest look of the others. */
+        uint64_t now = vocl_now_ns(), first = UINT64_MAX;
+        unsigned n = 0;
+        struct watch *gone = NULL;
+        for (struct watch **p = &w.list; *p;) {
+            struct watch *x = *p;
+            if (atomic_load(&x->told)) {
+                *p = x->next;
+                x->next = gone;
+                gone = x;
+                continue;
+            }
+            uint64_t at = x->look_at;
+            if (at <= now && n < WATCH_BATCH && atomic_load(&x->armed))
+                due[n++] = x; /* (stays listed, so alive, while asked about) */
+            else if ((at = at > now ? at : now + WATCH_FIRST_NS) < first)
+                first = at;
+            p = &x->next;
+        }
+        if (!n && !gone) {
+            if (!w.list)
+                pthread_cond_wait(&w.wake, &w.lock);
+            else
+                sleep_until_locked(first);
+            continue;
+        }
+        pthread_mutex_unlock(&w.lock);
+        while (gone) {
+            struct watch *x = gone;
+            gone = x->next;
+            put(x);
+        }
+        for (unsigned i = 0; i < n; i++) {
+            struct watch *x = due[i];
+            cl_int st = CL_QUEUED;
+            if (x->cl->clGetEventInfo(x->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                                      NULL) == CL_SUCCESS &&
+                st <= CL_COMPLETE)
+                tell(x, st);
+            x->look_at = next_look(x, vocl_now_ns());
+        }
+        pthread_mutex_lock(&w.lock);
+    }
+    return NULL;
+}
+
+cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, exec_watch_fn *fn, void *arg)
+{
+    pthread_once(&w.once, setup);
+    struct watch *x = malloc(sizeof(*x));
+    if (!x)
+        return CL_OUT_OF_HOST_MEMORY;
+    *x = (struct watch){.cl = cl, .ev = ev, .fn = fn, .arg = arg};
+    uint64_t now = vocl_now_ns();
+    x->since = now;
+    x->look_at = now + WATCH_FIRST_NS;
+    atomic_init(&x->armed, false);
+    atomic_init(&x->told, false);
+    atomic_init(&x->refs, 2);
+    cl->clRetainEvent(ev);
+    /* Listed before the callback is registered: the callback may come at
+     * once, and a watch is let go only by both. */
+    pthread_mutex_lock(&w.lock);
+    if (!w.running)
+        w.running = vocl_thread_detached(watch_thread, NULL) == 0;
+    bool listed = w.running;
+    if (listed) {
+        x->next = w.list;
+        w.list = x;
+        if (!x->next)
+            pthread_cond_signal(&w.wake);
+    }
+    pthread_mutex_unlock(&w.lock);
+    if (!listed)
+        atomic_fetch_sub(&x->refs, 1); /* (no thread: the callback alone tells) */
+    cl_int rc = cl->clSetEventCallback(ev, CL_COMPLETE, on_complete, x);
+    if (rc == CL_SUCCESS) {
+        atomic_store(&x->armed, true);
+        return CL_SUCCESS;
+    }
+    /* No callback will come, and the thread told nothing (not armed): it
+     * lets the watch go, and the callback's part is put here. */
+    atomic_store(&x->told, true);
+    put(x);
+    return rc;
+}
