@@ -164,6 +164,10 @@ struct exec_pool *exec_node_pool(struct exec_node *node);
 /* The pool for transfers through queue: its context's, made on first use
  * (--no-driver-staging, or where it cannot be made: the node's). */
 struct exec_pool *exec_queue_pool(struct exec_node *node, cl_command_queue queue);
+/* ctx was just made on dev: where dev is not a CPU, its pool is made once
+ * the reply has gone (exec_ctx_pool_due, from exec_after_reply). */
+void exec_ctx_pool_early(struct exec_session *s, cl_context ctx, cl_device_id dev);
+void exec_ctx_pool_due(struct exec_session *s);
 /* The client released ctx: its pool is freed once no buffer is in use. */
 void exec_ctx_pool_drop(struct exec_node *node, cl_context ctx);
 /* The next buffer in turn, taken: exec_pool_take waits until the device

@@ -89,7 +89,10 @@ void exec_op_clCreateContext(struct exec_req *q)
     void *tag = exec_notify_tag(q->s, id);
     cl_context ctx =
         q->cl->clCreateContext(props, ndev, devs, tag ? exec_notify_native : NULL, tag, &err);
-    exec_reply_made(q, id, VOCL_T_CONTEXT, ctx, err);
+    cl_int rc = ctx ? exec_put_new(q, id, VOCL_T_CONTEXT, ctx) : err;
+    vocl_wr_i32(q->w, rc);
+    if (rc == CL_SUCCESS && ndev)
+        exec_ctx_pool_early(q->s, ctx, devs[0]);
 }
 
 void exec_op_clGetSupportedImageFormats(struct exec_req *q)

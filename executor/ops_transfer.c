@@ -426,6 +426,7 @@ static bool read_mapped(struct exec_req *q, const struct buf_xfer *b)
 
 void exec_after_reply(struct exec_session *s)
 {
+    exec_ctx_pool_due(s);
     if (!s->unmap_due.ptr)
         return;
     cl_event m = s->unmap_due.mapped;

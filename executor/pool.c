@@ -170,17 +170,12 @@ static bool pool_idle(struct exec_pool *p)
 
 /* --- the pools of contexts -------------------------------------------------------------------- */
 
-/* The pool of queue's context: its entry's, or a new one in a free entry;
- * NULL where there is none (the node's serves). */
-static struct exec_pool *ctx_pool(struct exec_node *node, cl_command_queue queue)
+/* The pool of ctx: its entry's, or a new one (its queue on dev) in a free
+ * entry; NULL where there is none (the node's serves). */
+static struct exec_pool *ctx_pool(struct exec_node *node, cl_context ctx, cl_device_id dev)
 {
     const struct vocl_native_api *cl = node->cl;
-    cl_context ctx;
-    cl_device_id dev;
-    if (!node->xfer.driver_staging ||
-        cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) !=
-            CL_SUCCESS ||
-        cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+    if (!node->xfer.driver_staging)
         return NULL;
     struct exec_ctx_pool *free_entry = NULL;
     for (unsigned i = 0; i < EXEC_CTX_POOLS; i++) {
@@ -200,8 +195,43 @@ static struct exec_pool *ctx_pool(struct exec_node *node, cl_command_queue queue
 
 struct exec_pool *exec_queue_pool(struct exec_node *node, cl_command_queue queue)
 {
-    struct exec_pool *own = ctx_pool(node, queue);
+    const struct vocl_native_api *cl = node->cl;
+    cl_context ctx;
+    cl_device_id dev;
+    struct exec_pool *own = NULL;
+    if (node->xfer.driver_staging &&
+        cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) == CL_SUCCESS &&
+        cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(dev), &dev, NULL) == CL_SUCCESS)
+        own = ctx_pool(node, ctx, dev);
     return own ? own : exec_node_pool(node);
+}
+
+/*
+ * A GPU's context gets its pool as soon as it is made, once the reply has
+ * gone (exec_after_reply): on the H200 making it (a pinned buffer, a queue
+ * and a map) took 8 ms, which a first transfer waited for inside the
+ * application's timed work (docs/report/gpu/).  A CPU device's memory is
+ * host memory, which a pool does not speed up: its pool waits for a
+ * transfer that needs it, as before.
+ */
+void exec_ctx_pool_early(struct exec_session *s, cl_context ctx, cl_device_id dev)
+{
+    const struct vocl_native_api *cl = s->node->cl;
+    cl_device_type type = CL_DEVICE_TYPE_CPU;
+    if (!s->node->xfer.driver_staging || s->in_process ||
+        cl->clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(type), &type, NULL) != CL_SUCCESS ||
+        (type & CL_DEVICE_TYPE_CPU))
+        return;
+    s->pool_due.ctx = ctx;
+    s->pool_due.dev = dev;
+}
+
+void exec_ctx_pool_due(struct exec_session *s)
+{
+    if (!s->pool_due.ctx)
+        return;
+    ctx_pool(s->node, s->pool_due.ctx, s->pool_due.dev);
+    s->pool_due.ctx = NULL;
 }
 
 void exec_ctx_pool_drop(struct exec_node *node, cl_context ctx)

@@ -243,6 +243,7 @@ static void fail_user_events(struct exec_session *s)
 
 void exec_session_close(struct exec_session *s)
 {
+    s->pool_due.ctx = NULL; /* (its context goes with the session) */
     exec_after_reply(s);
     exec_inbound_drop(s);
     atomic_store(&s->closed, true); /* replies still due have no one to go to */

@@ -202,6 +202,11 @@ struct exec_session {
     struct {
         void *queue, *mem, *ptr, *mapped; /* cl_command_queue, cl_mem, its map's cl_event */
     } unmap_due;
+    /* A context made by the last request, whose staging pool is made once
+     * its reply has gone (pool.c). */
+    struct {
+        void *ctx, *dev; /* cl_context, cl_device_id */
+    } pool_due;
     /* A chunked write whose chunks are still coming (inbound.c): the
      * session's later requests wait until it has them all. */
     struct exec_inbound *inbound;

@@ -2,7 +2,8 @@
  * test_pool.c - the staging pools of contexts (executor/pool.c): each of the
  * first contexts gets its own, the others share the node's; a released
  * context's pool is freed once no buffer of it is in use, and with it the
- * references it held on the context.
+ * references it held on the context; a GPU's context gets its pool as soon
+ * as its reply has gone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +171,55 @@ static void release_request_drops_the_pool(void **state)
     exec_session_end(&s);
 }
 
+/* node.cl, but its devices say they are GPUs. */
+static struct vocl_native_api as_gpu;
+
+static cl_int CL_API_CALL gpu_device_info(cl_device_id dev, cl_device_info what, size_t size,
+                                          void *value, size_t *size_ret)
+{
+    if (what != CL_DEVICE_TYPE)
+        return cl->clGetDeviceInfo(dev, what, size, value, size_ret);
+    assert_true(size >= sizeof(cl_device_type));
+    *(cl_device_type *)value = CL_DEVICE_TYPE_GPU;
+    return CL_SUCCESS;
+}
+
+static bool has_pool(cl_context ctx)
+{
+    for (unsigned i = 0; i < EXEC_CTX_POOLS; i++)
+        if (node.ctx_pools[i].ctx == ctx)
+            return node.ctx_pools[i].pool != NULL;
+    return false;
+}
+
+/* A client's context on a GPU gets its pool once the reply has gone, not
+ * at the first transfer; on a CPU device it waits for a transfer; and none
+ * is made for a session that closes first. */
+static void gpu_context_gets_its_pool_early(void **state)
+{
+    (void)state;
+    const struct vocl_native_api *real = node.cl;
+    as_gpu = *real;
+    as_gpu.clGetDeviceInfo = gpu_device_info;
+    struct exec_session s;
+    session_open(&s, 1);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        node.cl = gpu ? &as_gpu : real;
+        uint64_t id = create_context(&s, (1 << 20) + (uint64_t)gpu);
+        cl_context ctx = exec_lookup(&s, id, VOCL_T_CONTEXT)->native;
+        assert_false(has_pool(ctx)); /* (not in the request's way) */
+        exec_after_reply(&s);
+        assert_int_equal(has_pool(ctx), gpu);
+    }
+    uint64_t id = create_context(&s, 1 << 21); /* (still as a GPU) */
+    cl_context ctx = exec_lookup(&s, id, VOCL_T_CONTEXT)->native;
+    exec_session_close(&s);
+    assert_false(has_pool(ctx));
+    node.cl = real;
+    exec_session_end(&s);
+    exec_reap(&node, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +227,7 @@ int main(void)
         cmocka_unit_test(busy_pool_outlives_its_context),
         cmocka_unit_test(driver_staging_off),
         cmocka_unit_test(release_request_drops_the_pool),
+        cmocka_unit_test(gpu_context_gets_its_pool_early),
     };
     return cmocka_run_group_tests(tests, harness_setup, harness_teardown);
 }
