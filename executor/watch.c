@@ -38,7 +38,7 @@ struct watch {
     void *arg;
     atomic_bool armed; /* the callback is registered: the thread may tell */
     atomic_bool told;  /* fn has been called (or is being) */
-    atomic_int refs;   /* the callback to come, and the thread's list */
+    atomic_int refs;   /* the callback to come, the thread's list, exec_watch's */
     uint64_t since;    /* watched at */
     uint64_t look_at;  /* (the thread's) */
 };
@@ -158,7 +158,7 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, exec_watch_fn *
     x->look_at = now + WATCH_FIRST_NS;
     atomic_init(&x->armed, false);
     atomic_init(&x->told, false);
-    atomic_init(&x->refs, 2);
+    atomic_init(&x->refs, 3);
     cl->clRetainEvent(ev);
     /* Listed before the callback is registered: the callback may come at
      * once, and a watch is let go only by both. */
@@ -175,14 +175,17 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, exec_watch_fn *
     pthread_mutex_unlock(&w.lock);
     if (!listed)
         atomic_fetch_sub(&x->refs, 1); /* (no thread: the callback alone tells) */
+    /* The callback may come, and the thread let the watch go, before
+     * clSetEventCallback returns: this call's reference keeps it. */
     cl_int rc = cl->clSetEventCallback(ev, CL_COMPLETE, on_complete, x);
     if (rc == CL_SUCCESS) {
         atomic_store(&x->armed, true);
-        return CL_SUCCESS;
+    } else {
+        /* No callback will come, and the thread told nothing (not armed):
+         * it lets the watch go, and the callback's part is put here. */
+        atomic_store(&x->told, true);
+        put(x);
     }
-    /* No callback will come, and the thread told nothing (not armed): it
-     * lets the watch go, and the callback's part is put here. */
-    atomic_store(&x->told, true);
     put(x);
     return rc;
 }

@@ -30,6 +30,13 @@ static void count(cl_event ev, cl_int status, void *arg)
     atomic_fetch_add(&t->calls, 1);
 }
 
+/* count, slowly: the thread has time to see the watch told meanwhile. */
+static void slow_count(cl_event ev, cl_int status, void *arg)
+{
+    nanosleep(&(struct timespec){0, 300 * 1000L}, NULL);
+    count(ev, status, arg);
+}
+
 /* The late driver's kept callbacks. */
 struct kept {
     cl_event ev;
@@ -150,6 +157,28 @@ static void prompt_callback_told_once(void **state)
     }
 }
 
+/* Commands over before they are watched: the driver calls back inside
+ * clSetEventCallback, while the thread may be letting the watch go (the
+ * race that freed a watch under exec_watch's feet: caught by ASan). */
+static void over_before_watched(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    static struct told t[N];
+    cl_event ev = user_event();
+    assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
+    for (int i = 0; i < N; i++) {
+        atomic_store(&t[i].calls, 0);
+        assert_int_equal(exec_watch(cl, ev, slow_count, &t[i]), CL_SUCCESS);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(wait_told(&t[i]), 1);
+    pause_ms(10);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(atomic_load(&t[i].calls), 1);
+    cl->clReleaseEvent(ev);
+}
+
 /* Where the driver takes no callback, exec_watch says so and never tells. */
 static void refused_callback_never_told(void **state)
 {
@@ -172,6 +201,7 @@ int main(void)
         cmocka_unit_test(late_callback_found_by_looking),
         cmocka_unit_test(failed_command_told_with_its_error),
         cmocka_unit_test(prompt_callback_told_once),
+        cmocka_unit_test(over_before_watched),
         cmocka_unit_test(refused_callback_never_told),
     };
     return cmocka_run_group_tests(tests, late_setup, harness_teardown);
