@@ -48,6 +48,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* on CLOCK_MONOTONIC */
     struct watch *list;
+    uint64_t until; /* when the thread wakes (UINT64_MAX: when told) */
     bool running;
 } w = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER}; /* (wake: setup) */
 
@@ -120,10 +121,12 @@ static void *watch_thread(void *arg)
             p = &x->next;
         }
         if (!n && !gone) {
+            w.until = first;
             if (!w.list)
                 pthread_cond_wait(&w.wake, &w.lock);
             else
                 sleep_until_locked(first);
+            w.until = 0;
             continue;
         }
         pthread_mutex_unlock(&w.lock);
@@ -169,7 +172,7 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, exec_watch_fn *
     if (listed) {
         x->next = w.list;
         w.list = x;
-        if (!x->next)
+        if (x->look_at < w.until) /* (it sleeps past the first look) */
             pthread_cond_signal(&w.wake);
     }
     pthread_mutex_unlock(&w.lock);
