@@ -8,9 +8,10 @@
  * native callback on each event and returns; when the last one completes,
  * the reply is built and handed to the session's transport (s->reply), by
  * this file's thread, never by the driver's callback thread (which must not
- * wait for our locks).  The callbacks are watch.c's: a driver that calls
- * back late (NVIDIA's, by some 20 ms) is looked at meanwhile.  Replies carry the request's seq: the client matches
- * them by it, so they may go out in any order.
+ * wait for our locks).  Replies carry the request's seq: the client
+ * matches them by it, so they may go out in any order.  The callbacks are
+ * watch.c's: an event whose driver calls back late (NVIDIA's, by some
+ * 20 ms) is looked at meanwhile.
  *
  * A command a client waits for is often short: a 4-byte read on a GPU
  * completes in a few microseconds, while the driver's callback and the hop

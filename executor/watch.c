@@ -27,8 +27,8 @@
 #include "thread.h"
 
 #define WATCH_FIRST_NS (200u * 1000u)
-#define WATCH_MAX_NS (2u * 1000u * 1000u)
-#define WATCH_BATCH 64 /* events asked about in one pass */
+#define WATCH_MAX_NS   (2u * 1000u * 1000u)
+#define WATCH_BATCH    64 /* events asked about in one pass */
 
 struct watch {
     struct watch *next; /* in the thread's list */

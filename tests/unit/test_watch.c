@@ -40,7 +40,7 @@ static void slow_count(cl_event ev, cl_int status, void *arg)
 /* The late driver's kept callbacks. */
 struct kept {
     cl_event ev;
-    void (CL_CALLBACK *fn)(cl_event, cl_int, void *);
+    void(CL_CALLBACK *fn)(cl_event, cl_int, void *);
     void *data;
 };
 static struct kept kept[8];
@@ -48,8 +48,7 @@ static int nkept;
 static cl_int late_rc = CL_SUCCESS; /* what its clSetEventCallback says */
 
 static cl_int CL_API_CALL keep_callback(cl_event ev, cl_int type,
-                                        void (CL_CALLBACK *fn)(cl_event, cl_int, void *),
-                                        void *data)
+                                        void(CL_CALLBACK *fn)(cl_event, cl_int, void *), void *data)
 {
     assert_int_equal(type, CL_COMPLETE);
     if (late_rc != CL_SUCCESS)
