@@ -227,7 +227,7 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
         q->cl->clRetainEvent(evs[i]);
     }
     for (cl_uint i = 0; i < n; i++)
-        if (exec_watch(q->cl, evs[i], on_event, l) != CL_SUCCESS) {
+        if (exec_watch(q->cl, evs[i], q->s->node->look_at_events, on_event, l) != CL_SUCCESS) {
             /* Not an event the driver can call back on: wait for it here. */
             cl_int st = CL_COMPLETE;
             q->cl->clWaitForEvents(1, &evs[i]);

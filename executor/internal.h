@@ -142,11 +142,12 @@ bool exec_stream_busy(struct exec_node *node, const struct exec_session *s);
 
 /* Event watches (watch.c): fn(ev, status, arg) once ev's command is over
  * (status CL_COMPLETE, or the command's error), from the driver's callback
- * or from a thread that looks at the event, whichever is first; it may run
- * before exec_watch returns.  CL_SUCCESS, or clSetEventCallback's error
- * (then fn is never called). */
+ * or, with look, from a thread that looks at the event, whichever is first;
+ * it may run before exec_watch returns.  CL_SUCCESS, or
+ * clSetEventCallback's error (then fn is never called). */
 typedef void exec_watch_fn(cl_event ev, cl_int status, void *arg);
-cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, exec_watch_fn *fn, void *arg);
+cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec_watch_fn *fn,
+                  void *arg);
 
 /* Staging pool (pool.c). */
 struct exec_pool *exec_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);

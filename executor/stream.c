@@ -295,7 +295,7 @@ void exec_stream_send(struct exec_node *node, const struct exec_stream_chunk *c)
         return;
     /* Outside the lock: a driver may call on_ready at once, in this thread.
      * Without a callback, post_job() waits for the event itself. */
-    if (exec_watch(node->cl, c->ready, on_ready, j) == CL_SUCCESS)
+    if (exec_watch(node->cl, c->ready, node->look_at_events, on_ready, j) == CL_SUCCESS)
         return;
     pthread_mutex_lock(&st->lock);
     j->ready = true;

@@ -96,6 +96,9 @@ struct exec_node {
      * waits for, before the reply is left to the driver's callback
      * (complete.c); 0: never polls. */
     uint64_t poll_ns;
+    /* Whether the commands' ends are also looked for, not only called back
+     * (watch.c): where the node has a device that is not a CPU. */
+    bool look_at_events;
     char node_name[256]; /* for clients (HELLO): VOCL_NODE_NAME, else the host's */
     const struct vocl_token *token; /* connect mode: a HELLO must carry it */
     const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */

@@ -3,7 +3,8 @@
  * exactly once, by the driver's callback or by looking at the event, so a
  * driver that calls back late (NVIDIA's) or only at exit costs no wait.
  * The late driver is PoCL's with clSetEventCallback replaced: it keeps
- * the callbacks, and the test calls them when it chooses.
+ * the callbacks, and the test calls them when it chooses.  Looking is
+ * asked for, as on a node with a GPU, except where a test says.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,7 +109,7 @@ static void late_callback_found_by_looking(void **state)
     (void)state;
     struct told t = {0};
     cl_event ev = user_event();
-    assert_int_equal(exec_watch(&late, ev, count, &t), CL_SUCCESS);
+    assert_int_equal(exec_watch(&late, ev, true, count, &t), CL_SUCCESS);
     pause_ms(5);
     assert_int_equal(atomic_load(&t.calls), 0); /* not over yet: not told */
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
@@ -127,7 +128,7 @@ static void failed_command_told_with_its_error(void **state)
     (void)state;
     struct told t = {0};
     cl_event ev = user_event();
-    assert_int_equal(exec_watch(&late, ev, count, &t), CL_SUCCESS);
+    assert_int_equal(exec_watch(&late, ev, true, count, &t), CL_SUCCESS);
     assert_int_equal(cl->clSetUserEventStatus(ev, -42), CL_SUCCESS);
     assert_int_equal(wait_told(&t), 1);
     assert_int_equal(atomic_load(&t.status), -42);
@@ -143,7 +144,7 @@ static void prompt_callback_told_once(void **state)
     cl_event ev[4];
     for (int i = 0; i < 4; i++) {
         ev[i] = user_event();
-        assert_int_equal(exec_watch(cl, ev[i], count, &t[i]), CL_SUCCESS);
+        assert_int_equal(exec_watch(cl, ev[i], true, count, &t[i]), CL_SUCCESS);
     }
     for (int i = 0; i < 4; i++)
         assert_int_equal(cl->clSetUserEventStatus(ev[i], CL_COMPLETE), CL_SUCCESS);
@@ -168,13 +169,30 @@ static void over_before_watched(void **state)
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
     for (int i = 0; i < N; i++) {
         atomic_store(&t[i].calls, 0);
-        assert_int_equal(exec_watch(cl, ev, slow_count, &t[i]), CL_SUCCESS);
+        assert_int_equal(exec_watch(cl, ev, true, slow_count, &t[i]), CL_SUCCESS);
     }
     for (int i = 0; i < N; i++)
         assert_int_equal(wait_told(&t[i]), 1);
     pause_ms(10);
     for (int i = 0; i < N; i++)
         assert_int_equal(atomic_load(&t[i].calls), 1);
+    cl->clReleaseEvent(ev);
+}
+
+/* Not asked to look (a node of CPU devices, as the harness's PoCL one):
+ * the callback alone tells, however late. */
+static void unlooked_waits_for_the_callback(void **state)
+{
+    (void)state;
+    assert_false(node.look_at_events); /* (PoCL's devices are CPUs) */
+    struct told t = {0};
+    cl_event ev = user_event();
+    assert_int_equal(exec_watch(&late, ev, false, count, &t), CL_SUCCESS);
+    assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
+    pause_ms(20);
+    assert_int_equal(atomic_load(&t.calls), 0);
+    call_kept(CL_COMPLETE);
+    assert_int_equal(atomic_load(&t.calls), 1);
     cl->clReleaseEvent(ev);
 }
 
@@ -185,7 +203,7 @@ static void refused_callback_never_told(void **state)
     struct told t = {0};
     cl_event ev = user_event();
     late_rc = CL_INVALID_EVENT;
-    assert_int_equal(exec_watch(&late, ev, count, &t), CL_INVALID_EVENT);
+    assert_int_equal(exec_watch(&late, ev, true, count, &t), CL_INVALID_EVENT);
     late_rc = CL_SUCCESS;
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
     pause_ms(10);
@@ -201,6 +219,7 @@ int main(void)
         cmocka_unit_test(failed_command_told_with_its_error),
         cmocka_unit_test(prompt_callback_told_once),
         cmocka_unit_test(over_before_watched),
+        cmocka_unit_test(unlooked_waits_for_the_callback),
         cmocka_unit_test(refused_callback_never_told),
     };
     return cmocka_run_group_tests(tests, late_setup, harness_teardown);
