@@ -216,11 +216,12 @@ struct exec_pool *exec_queue_pool(struct exec_node *node, cl_command_queue queue
  */
 void exec_ctx_pool_early(struct exec_session *s, cl_context ctx, cl_device_id dev)
 {
-    const struct vocl_native_api *cl = s->node->cl;
-    cl_device_type type = CL_DEVICE_TYPE_CPU;
-    if (!s->node->xfer.driver_staging || s->in_process ||
-        cl->clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(type), &type, NULL) != CL_SUCCESS ||
-        (type & CL_DEVICE_TYPE_CPU))
+    const struct exec_node *node = s->node;
+    cl_device_type type = CL_DEVICE_TYPE_CPU; /* (a device the node does not list: as before) */
+    for (cl_uint i = 0; i < node->ndev; i++)
+        if (node->devs[i] == dev)
+            type = node->types[i];
+    if (!node->xfer.driver_staging || s->in_process || (type & CL_DEVICE_TYPE_CPU))
         return;
     s->pool_due.ctx = ctx;
     s->pool_due.dev = dev;

@@ -77,9 +77,8 @@ int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
                                 &node->types[d], NULL);
             cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(cl_ulong),
                                 &node->max_alloc[d], NULL);
+            node->look_at_events |= !(node->types[d] & CL_DEVICE_TYPE_CPU);
         }
-        for (cl_uint i = 0; i < n; i++)
-            node->look_at_events |= !(node->types[node->ndev + i] & CL_DEVICE_TYPE_CPU);
         if (!node->platform)
             node->platform = plats[p];
         node->ndev += n;

@@ -171,19 +171,6 @@ static void release_request_drops_the_pool(void **state)
     exec_session_end(&s);
 }
 
-/* node.cl, but its devices say they are GPUs. */
-static struct vocl_native_api as_gpu;
-
-static cl_int CL_API_CALL gpu_device_info(cl_device_id dev, cl_device_info what, size_t size,
-                                          void *value, size_t *size_ret)
-{
-    if (what != CL_DEVICE_TYPE)
-        return cl->clGetDeviceInfo(dev, what, size, value, size_ret);
-    assert_true(size >= sizeof(cl_device_type));
-    *(cl_device_type *)value = CL_DEVICE_TYPE_GPU;
-    return CL_SUCCESS;
-}
-
 static bool has_pool(cl_context ctx)
 {
     for (unsigned i = 0; i < EXEC_CTX_POOLS; i++)
@@ -198,13 +185,11 @@ static bool has_pool(cl_context ctx)
 static void gpu_context_gets_its_pool_early(void **state)
 {
     (void)state;
-    const struct vocl_native_api *real = node.cl;
-    as_gpu = *real;
-    as_gpu.clGetDeviceInfo = gpu_device_info;
+    const cl_device_type real = node.types[0]; /* (the device of create_context) */
     struct exec_session s;
     session_open(&s, 1);
     for (int gpu = 0; gpu < 2; gpu++) {
-        node.cl = gpu ? &as_gpu : real;
+        node.types[0] = gpu ? CL_DEVICE_TYPE_GPU : real;
         uint64_t id = create_context(&s, (1 << 20) + (uint64_t)gpu);
         cl_context ctx = exec_lookup(&s, id, VOCL_T_CONTEXT)->native;
         assert_false(has_pool(ctx)); /* (not in the request's way) */
@@ -215,7 +200,7 @@ static void gpu_context_gets_its_pool_early(void **state)
     cl_context ctx = exec_lookup(&s, id, VOCL_T_CONTEXT)->native;
     exec_session_close(&s);
     assert_false(has_pool(ctx));
-    node.cl = real;
+    node.types[0] = real;
     exec_session_end(&s);
     exec_reap(&node, true);
 }

@@ -102,14 +102,21 @@ static void pause_ms(long ms)
     nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
 }
 
+/* A user event watched through the late driver, told to t. */
+static cl_event watched_late(bool look, struct told *t)
+{
+    cl_event ev = user_event();
+    assert_int_equal(exec_watch(&late, ev, look, count, t), CL_SUCCESS);
+    return ev;
+}
+
 /* The driver never calls back while the test waits: the watch finds the
  * command over by looking, and the callback, when it comes, tells nothing more. */
 static void late_callback_found_by_looking(void **state)
 {
     (void)state;
     struct told t = {0};
-    cl_event ev = user_event();
-    assert_int_equal(exec_watch(&late, ev, true, count, &t), CL_SUCCESS);
+    cl_event ev = watched_late(true, &t);
     pause_ms(5);
     assert_int_equal(atomic_load(&t.calls), 0); /* not over yet: not told */
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
@@ -127,8 +134,7 @@ static void failed_command_told_with_its_error(void **state)
 {
     (void)state;
     struct told t = {0};
-    cl_event ev = user_event();
-    assert_int_equal(exec_watch(&late, ev, true, count, &t), CL_SUCCESS);
+    cl_event ev = watched_late(true, &t);
     assert_int_equal(cl->clSetUserEventStatus(ev, -42), CL_SUCCESS);
     assert_int_equal(wait_told(&t), 1);
     assert_int_equal(atomic_load(&t.status), -42);
@@ -186,8 +192,7 @@ static void unlooked_waits_for_the_callback(void **state)
     (void)state;
     assert_false(node.look_at_events); /* (PoCL's devices are CPUs) */
     struct told t = {0};
-    cl_event ev = user_event();
-    assert_int_equal(exec_watch(&late, ev, false, count, &t), CL_SUCCESS);
+    cl_event ev = watched_late(false, &t);
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
     pause_ms(20);
     assert_int_equal(atomic_load(&t.calls), 0);
