@@ -65,6 +65,9 @@
  *           status if none comes)
  *   OUTPUT  proxy -> client on the reply tag, before a reply: the bytes kernels
  *           wrote to the proxy's stdout (printf) since the last one
+ *   CLOSED  proxy -> client on the reply tag: the proxy ended the session,
+ *           and why (a protocol error, a reply not taken); nothing follows,
+ *           and nothing the client sends after it is read
  *   NOTIFY  proxy -> client on the reply tag, before a reply: the context
  *           notifications (pfn_notify) for the client's contexts since the
  *           last one, from the native driver or the proxy (executor/notify.c)

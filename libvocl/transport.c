@@ -156,6 +156,21 @@ static void dispatch(struct vocl_proxy *px, struct vocl_wr *notes)
         put_output(&h, px->rx.buf);
         return;
     }
+    if (h.opcode == VOCL_OP_CLOSED) {
+        struct vocl_rd r;
+        struct vocl_msg_CLOSED_req m;
+        vocl_rd_init(&r, px->rx.buf + VOCL_HDR_SIZE, h.length);
+        char what[160];
+        if (vocl_dec_CLOSED_req(&r, &m) || r.fail || m.why.null)
+            m.why = vocl_str_of("no reason given");
+        snprintf(what, sizeof(what), "it ended this program's session after %.*s",
+                 (int)(m.why.len < 100 ? m.why.len : 100), m.why.p);
+        for (char *c = what; *c; c++)
+            if (*c < ' ' || *c > '~')
+                *c = '?'; /* (the proxy's words, printed on the user's terminal) */
+        fail_locked(px, what);
+        return;
+    }
     if (h.opcode == VOCL_OP_NOTIFY) {
         void *d = vocl_wr_reserve(notes, px->rx.len);
         if (d)

@@ -82,6 +82,8 @@ bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck);
 void proxyd_chan_drop(struct proxyd_chan *c);
 /* Sends s's context notifications now, without a reply (none: nothing). */
 void proxyd_notes_push(struct exec_session *s);
+/* Tells s's client that its session was ended, and why (CLOSED). */
+void proxyd_tell_closed(struct exec_session *s, const char *why);
 
 /* output.c */
 

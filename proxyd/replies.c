@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "executor.h"
 #include "protocol.h"
+#include "vocl_msg.h"
 #include "wire.h"
 
 #define UNSENT_MAX (64u << 20)
@@ -52,8 +53,11 @@ bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck)
     *stuck = false;
     if (atomic_load(&c->unsent_bytes) == 0)
         return true;
-    uint64_t now = vocl_now_ns();
     pthread_mutex_lock(&c->lock);
+    /* Read under the lock: a reply kept by another thread meanwhile has a
+     * posted_ns after a now read before it (then now - posted_ns wrapped,
+     * and a reply kept a moment ago looked 30 s old). */
+    uint64_t now = vocl_now_ns();
     for (struct unsent **pu = &c->unsent, *u; (u = *pu);) {
         int done = 0;
         if (MPI_Test(&u->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
@@ -63,7 +67,7 @@ bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck)
             free(u);
             continue;
         }
-        *stuck |= now - u->posted_ns > EXEC_CLIENT_TIMEOUT_NS;
+        *stuck |= now > u->posted_ns + EXEC_CLIENT_TIMEOUT_NS;
         pu = &u->next;
     }
     bool flowing = atomic_load(&c->unsent_bytes) < UNSENT_MAX;
@@ -118,16 +122,34 @@ int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
     return rc;
 }
 
+/* Sends msg, a message of its own (no reply follows it), without waiting
+ * for the client to take it; msg is left usable. */
+static void push(struct exec_session *s, struct vocl_wr *msg)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int done = 0;
+    if (!msg->fail && proxyd_chan_post(s, VOCL_TAG_REP, msg->buf, msg->len, &req) == 0 &&
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+        keep_unsent(s->transport, req, msg))
+        proxyd_chan_sent(s, &req); /* (no memory to keep it: waited for, as a reply) */
+}
+
 void proxyd_notes_push(struct exec_session *s)
 {
     struct vocl_wr note;
-    MPI_Request req = MPI_REQUEST_NULL;
-    int done = 0;
     vocl_wr_init(&note);
-    if (exec_notify_take(s, &note) &&
-        proxyd_chan_post(s, VOCL_TAG_REP, note.buf, note.len, &req) == 0 &&
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
-        keep_unsent(s->transport, req, &note))
-        proxyd_chan_sent(s, &req); /* (no memory to keep it: waited for, as a reply) */
+    if (exec_notify_take(s, &note))
+        push(s, &note);
     vocl_wr_free(&note);
+}
+
+void proxyd_tell_closed(struct exec_session *s, const char *why)
+{
+    struct vocl_wr msg;
+    vocl_wr_init(&msg);
+    vocl_wr_begin(&msg, VOCL_OP_CLOSED, 0, 0);
+    vocl_enc_CLOSED_req(&msg, &(struct vocl_msg_CLOSED_req){.why = vocl_str_of(why)});
+    vocl_wr_finish(&msg);
+    push(s, &msg);
+    vocl_wr_free(&msg);
 }

@@ -163,6 +163,8 @@ static struct client *client_at(struct server *sv, int i)
  * for its device (a long kernel), and this thread waits for no one. */
 static void close_client(struct server *sv, struct client *cl, const char *why)
 {
+    if (why && !atomic_load(&cl->s.lost))
+        proxyd_tell_closed(&cl->s, why); /* (a client waiting for a reply learns at once) */
     exec_session_close(&cl->s);
     if (!sv->job_mode)
         vocl_live_unlink(cl->chan.live); /* no more pongs: a client still waiting learns */

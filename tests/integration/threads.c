@@ -1,7 +1,7 @@
 /*
  * threads.c - OpenCL from several threads at once: each thread has its own
  * queue on a shared context per device, and runs buffer writes, kernels
- * and reads in a loop; every result is checked.
+ * and reads in a loop; every result is checked.  threads [ROUNDS] (25).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -10,14 +10,13 @@
 #include <CL/cl.h>
 
 #define THREADS 4
-#define ROUNDS 25
 #define N 4096
 
 static const char *src = "kernel void inc(global int *x, int k) { x[get_global_id(0)] += k; }";
 static cl_context ctx[2];
 static cl_program prog[2];
 static cl_device_id devs[2];
-static int ndev;
+static int ndev, rounds = 25;
 
 static void *worker(void *arg)
 {
@@ -30,7 +29,7 @@ static void *worker(void *arg)
     int *h = malloc(N * sizeof(int));
     if (!q || !k || !buf || !h)
         return (void *)1;
-    for (int r = 0; r < ROUNDS; r++) {
+    for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < N; i++)
             h[i] = i + id * 1000 + r;
         int kk = id + r;
@@ -51,8 +50,10 @@ static void *worker(void *arg)
     return (void *)bad;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        rounds = atoi(argv[1]);
     cl_platform_id p;
     cl_uint n;
     cl_int err;
@@ -82,6 +83,6 @@ int main(void)
         clReleaseProgram(prog[d]);
         clReleaseContext(ctx[d]);
     }
-    printf("%d threads x %d rounds on %d device(s): %ld errors\n", THREADS, ROUNDS, ndev, bad);
+    printf("%d threads x %d rounds on %d device(s): %ld errors\n", THREADS, rounds, ndev, bad);
     return bad != 0;
 }

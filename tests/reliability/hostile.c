@@ -54,6 +54,7 @@
 #include "protocol.h"
 #include "token.h"
 #include "vocl_api.h"
+#include "vocl_msg.h"
 #include "wire.h"
 
 #include "../integration/cl_check.h"
@@ -374,6 +375,39 @@ static void strangers(uint64_t ctx, uint64_t queue)
     expect(CL_SUCCESS, "the release of the stranger's buffer");
 }
 
+/* The proxy ended the session: it says so (CLOSED) in time, and why;
+ * whatever came before it is passed over. */
+static void told_closed(const char *why, double secs)
+{
+    double until = now() + secs;
+    struct vocl_msg_CLOSED_req m = {0};
+    while (now() < until) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(proxy, VOCL_TAG_REP, comm, &flag, &st);
+        if (!flag) {
+            usleep(200);
+            continue;
+        }
+        MPI_Get_count(&st, MPI_BYTE, &rep_len);
+        free(rep);
+        rep = malloc((size_t)rep_len + 1);
+        MPI_Recv(rep, rep_len, MPI_BYTE, proxy, VOCL_TAG_REP, comm, MPI_STATUS_IGNORE);
+        struct vocl_msg_hdr h;
+        if (!vocl_hdr_get(rep, (size_t)rep_len, &h) || h.opcode != VOCL_OP_CLOSED)
+            continue;
+        struct vocl_rd r;
+        vocl_rd_init(&r, rep + VOCL_HDR_SIZE, h.length);
+        vocl_dec_CLOSED_req(&r, &m);
+        break;
+    }
+    bool ok = m.why.p && m.why.len == strlen(why) && !memcmp(m.why.p, why, m.why.len);
+    check(ok, "the proxy says why it ended the session", (cl_int)m.why.len);
+    if (!ok)
+        fprintf(stderr, "hostile: wanted CLOSED \"%s\", got \"%.*s\"\n", why, (int)m.why.len,
+                m.why.p ? m.why.p : "");
+}
+
 /* The session has ended: a HELLO gets no reply. */
 static void no_more_replies(void)
 {
@@ -540,6 +574,7 @@ static void hostile(void)
     vocl_wr_finish(&w);
     w.buf[0] ^= 0xff;
     send_raw(w.buf, w.len);
+    told_closed("a protocol error", reply_wait);
     no_more_replies();
 
     vocl_wr_free(&w);
