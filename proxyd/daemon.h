@@ -89,6 +89,8 @@ void proxyd_tell_closed(struct exec_session *s, const char *why);
 
 /* Kernel printf: stdout into a pipe, sent to clients with their replies. */
 void proxyd_output_capture(void);
+/* The proxy's own standard output (a copy of it, once captured). */
+extern int proxyd_stdout;
 /* What kernels printed since, as an OUTPUT message in msg posted to s's
  * client (*req; MPI_REQUEST_NULL: nothing to send); 0 or -1. */
 int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, MPI_Request *req);

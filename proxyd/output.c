@@ -60,10 +60,15 @@ static void *output_thread(void *arg)
     }
 }
 
+int proxyd_stdout = STDOUT_FILENO;
+
 void proxyd_output_capture(void)
 {
     int fds[2];
     fflush(stdout);
+    int own = dup(STDOUT_FILENO);
+    if (own >= 0)
+        proxyd_stdout = own;
     if (pipe(fds))
         return;
     fcntl(fds[0], F_SETFL, O_NONBLOCK);

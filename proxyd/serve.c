@@ -775,8 +775,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     char host[256];
     if (!sv.worker) {
         publish(&a, proxy_name(o, host, sizeof(host)));
-        printf("%s\n", a.port);
-        fflush(stdout);
+        dprintf(proxyd_stdout, "%s\n", a.port); /* (stdout is kernels' now: output.c) */
         vocl_info("listening on %s%s", a.port,
                   sv.isolate ? " (--isolate: each client in a worker process)" : "");
         char ctl[300];
