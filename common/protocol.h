@@ -109,6 +109,15 @@ enum vocl_type {
  * cl_api.def (the generated vocl_api.h). */
 
 /*
+ * The peer of a migration or an event link (MIGRATE_*, DIFF_*, EVENT_*) that
+ * is the client itself: two daemons share no communicator, so the client
+ * relays what one sends to the other (libvocl/relay.c).  The messages
+ * travel on the session's channel, on tag_base + vocl_relay_tag(tag) (wire.h),
+ * and are those that go proxy to proxy in job mode, one for one.
+ */
+#define VOCL_PEER_CLIENT UINT32_MAX
+
+/*
  * Ids: a proxy numbers its root devices 1..ndev; every object a client
  * creates gets an id the client chose, at or above VOCL_ID_CLIENT_MIN.
  */

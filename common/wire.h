@@ -37,7 +37,18 @@ enum vocl_tag {
     /* proxy -> proxy: the chunks of one migration each, the client picks the tag */
     VOCL_TAG_PEER_MIN = 1024,
     VOCL_TAG_PEER_MAX = 32767, /* the least MPI_TAG_UB the standard allows */
+    /* the same, relayed by the client between two daemons: on the session's
+     * own channel, at its tag base plus vocl_relay_tag */
+    VOCL_TAG_RELAY_MIN = 1024,
+    VOCL_TAG_RELAY_MAX = 2047,
 };
+/* A peer tag's tag on a session's channel when the client relays it: below
+ * the next tag base (wire.h, connect mode), and no chunk's. */
+static inline int vocl_relay_tag(int peer_tag)
+{
+    return VOCL_TAG_RELAY_MIN +
+           (peer_tag - VOCL_TAG_PEER_MIN) % (VOCL_TAG_RELAY_MAX - VOCL_TAG_RELAY_MIN + 1);
+}
 
 /*
  * The tag of the chunks of the transfer that request seq starts.  Each

@@ -5,7 +5,8 @@
  *
  * The client sends MIGRATE_IN to the proxy that needs the data and
  * MIGRATE_OUT to one that has it; the data goes between the two directly,
- * never through the client.  Neither request blocks its proxy:
+ * or, between two daemons, which share no communicator, through the client
+ * (VOCL_PEER_CLIENT, libvocl/relay.c).  Neither request blocks its proxy:
  *
  *   out  the whole object is read (once the events the client named
  *        complete) on a queue of its own, and a thread sends it in chunks;
@@ -25,14 +26,18 @@
 #include "internal.h"
 #include "thread.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The other proxy of a request, and the tag its messages travel on. */
+/* The other proxy of a request, and the tag its messages travel on; or
+ * the client, which relays them (relay: the session, held until
+ * link_drop). */
 struct peer_link {
     const struct vocl_native_api *cl;
     const struct exec_data_ops *data;
     int peer, tag;
+    struct exec_session *relay;
 };
 
 /* Checks the peer's rank and the tag of a migration's or an event link's
@@ -40,15 +45,57 @@ struct peer_link {
 static void set_peer(struct exec_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
                      bool event)
 {
+    const struct exec_data_ops *d = q->s->data;
+    bool relay = peer == VOCL_PEER_CLIENT;
     l->cl = q->cl;
-    l->data = q->s->data;
-    l->peer = (int)peer;
+    l->data = d;
+    l->peer = relay ? -1 : (int)peer;
     l->tag = (int)tag;
-    if (!l->data->peer_send || !l->data->peer_ok || !l->data->peer_ok(l->peer))
-        exec_fail(q, event ? "event peer is not another proxy of this job"
-                           : "migration peer is not another proxy of this job");
+    if (relay ? !d->relay_send || !d->relay_recv
+              : !d->peer_send || !d->peer_ok || !d->peer_ok(l->peer))
+        exec_fail(q, event ? "event peer is not another proxy of this job, nor the client"
+                           : "migration peer is not another proxy of this job, nor the client");
     if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
         exec_fail(q, event ? "event tag out of range" : "migration tag out of range");
+    if (!relay || q->fail)
+        return;
+    if (atomic_fetch_add(&q->s->relays, 1) >= EXEC_RELAYS_MAX) {
+        atomic_fetch_sub(&q->s->relays, 1);
+        exec_fail(q, "too many migrations and event links under way in this session");
+        return;
+    }
+    l->relay = q->s;
+    atomic_fetch_add(&q->s->held, 1); /* (its threads use it) */
+}
+
+static void link_drop(struct peer_link *l)
+{
+    if (!l->relay)
+        return;
+    atomic_fetch_sub(&l->relay->relays, 1);
+    atomic_fetch_sub(&l->relay->held, 1);
+    l->relay = NULL;
+}
+
+/* The peer, for messages: "rank N", or "the client" (a relay). */
+static const char *link_who(const struct peer_link *l, char who[24])
+{
+    if (l->relay)
+        return "the client";
+    snprintf(who, 24, "rank %d", l->peer);
+    return who;
+}
+
+static int link_send(const struct peer_link *l, const void *buf, size_t n)
+{
+    return l->relay ? l->data->relay_send(l->relay, l->tag, buf, n)
+                    : l->data->peer_send(l->peer, l->tag, buf, n);
+}
+
+static int link_recv(const struct peer_link *l, void *buf, size_t n, size_t *got)
+{
+    return l->relay ? l->data->relay_recv(l->relay, l->tag, buf, n, got)
+                    : l->data->peer_recv(l->peer, l->tag, buf, n, got);
 }
 
 struct migration {
@@ -181,6 +228,7 @@ static void migration_free(struct migration *m)
         cl->clReleaseEvent(m->read);
     free(m->buf);
     free(m->twin);
+    link_drop(&m->l);
     free(m);
 }
 
@@ -197,8 +245,7 @@ static bool completed(const struct vocl_native_api *cl, cl_event ev)
 static int send_all(const struct migration *m, const uint8_t *p, size_t n)
 {
     for (size_t done = 0; done < n; done += m->chunk)
-        if (m->l.data->peer_send(m->l.peer, m->l.tag, p + done,
-                                 n - done < m->chunk ? n - done : m->chunk))
+        if (link_send(&m->l, p + done, n - done < m->chunk ? n - done : m->chunk))
             return -1;
     return 0;
 }
@@ -209,11 +256,11 @@ static int recv_all(const struct migration *m, uint8_t *p, size_t n)
 {
     for (size_t done = 0; done < n; done += m->chunk) {
         size_t want = n - done < m->chunk ? n - done : m->chunk, got = 0;
-        if (m->l.data->peer_recv(m->l.peer, m->l.tag, p ? p + done : NULL, p ? want : 0, &got) ||
-            got != want) {
+        if (link_recv(&m->l, p ? p + done : NULL, p ? want : 0, &got) || got != want) {
+            char who[24];
             if (p)
-                vocl_warn("migration from rank %d: %zu of %zu bytes came", m->l.peer, done + got,
-                          n);
+                vocl_warn("migration from %s: %zu of %zu bytes came", link_who(&m->l, who),
+                          done + got, n);
             return -1;
         }
     }
@@ -224,7 +271,7 @@ static void *out_thread(void *arg)
 {
     struct migration *m = arg;
     if (!completed(m->l.cl, m->ev) || send_all(m, m->buf, m->size))
-        m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
+        link_send(&m->l, NULL, 0);
     migration_free(m);
     return NULL;
 }
@@ -350,6 +397,7 @@ static void *diff_out_thread(void *arg)
     struct migration *m = arg;
     size_t changed = 0, n = 0;
     uint8_t *d = NULL;
+    char who[24];
     if (completed(m->l.cl, m->ev)) {
         n = exec_diff_encode(m->buf, m->twin, m->size, NULL, &changed);
         if ((d = malloc(n ? n : 1)))
@@ -357,10 +405,10 @@ static void *diff_out_thread(void *arg)
     }
     uint8_t head[8];
     put_u64(head, n);
-    if (!d || m->l.data->peer_send(m->l.peer, m->l.tag, head, sizeof(head)) || send_all(m, d, n))
-        m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
+    if (!d || link_send(&m->l, head, sizeof(head)) || send_all(m, d, n))
+        link_send(&m->l, NULL, 0);
     else
-        vocl_info("diff to rank %d: %zu of %zu bytes changed, %zu sent", m->l.peer, changed,
+        vocl_info("diff to %s: %zu of %zu bytes changed, %zu sent", link_who(&m->l, who), changed,
                   m->size, n + sizeof(head));
     free(d);
     migration_free(m);
@@ -373,15 +421,16 @@ static void *diff_in_thread(void *arg)
     uint8_t head[8], *d = NULL;
     size_t got = 0;
     uint64_t n = 0;
-    bool ok = !m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
-              got == sizeof(head) && (n = get_u64(head)) <= exec_diff_max(m->size);
+    char who[24];
+    bool ok = !link_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
+              (n = get_u64(head)) <= exec_diff_max(m->size);
     if (ok && !(d = malloc(n ? n : 1))) {
         recv_all(m, NULL, n); /* nowhere to put it */
         ok = false;
     }
     ok = ok && !recv_all(m, d, n) && completed(m->l.cl, m->read);
     if (ok && exec_diff_apply(m->buf, m->size, d, n)) {
-        vocl_warn("diff from rank %d: malformed runs", m->l.peer);
+        vocl_warn("diff from %s: malformed runs", link_who(&m->l, who));
         ok = false;
     }
     free(d);
@@ -402,8 +451,8 @@ static void *drain_thread(void *arg)
         uint8_t head[8];
         size_t got = 0;
         n = 0;
-        if (!m->l.data->peer_recv(m->l.peer, m->l.tag, head, sizeof(head), &got) &&
-            got == sizeof(head) && get_u64(head) <= exec_diff_max(m->size))
+        if (!link_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
+            get_u64(head) <= exec_diff_max(m->size))
             n = get_u64(head);
     }
     recv_all(m, NULL, n);
@@ -523,8 +572,8 @@ static void op_out(struct exec_req *q, bool diff)
     if (!exec_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
         if (!q->fail)
-            m->l.data->peer_send(m->l.peer, m->l.tag, NULL, 0);
-        free(m);
+            link_send(&m->l, NULL, 0);
+        migration_free(m);
         return;
     }
     cl_int rc = CL_OUT_OF_RESOURCES;
@@ -623,7 +672,7 @@ static void op_in(struct exec_req *q, bool diff)
     if ((diff || twin_id) && image)
         exec_fail(q, "a twin of an image");
     if (!exec_req_begin(q)) {
-        free(m);
+        migration_free(m);
         return;
     }
     m->size = size;
@@ -686,12 +735,19 @@ void exec_op_diff_in(struct exec_req *q)
  * EVENT_OUT / EVENT_IN: a command here (IN) waits for an event of the peer
  * (OUT).  IN makes a user event for it; a thread receives the event's final
  * status from the peer and sets it.  OUT has a thread wait for the event and
- * send that status.  No request thread waits, and the client is not involved.
+ * send that status.  No request thread waits; the client only relays the
+ * status between two daemons.
  */
 struct event_link {
     struct peer_link l;
     cl_event ev;
 };
+
+static void link_free(struct event_link *l)
+{
+    link_drop(&l->l);
+    free(l);
+}
 
 static void *event_out_thread(void *arg)
 {
@@ -705,8 +761,8 @@ static void *event_out_thread(void *arg)
         l->l.cl->clReleaseEvent(l->ev);
     }
     int32_t wire = st;
-    l->l.data->peer_send(l->l.peer, l->l.tag, &wire, sizeof(wire));
-    free(l);
+    link_send(&l->l, &wire, sizeof(wire));
+    link_free(l);
     return NULL;
 }
 
@@ -715,11 +771,11 @@ static void *event_in_thread(void *arg)
     struct event_link *l = arg;
     int32_t st = -1;
     size_t got = 0;
-    if (l->l.data->peer_recv(l->l.peer, l->l.tag, &st, sizeof(st), &got) || got != sizeof(st))
+    if (link_recv(&l->l, &st, sizeof(st), &got) || got != sizeof(st))
         st = -1;
     l->l.cl->clSetUserEventStatus(l->ev, st < 0 ? st : CL_COMPLETE);
     l->l.cl->clReleaseEvent(l->ev);
-    free(l);
+    link_free(l);
     return NULL;
 }
 
@@ -751,7 +807,7 @@ void exec_op_event_out(struct exec_req *q)
         if (sane)
             event_out_thread(l);
         else
-            free(l);
+            link_free(l);
     }
     if (!q->fail)
         vocl_wr_i32(q->w, rc);
@@ -770,7 +826,7 @@ void exec_op_event_in(struct exec_req *q)
     if (!ev_id)
         exec_fail(q, "event link without an event");
     if (!exec_req_begin(q)) {
-        free(l);
+        link_free(l);
         return;
     }
     l->ev = q->cl->clCreateUserEvent(ctx, &rc);
@@ -780,7 +836,7 @@ void exec_op_event_in(struct exec_req *q)
         if (vocl_thread_detached(event_in_thread, l))
             event_in_thread(l); /* waits for the peer here: it is on its way */
     } else {
-        free(l);
+        link_free(l);
     }
     vocl_wr_i32(q->w, rc);
 }

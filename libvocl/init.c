@@ -474,6 +474,7 @@ static void leave(void)
         roll_call();
     if (!fin)
         vocl_xport_stop(); /* (the BYE would send what waits; the thread must go) */
+    vocl_relay_stop();     /* (its sessions end with the BYE) */
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *px = vocl.proxies[i];
         if (px->local) {

@@ -651,8 +651,7 @@ static int copy_contents(struct mig *m)
         uint64_t bit = UINT64_C(1) << vocl_rep_index(o, m->from);
         if (!mm || o->parent || (o->reps && !(mm->valid & bit)))
             continue; /* (a replica without the latest data: the target's is as stale) */
-        size_t size = mm->mem_type ? mm->elem_size * mm->dims[0] * mm->dims[1] * mm->dims[2]
-                                   : mm->mem_size;
+        size_t size = vocl_mem_bytes(mm);
         m->st->bytes += size;
         /* Unmerged writes of several devices are merged by a read first;
          * images go through this process. */

@@ -422,6 +422,8 @@ struct migration {
     const struct vocl_rep *from, *to;
     int tag;
     size_t chunk;
+    uint64_t size;               /* whole: the bytes sent (for a relay) */
+    uint32_t peer_in, peer_out;  /* each side's peer: the other's rank, or VOCL_PEER_CLIENT */
     uint64_t ev_id;              /* the arrival into `to` */
     uint64_t twin_from, ev_from; /* whole: a new twin of `from` and its copy (0: none) */
     uint64_t twin_to;            /* whole: a new twin of `to` (0: none) */
@@ -467,7 +469,7 @@ static void fill_in(struct vocl_call *c, const void *arg)
 {
     const struct migration *m = arg;
     uint64_t mem = m->to->id, chunk = m->chunk;
-    uint32_t peer = (uint32_t)m->from->px->rank, tag = (uint32_t)m->tag;
+    uint32_t peer = m->peer_in, tag = (uint32_t)m->tag;
     if (!m->diff) {
         vocl_enc_MIGRATE_IN_req(c->w, &(struct vocl_msg_MIGRATE_IN_req){
                                           .mem = mem, .peer = peer, .tag = tag, .chunk = chunk,
@@ -487,7 +489,7 @@ static void fill_out(struct vocl_call *c, const void *arg)
     struct vocl_ids queues, events;
     after(c, m->from, m->after_writers, m->base, m->cmd, &queues, &events);
     uint64_t mem = m->base ? m->from->twin : m->from->id, chunk = m->chunk;
-    uint32_t peer = (uint32_t)m->to->px->rank, tag = (uint32_t)m->tag;
+    uint32_t peer = m->peer_out, tag = (uint32_t)m->tag;
     if (m->diff)
         vocl_enc_DIFF_OUT_req(c->w, &(struct vocl_msg_DIFF_OUT_req){
                                         .mem = mem, .peer = peer, .tag = tag, .chunk = chunk,
@@ -501,6 +503,18 @@ static void fill_out(struct vocl_call *c, const void *arg)
     free((void *)queues.v);
 }
 
+/* The peers each side of an exchange from `from` to `to` names: each
+ * other's ranks where they share a communicator (job mode), else this
+ * process, which relays between the two daemons (relay.c): true then. */
+static bool route(const struct vocl_proxy *from, const struct vocl_proxy *to, uint32_t *peer_out,
+                  uint32_t *peer_in)
+{
+    bool relayed = from->comm != to->comm;
+    *peer_out = relayed ? VOCL_PEER_CLIENT : (uint32_t)to->rank;
+    *peer_in = relayed ? VOCL_PEER_CLIENT : (uint32_t)from->rank;
+    return relayed;
+}
+
 /* --- events of another proxy in a wait list -------------------------------------------------------- */
 
 /*
@@ -512,7 +526,8 @@ static void fill_out(struct vocl_call *c, const void *arg)
  */
 struct link {
     uint64_t ev, ctx, mirror;
-    int from, to, tag;
+    uint32_t peer_out, peer_in; /* route() */
+    int tag;
 };
 
 /* The tag of the next exchange between two proxies on this client's
@@ -533,16 +548,16 @@ static void fill_event_in(struct vocl_call *c, const void *arg)
 {
     const struct link *l = arg;
     vocl_enc_EVENT_IN_req(c->w, &(struct vocl_msg_EVENT_IN_req){.context = l->ctx,
-                                                              .peer = (uint32_t)l->from,
-                                                              .tag = (uint32_t)l->tag,
-                                                              .event = l->mirror});
+                                                                .peer = l->peer_in,
+                                                                .tag = (uint32_t)l->tag,
+                                                                .event = l->mirror});
 }
 
 static void fill_event_out(struct vocl_call *c, const void *arg)
 {
     const struct link *l = arg;
     vocl_enc_EVENT_OUT_req(c->w, &(struct vocl_msg_EVENT_OUT_req){
-                                     .event = l->ev, .peer = (uint32_t)l->to, .tag = (uint32_t)l->tag});
+                                     .event = l->ev, .peer = l->peer_out, .tag = (uint32_t)l->tag});
 }
 
 int vocl_event_mirror(struct vocl_call *c, cl_event event)
@@ -556,13 +571,13 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event)
         .ev = e->id,
         .ctx = vocl_id_on(ctx, c->px),
         .mirror = atomic_fetch_add(&c->px->next_id, 1),
-        .from = e->px->rank,
-        .to = c->px->rank,
         .tag = next_peer_tag(),
     };
+    bool relayed = route(e->px, c->px, &l.peer_out, &l.peer_in);
     if (post_async(c->px, VOCL_OP_EVENT_IN, fill_event_in, &l) != CL_SUCCESS)
         return -1;
-    if (post_async(e->px, VOCL_OP_EVENT_OUT, fill_event_out, &l) != CL_SUCCESS)
+    if (post_async(e->px, VOCL_OP_EVENT_OUT, fill_event_out, &l) != CL_SUCCESS ||
+        (relayed && vocl_relay(e->px, c->px, l.tag, VOCL_RELAY_EVENT, 0, 0) != CL_SUCCESS))
         return -1; /* B's user event fails when A is gone: so does the command */
     add_wait(c, l.mirror);
     /* Released once the command is sent; with no room to say so, here. */
@@ -606,17 +621,6 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
 {
     if (from->px->local || to->px->local)
         return CL_INVALID_OPERATION; /* refused when the context was made */
-    if (from->px->comm != to->px->comm) {
-        /* Daemon mode: the proxies share no communicator, so no copy goes
-         * directly between them (not yet: README, daemon mode). */
-        static atomic_bool said;
-        if (!atomic_exchange(&said, true))
-            vocl_error("a memory object is used on proxies %s and %s: copies between two "
-                       "daemons are not supported yet; keep each context's objects on one "
-                       "proxy, or use job mode (vocl-run)",
-                       from->px->name ? from->px->name : "?", to->px->name ? to->px->name : "?");
-        return CL_INVALID_OPERATION;
-    }
     struct vocl_arrival *into = malloc(sizeof(*into));
     struct vocl_arrival *back = m->twin_from ? malloc(sizeof(*back)) : NULL;
     if (!into || (m->twin_from && !back)) {
@@ -629,12 +633,16 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
     m->tag = next_peer_tag();
     m->chunk = from->px->chunk < to->px->chunk ? from->px->chunk : to->px->chunk;
     m->ev_id = atomic_fetch_add(&to->px->next_id, 1);
+    bool relayed = route(from->px, to->px, &m->peer_out, &m->peer_in);
     /* The events the move names stay until it has its place (after). */
     vocl_refs_lock();
     cl_int err = post_async(to->px, m->diff ? VOCL_OP_DIFF_IN : VOCL_OP_MIGRATE_IN, fill_in, m);
     if (err == CL_SUCCESS)
         err = post_async(from->px, m->diff ? VOCL_OP_DIFF_OUT : VOCL_OP_MIGRATE_OUT, fill_out, m);
     vocl_refs_unlock();
+    if (err == CL_SUCCESS && relayed)
+        err = vocl_relay(from->px, to->px, m->tag, m->diff ? VOCL_RELAY_DIFF : VOCL_RELAY_WHOLE,
+                         m->size, m->chunk);
     if (err != CL_SUCCESS) {
         free(into);
         free(back);
@@ -658,6 +666,8 @@ cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_p
         .tag = next_peer_tag(),
         .chunk = from->chunk < to->chunk ? from->chunk : to->chunk,
         .ev_id = atomic_fetch_add(&to->next_id, 1),
+        .peer_out = (uint32_t)to->rank,
+        .peer_in = (uint32_t)from->rank,
     };
     cl_int err = post_async(to, VOCL_OP_MIGRATE_IN, fill_in, &m);
     if (err == CL_SUCCESS)
@@ -670,7 +680,8 @@ cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_p
  * was written there and what cmd waits for. */
 static cl_int migrate(struct vocl_obj *root, cl_uint from, cl_uint to, const struct vocl_call *cmd)
 {
-    struct migration m = {.cmd = cmd, .after_writers = true};
+    struct migration m = {
+        .cmd = cmd, .after_writers = true, .size = vocl_mem_bytes(vocl_as_mem(root))};
     return move(&m, &root->reps[from], &root->reps[to]);
 }
 
@@ -740,8 +751,10 @@ static cl_int join(struct vocl_obj *root, cl_uint from, cl_uint to, const struct
      * twin, not its data, so that a byte it wrote and later wrote back to
      * the base value (no longer in its diff) is not left in dst at the
      * value between. */
-    struct migration m = {.cmd = cmd, .twin_to = atomic_fetch_add(&dst->px->next_id, 1),
-                          .base = src->twin && src->twin_made};
+    struct migration m = {.cmd = cmd,
+                          .twin_to = atomic_fetch_add(&dst->px->next_id, 1),
+                          .base = src->twin && src->twin_made,
+                          .size = vocl_mem_bytes(vocl_as_mem(root))};
     if (!src->twin) {
         m.twin_from = atomic_fetch_add(&src->px->next_id, 1);
         m.ev_from = atomic_fetch_add(&src->px->next_id, 1);

@@ -59,8 +59,7 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what)
     pthread_mutex_unlock(&px->lock);
 }
 
-/* Between polls of a wait on px: false once the proxy is known dead. */
-static bool still_there(struct vocl_proxy *px, struct vocl_live *lw)
+bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw)
 {
     if (px->dead)
         return false;
@@ -486,7 +485,7 @@ int vocl_xport_sent(struct vocl_call *c)
             return -1;
         if (!c->sending && !c->bsending)
             break;
-        if (!still_there(px, &lw)) {
+        if (!vocl_xport_alive(px, &lw)) {
             if (c->bsending)
                 MPI_Request_free(&c->breq);
             if (c->sending)
@@ -619,7 +618,7 @@ int vocl_xport_wait_reply(struct vocl_call *c)
             start = vocl_now_ns();
         if (!c->waiting)
             break;
-        if (!still_there(px, &lw))
+        if (!vocl_xport_alive(px, &lw))
             goto dead;
         vocl_backoff(start, 50000);
     }
@@ -643,7 +642,7 @@ bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw)
 {
     if (c->waiting)
         look(c);
-    return !c->waiting || !still_there(c->px, lw);
+    return !c->waiting || !vocl_xport_alive(c->px, lw);
 }
 
 /*
@@ -749,7 +748,7 @@ cl_int vocl_xport_land(struct vocl_proxy *px, const void *queue, uint64_t lo, ui
         run_notes(px, &notes);
         if (landed)
             return err;
-        if (!still_there(px, &lw))
+        if (!vocl_xport_alive(px, &lw))
             return CL_DEVICE_NOT_AVAILABLE;
         vocl_backoff(start, 50000);
     }

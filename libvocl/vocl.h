@@ -249,6 +249,11 @@ static inline struct vocl_mem *vocl_as_mem(const struct vocl_obj *o)
 {
     return o && o->type == VOCL_T_MEM ? (struct vocl_mem *)o : NULL;
 }
+/* All of m's bytes (an image's, as a read of all of it gives them). */
+static inline size_t vocl_mem_bytes(const struct vocl_mem *m)
+{
+    return m->mem_type ? m->elem_size * m->dims[0] * m->dims[1] * m->dims[2] : m->mem_size;
+}
 static inline struct vocl_program *vocl_as_program(const struct vocl_obj *o)
 {
     return o && o->type == VOCL_T_PROGRAM ? (struct vocl_program *)o : NULL;
@@ -631,6 +636,22 @@ void vocl_event_known_complete(struct vocl_obj *e);
 /* e is a non-blocking read's own event (struct vocl_event, lands). */
 void vocl_event_lands(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
+/* Between polls of a wait on px (lw: vocl_live_begin with px->live): false
+ * once the proxy is known dead. */
+bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw);
+
+/* --- between two daemons, through this process (relay.c)
+ * ------------------------------------------ */
+/* What a relay carries, as ops_migrate.c sends it: all of a memory object
+ * (size bytes, in chunks), a diff (its length, then that many bytes in
+ * chunks), an event's final status (one message). */
+enum vocl_relay_kind { VOCL_RELAY_WHOLE, VOCL_RELAY_DIFF, VOCL_RELAY_EVENT };
+/* Forwards what `from` sends on the peer tag to `to`, until it is through;
+ * both requests name VOCL_PEER_CLIENT as their peer. */
+cl_int vocl_relay(struct vocl_proxy *from, struct vocl_proxy *to, int tag,
+                  enum vocl_relay_kind kind, uint64_t size, size_t chunk);
+/* At exit: the thread ends, and what is under way is given up. */
+void vocl_relay_stop(void);
 
 /* --- bulk data of transfers (memory.c) ------------------------------------------------------------ */
 /* The data field of a message (vocl_msg.h) for n bytes from p (out), or

@@ -199,6 +199,39 @@ static int mpi_send_test(struct exec_session *s, struct exec_sending *h, bool gi
     return done;
 }
 
+/* --- the client as the peer of a migration (relay: libvocl/relay.c) -------------------------- */
+
+static int relay_send(struct exec_session *s, int tag, const void *buf, size_t n)
+{
+    MPI_Request req;
+    int rtag = s->tag_base + vocl_relay_tag(tag);
+    return proxyd_chan_post(s, rtag, buf, n, &req) ? -1 : proxyd_chan_sent(s, &req);
+}
+
+/* As proxyd_peer_recv, from the client; -1 once its session is closed. */
+static int relay_recv(struct exec_session *s, int tag, void *buf, size_t n, size_t *got)
+{
+    MPI_Message msg;
+    MPI_Status st;
+    int count = 0, flag = 0, rtag = s->tag_base + vocl_relay_tag(tag);
+    uint64_t start = vocl_now_ns();
+    struct vocl_live lw;
+    vocl_live_begin(&lw, chan(s)->live);
+    for (;;) {
+        if (atomic_load(&s->closed) ||
+            MPI_Improbe(s->peer, rtag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
+            return -1;
+        if (flag)
+            break;
+        if (!vocl_live_ok(&lw))
+            return client_died(s);
+        vocl_backoff(start, 100000);
+    }
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    *got = (size_t)count;
+    return proxyd_take_message(&msg, buf, n, count);
+}
+
 static int mpi_send(struct exec_session *s, int tag, const void *buf, size_t n)
 {
     MPI_Request req;
@@ -215,4 +248,6 @@ const struct exec_data_ops proxyd_mpi_data = {.recv = mpi_recv,
                                               .peer_ok = proxyd_peer_ok,
                                               .peer_send = proxyd_peer_send,
                                               .peer_recv = proxyd_peer_recv,
-                                              .peer_died = proxyd_peer_gone};
+                                              .peer_died = proxyd_peer_gone,
+                                              .relay_send = relay_send,
+                                              .relay_recv = relay_recv};

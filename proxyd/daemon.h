@@ -105,6 +105,9 @@ bool proxyd_peer_ok(int rank);
 int proxyd_peer_send(int rank, int tag, const void *buf, size_t n);
 int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got);
 bool proxyd_peer_gone(void);
+/* Receives msg (probed: count bytes) into buf when it fits in n, else
+ * drops it; 0 or -1. */
+int proxyd_take_message(MPI_Message *msg, void *buf, size_t n, int count);
 
 /* workers.c (--isolate) */
 

@@ -48,10 +48,15 @@ int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     }
     MPI_Get_count(&st, MPI_BYTE, &count);
     *got = (size_t)count;
+    return proxyd_take_message(&msg, buf, n, count);
+}
+
+int proxyd_take_message(MPI_Message *msg, void *buf, size_t n, int count)
+{
     if ((size_t)count <= n)
-        return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+        return MPI_Mrecv(buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
     void *drop = malloc((size_t)count);
-    int rc = drop && MPI_Mrecv(drop, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    int rc = drop && MPI_Mrecv(drop, count, MPI_BYTE, msg, MPI_STATUS_IGNORE) == MPI_SUCCESS;
     free(drop);
     return rc ? 0 : -1;
 }

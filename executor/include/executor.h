@@ -43,6 +43,9 @@ struct exec_inbound;
 /* How long a chunk or a reply that a client owes, or has not taken, is
  * waited for: then its session ends. */
 #define EXEC_CLIENT_TIMEOUT_NS (30ull * 1000000000u)
+/* At most this many migrations and event links a client relays (between
+ * two daemons: each has a thread here) are under way in its session. */
+#define EXEC_RELAYS_MAX 256u
 
 /* How this proxy moves bulk data (voclproxyd options; defaults in session.c). */
 struct exec_xfer_cfg {
@@ -157,6 +160,11 @@ struct exec_data_ops {
     bool (*peer_ok)(int rank);
     int (*peer_send)(int rank, int tag, const void *buf, size_t n);
     int (*peer_recv)(int rank, int tag, void *buf, size_t n, size_t *got);
+    /* The same with the client as the peer (VOCL_PEER_CLIENT: it relays
+     * between two daemons), on the session's own channel; the receive
+     * gives up once the session is closed.  NULL: the client cannot. */
+    int (*relay_send)(struct exec_session *s, int tag, const void *buf, size_t n);
+    int (*relay_recv)(struct exec_session *s, int tag, void *buf, size_t n, size_t *got);
     /* Whether a client or a proxy of the job died (the reply to a BYE says
      * so: MPI_Finalize would wait for it); NULL: none can. */
     bool (*peer_died)(void);
@@ -177,6 +185,7 @@ struct exec_session {
     atomic_bool broken; /* a protocol violation ended the session */
     atomic_bool closed; /* ended: replies still due are dropped */
     atomic_uint held;   /* replies and builds still due that name it (exec_session_held) */
+    atomic_uint relays; /* migrations and event links its client relays, under way */
     /* Sends a reply that was not ready when its request was handled
      * (complete.c); from another thread than the request's.  NULL: none
      * can be (every reply is given at once). */

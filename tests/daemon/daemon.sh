@@ -9,7 +9,8 @@
 # (vocl-bench --daemons, given as HOSTILE's place: its path), stopped
 # (vocl-bench-tenants' two roles, given there too), midchunk
 # (vocl-bench-worker, there too), isolate (crasher, there too), drain or
-# balance (vocl-ctl, there too).
+# balance (vocl-ctl, there too), spanning (contexts over devices of several
+# daemons: tests/integration's programs, their directory there).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -176,6 +177,37 @@ overlap)
              "(sessions objects bytes); threads $3 after the first round, $(threads "$2") after the rest"
         [ "$(threads "$2")" -le "$3" ] || fail "daemon $1: threads $3 -> $(threads "$2")"
     done
+    ;;
+spanning)
+    # One context over the devices of several daemons: what goes between
+    # them (a buffer's bytes, diffs of unordered writers, an event's
+    # status) goes through the client.  Each program's output equals its
+    # native run's; a DAG application moves data device to device.
+    bin=$hostile
+    for d in a b c d; do start_daemon $d 1; done
+    for t in "a,b spanning" "a,b,c writers3" "a,b,c,d writers3 4" "a,b,c writers3 image" \
+             "a,b moves" "b,a waits"; do
+        set -- $t
+        proxies=$1 prog=$2
+        shift 2
+        n=$(echo "$proxies" | tr ',' '\n' | wc -l)
+        devs=$(printf 'pthread %.0s' $(seq "$n"))
+        POCL_DEVICES=${devs% } "$bin/$prog" "$@" >"$tmp/native" 2>&1 ||
+            fail "$prog $*: the native run failed: $(tail -3 "$tmp/native")"
+        app "$tmp/vocl" "$proxies" "$bin/$prog" "$@" ||
+            fail "$prog $* on $proxies: exit $?: $(tail -5 "$tmp/vocl")"
+        cmp -s "$tmp/native" "$tmp/vocl" ||
+            fail "$prog $* on $proxies: output differs: $(diff "$tmp/native" "$tmp/vocl" | head -10)"
+        echo "$prog $* on daemons $proxies: output identical to the native run's"
+    done
+    DAG_DCR=on DAG_DHDCR=on app "$tmp/floyd" a,b "$examples/dag/dag-floyd" ||
+        fail "dag-floyd: exit $?: $(tail -3 "$tmp/floyd")"
+    verified "$tmp/floyd" dag-floyd
+    grep -Eq 'd2d_bytes=[1-9]' "$tmp/floyd" || fail "dag-floyd copied nothing device to device"
+    grep -o 'app=.*d2d_bytes=[0-9]*' "$tmp/floyd"
+    relayed=$(cat "$tmp"/[abcd].log | grep -c 'diff to the client:' || true)
+    [ "$relayed" -gt 0 ] || fail "no diff went through the client"
+    echo "diffs sent through the client: $relayed"
     ;;
 cycles)
     # Sequential connect / run / disconnect: the daemon's sessions,

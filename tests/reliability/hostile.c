@@ -310,6 +310,26 @@ static void refused_quietly(uint64_t queue, const char *what)
     expect(CL_SUCCESS, "the finish after it");
 }
 
+/* The status in the last reply, to clGetEventInfo's
+ * CL_EVENT_COMMAND_EXECUTION_STATUS; 1 when it has none. */
+static cl_int event_status(void)
+{
+    struct vocl_rd r;
+    struct vocl_msg_clGetEventInfo_rep m;
+    cl_int st = 1;
+    vocl_rd_init(&r, rep + VOCL_HDR_SIZE, (size_t)rep_len - VOCL_HDR_SIZE);
+    vocl_rd_i32(&r);
+    vocl_dec_clGetEventInfo_rep(&r, &m);
+    if (!r.fail && m.value.len == sizeof(st))
+        memcpy(&st, m.value.p, sizeof(st));
+    return st;
+}
+
+/* The daemon's bound on relays under way in a session (EXEC_RELAYS_MAX),
+ * and the ids of the event links that fill it. */
+#define RELAYS_MAX   256
+#define RELAY_EVENTS (VOCL_ID_CLIENT_MIN + 0x8000)
+
 /* Daemon mode: what a stranger on a shared daemon might try. */
 static void strangers(uint64_t ctx, uint64_t queue)
 {
@@ -333,6 +353,44 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u32(&w, 1);
     vocl_wr_u32(&w, 2001);
     refused_quietly(queue, "an event link to another proxy");
+
+    /* Event links the client relays (between two daemons): each has a
+     * thread on the daemon until its status comes; RELAYS_MAX at most. */
+    for (int i = 0; i <= RELAYS_MAX; i++) {
+        begin(VOCL_OP_EVENT_IN, false);
+        vocl_wr_u64(&w, ctx);
+        vocl_wr_u32(&w, VOCL_PEER_CLIENT);
+        vocl_wr_u32(&w, (uint32_t)(VOCL_TAG_PEER_MIN + i));
+        vocl_wr_u64(&w, RELAY_EVENTS + (uint64_t)i);
+        if (i < RELAYS_MAX) {
+            vocl_wr_finish(&w);
+            send_raw(w.buf, w.len);
+        }
+    }
+    refused_quietly(queue, "an event link past the session's limit");
+    /* Their statuses: the threads end, and there is room again. */
+    int32_t complete = CL_COMPLETE;
+    for (int i = 0; i < RELAYS_MAX; i++)
+        MPI_Send(&complete, sizeof(complete), MPI_BYTE, proxy,
+                 tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN + i), comm);
+    double by = now() + reply_wait;
+    cl_int st = 1;
+    while (st != CL_COMPLETE && now() < by) { /* (the last one set is complete) */
+        info(VOCL_OP_clGetEventInfo, RELAY_EVENTS + RELAYS_MAX - 1,
+             CL_EVENT_COMMAND_EXECUTION_STATUS);
+        if (call("an event's status") == CL_SUCCESS)
+            st = event_status();
+        usleep(1000);
+    }
+    check(st == CL_COMPLETE, "a relayed event link's status came", st);
+    begin(VOCL_OP_EVENT_IN, true);
+    vocl_wr_u64(&w, ctx);
+    vocl_wr_u32(&w, VOCL_PEER_CLIENT);
+    vocl_wr_u32(&w, VOCL_TAG_PEER_MIN);
+    vocl_wr_u64(&w, RELAY_EVENTS + RELAYS_MAX + 1);
+    expect(CL_SUCCESS, "an event link once the others are through");
+    MPI_Send(&complete, sizeof(complete), MPI_BYTE, proxy,
+             tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN), comm);
 
     /* Two rows 60 GiB apart: the proxy would stage a span of 60 GiB. */
     const uint64_t pitch = 60ull << 30, span = pitch + 16;
