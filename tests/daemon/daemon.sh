@@ -184,7 +184,11 @@ spanning)
     # status) goes through the client.  Each program's output equals its
     # native run's; a DAG application moves data device to device.
     bin=$hostile
-    for d in a b c d; do start_daemon $d 1; done
+    for d in a b c d; do
+        start_daemon $d 1
+        [ $d = a ] && pa=$dpid
+        [ $d = b ] && pb=$dpid
+    done
     for t in "a,b spanning" "a,b,c writers3" "a,b,c,d writers3 4" "a,b,c writers3 image" \
              "a,b moves" "b,a waits"; do
         set -- $t
@@ -208,6 +212,23 @@ spanning)
     relayed=$(cat "$tmp"/[abcd].log | grep -c 'diff to the client:' || true)
     [ "$relayed" -gt 0 ] || fail "no diff went through the client"
     echo "diffs sent through the client: $relayed"
+    # A daemon killed while diffs go through the client: the application
+    # ends within 10 s, naming it; the other daemon releases its session.
+    before=$(grep -c 'diff to the client:' "$tmp/b.log")
+    app "$tmp/cut" a,b "$bin/slices" -s -r 200 & s=$!
+    for _ in $(seq 100); do
+        [ "$(grep -c 'diff to the client:' "$tmp/b.log")" -gt $((before + 2)) ] && break
+        sleep 0.1
+    done
+    kill -9 "$pb"
+    t0=$(ms)
+    wait $s && fail "slices went on without daemon b"
+    took=$(($(ms) - t0))
+    [ "$took" -lt 10000 ] || fail "slices ended $took ms after daemon b was killed"
+    grep -q 'proxy b: .*no longer available' "$tmp/cut" || fail "no word of b: $(tail -5 "$tmp/cut")"
+    wait_idle "$pa" a 5
+    echo "daemon b killed amid the relays: slices ended $took ms after, with" \
+         "\"$(grep -o 'proxy b: .*' "$tmp/cut" | head -1)\"; daemon a idle after $idle s"
     ;;
 cycles)
     # Sequential connect / run / disconnect: the daemon's sessions,
