@@ -211,25 +211,9 @@ static int relay_send(struct exec_session *s, int tag, const void *buf, size_t n
 /* As proxyd_peer_recv, from the client; -1 once its session is closed. */
 static int relay_recv(struct exec_session *s, int tag, void *buf, size_t n, size_t *got)
 {
-    MPI_Message msg;
-    MPI_Status st;
-    int count = 0, flag = 0, rtag = s->tag_base + vocl_relay_tag(tag);
-    uint64_t start = vocl_now_ns();
-    struct vocl_live lw;
-    vocl_live_begin(&lw, chan(s)->live);
-    for (;;) {
-        if (atomic_load(&s->closed) ||
-            MPI_Improbe(s->peer, rtag, session_comm(s), &flag, &msg, &st) != MPI_SUCCESS)
-            return -1;
-        if (flag)
-            break;
-        if (!vocl_live_ok(&lw))
-            return client_died(s);
-        vocl_backoff(start, 100000);
-    }
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    *got = (size_t)count;
-    return proxyd_take_message(&msg, buf, n, count);
+    int rc = proxyd_recv_from(session_comm(s), s->peer, s->tag_base + vocl_relay_tag(tag),
+                              chan(s)->live, &s->closed, buf, n, got);
+    return rc > 0 ? client_died(s) : rc;
 }
 
 static int mpi_send(struct exec_session *s, int tag, const void *buf, size_t n)

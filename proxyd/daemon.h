@@ -105,9 +105,12 @@ bool proxyd_peer_ok(int rank);
 int proxyd_peer_send(int rank, int tag, const void *buf, size_t n);
 int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got);
 bool proxyd_peer_gone(void);
-/* Receives msg (probed: count bytes) into buf when it fits in n, else
- * drops it; 0 or -1. */
-int proxyd_take_message(MPI_Message *msg, void *buf, size_t n, int count);
+/* The next message from src on tag of comm, into buf when it fits in n
+ * bytes, else dropped (*got: its size), waited for while src lives (live:
+ * its number in liveness.h) and *closed (if given) is false: 0, -1 (MPI
+ * failed, or closed), or 1 (src died). */
+int proxyd_recv_from(MPI_Comm comm, int src, int tag, int live, const atomic_bool *closed,
+                     void *buf, size_t n, size_t *got);
 
 /* workers.c (--isolate) */
 
