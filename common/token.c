@@ -122,28 +122,35 @@ int vocl_token_create(struct vocl_token *t, bool *made, char *err, size_t errlen
             return -1;
         }
     }
-    int fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno != EEXIST) {
+    if (access(t->path, F_OK) == 0)
+        return vocl_token_read(t, err, errlen);
+    /* Written whole under a name of its own, then linked into place: two
+     * daemons started at once never read a token half written, and the
+     * one whose link fails reads the other's. */
+    char tmp[sizeof(t->path) + 32];
+    snprintf(tmp, sizeof(tmp), "%s.%ld.new", t->path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
         snprintf(err, errlen, "cannot make it (%s)", strerror(errno));
         return -1;
     }
-    if (fd >= 0) {
-        /* 32 random bytes, as hex: a line that can be copied by hand. */
-        uint8_t raw[32];
-        char hex[2 * sizeof(raw) + 1];
-        bool ok = getrandom(raw, sizeof(raw), 0) == (ssize_t)sizeof(raw);
-        for (size_t i = 0; i < sizeof(raw); i++)
-            snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-        hex[2 * sizeof(raw)] = '\n';
-        ok = ok && write(fd, hex, sizeof(hex)) == (ssize_t)sizeof(hex);
-        ok = close(fd) == 0 && ok;
-        if (!ok) {
-            unlink(t->path);
-            snprintf(err, errlen, "cannot write a new token into it");
-            return -1;
-        }
-        *made = true;
+    /* 32 random bytes, as hex: a line that can be copied by hand. */
+    uint8_t raw[32];
+    char hex[2 * sizeof(raw) + 1];
+    bool ok = getrandom(raw, sizeof(raw), 0) == (ssize_t)sizeof(raw);
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    hex[2 * sizeof(raw)] = '\n';
+    ok = ok && write(fd, hex, sizeof(hex)) == (ssize_t)sizeof(hex);
+    ok = close(fd) == 0 && ok;
+    int linked = ok ? link(tmp, t->path) : -1, why = errno;
+    unlink(tmp);
+    if (!ok || (linked && why != EEXIST)) {
+        snprintf(err, errlen, "cannot write a new token into it (%s)",
+                 ok ? strerror(why) : "the file it is written to first");
+        return -1;
     }
+    *made = linked == 0;
     return vocl_token_read(t, err, errlen);
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_token.c - the token file of connect mode (common/token.c): only a
  * private regular file of the user's own, of sensible length, is accepted;
- * a new one is made private and random.
+ * a new one is made private and random, and whole even when several are
+ * made at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +122,51 @@ static void created_private_and_random(void **state)
     assert_false(vocl_token_equal(&a, NULL, 0));
 }
 
+/* Daemons started at once on a fresh HOME: each makes a token, none may
+ * read another's half written, and exactly one's is the file. */
+static void made_at_once(void **state)
+{
+    (void)state;
+    enum { RUNS = 30, MAKERS = 6 };
+    for (int run = 0; run < RUNS; run++) {
+        char path[200];
+        snprintf(path, sizeof(path), "%s/race%d/token", dir, run);
+        int gate[2];
+        assert_int_equal(pipe(gate), 0);
+        pid_t kids[MAKERS];
+        for (int k = 0; k < MAKERS; k++) {
+            kids[k] = fork();
+            assert_true(kids[k] >= 0);
+            if (kids[k] == 0) {
+                char c;
+                close(gate[1]);
+                if (read(gate[0], &c, 1) != 0) /* (all go when the gate closes) */
+                    _exit(1);
+                struct vocl_token t;
+                char why[256];
+                bool made;
+                snprintf(t.path, sizeof(t.path), "%s", path);
+                if (vocl_token_create(&t, &made, why, sizeof(why))) {
+                    fprintf(stderr, "maker %d of run %d: %s\n", k, run, why);
+                    _exit(1);
+                }
+                _exit(made ? 2 : 0);
+            }
+        }
+        close(gate[0]);
+        close(gate[1]);
+        int made = 0, failed = 0;
+        for (int k = 0; k < MAKERS; k++) {
+            int st = 0;
+            assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+            failed += !WIFEXITED(st) || WEXITSTATUS(st) == 1;
+            made += WIFEXITED(st) && WEXITSTATUS(st) == 2;
+        }
+        assert_int_equal(failed, 0);
+        assert_int_equal(made, 1);
+    }
+}
+
 static void where_the_file_is(void **state)
 {
     (void)state;
@@ -143,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(private_files_only),
         cmocka_unit_test(created_private_and_random),
+        cmocka_unit_test(made_at_once),
         cmocka_unit_test(where_the_file_is),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
