@@ -27,7 +27,39 @@ struct fwd {
     struct fwd *next;
     MPI_Request req;
     uint8_t *buf;
+    size_t cap;
 };
+
+/* Buffers of messages passed on, kept for the next (the relay thread's
+ * alone): a chunk of 4 MiB, newly allocated, costs page faults each time. */
+#define SPARES 4
+struct spare {
+    uint8_t *p;
+    size_t cap;
+};
+static struct spare spares[SPARES];
+static int nspares;
+
+static uint8_t *buf_get(size_t n, size_t *cap)
+{
+    for (int i = 0; i < nspares; i++)
+        if (spares[i].cap >= n) {
+            uint8_t *p = spares[i].p;
+            *cap = spares[i].cap;
+            spares[i] = spares[--nspares];
+            return p;
+        }
+    *cap = n ? n : 1;
+    return malloc(*cap);
+}
+
+static void buf_put(uint8_t *p, size_t cap)
+{
+    if (p && nspares < SPARES && cap >= (64u << 10))
+        spares[nspares++] = (struct spare){p, cap};
+    else
+        free(p);
+}
 
 struct relay {
     struct relay *next;
@@ -73,19 +105,19 @@ static bool last(struct relay *r, const uint8_t *buf, size_t n)
     return r->left == 0;
 }
 
-/* Sends n bytes on to r's receiver (buf is the send's until it is taken). */
-static void send_on(struct relay *r, uint8_t *buf, size_t n)
+/* Sends n bytes on to r's receiver (buf, of cap bytes, is the send's
+ * until it is taken; NULL: an empty message). */
+static void send_on(struct relay *r, uint8_t *buf, size_t cap, size_t n)
 {
     struct fwd *f = malloc(sizeof(*f));
     if (!f || r->to->dead ||
         MPI_Isend(buf, (int)n, MPI_BYTE, r->to->rank, r->tag_to, r->to->comm, &f->req) !=
             MPI_SUCCESS) {
         free(f);
-        free(buf); /* (the receiver's proxy is gone, or will find the message missing) */
+        buf_put(buf, cap); /* (the receiver's proxy is gone, or will find the message missing) */
         return;
     }
-    f->buf = buf;
-    f->next = r->out;
+    *f = (struct fwd){.next = r->out, .req = f->req, .buf = buf, .cap = cap};
     r->out = f;
 }
 
@@ -101,25 +133,25 @@ static bool take(struct relay *r)
             MPI_Improbe(r->from->rank, r->tag_from, r->from->comm, &flag, &msg, &st) !=
                 MPI_SUCCESS) {
             /* The receiver would wait for it as long as this process lives. */
-            send_on(r, malloc(1), 0);
+            send_on(r, NULL, 0, 0);
             r->in = true;
             return true;
         }
         if (!flag)
             return moved;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        uint8_t *buf = malloc(count > 0 ? (size_t)count : 1);
-        if (!buf) {
+        size_t cap = 0;
+        uint8_t *buf = count > 0 ? buf_get((size_t)count, &cap) : NULL;
+        if (count > 0 && !buf) {
             char dummy;
             MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* (cut short) */
             count = 0;
-            buf = malloc(1);
             r->in = true; /* an empty message fails the receiver's side */
         } else {
             MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
             r->in = last(r, buf, (size_t)count);
         }
-        send_on(r, buf, (size_t)count);
+        send_on(r, buf, cap, (size_t)count);
         moved = true;
     }
     return moved;
@@ -136,7 +168,7 @@ static bool through(struct relay *r)
         } else if (MPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             done = 1;
         } else if (done) {
-            free(f->buf);
+            buf_put(f->buf, f->cap);
         }
         if (done) {
             *p = f->next;
@@ -196,6 +228,8 @@ static void *relay_thread(void *arg)
         }
         free(r);
     }
+    while (nspares)
+        free(spares[--nspares].p);
     return NULL;
 }
 
