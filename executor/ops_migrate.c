@@ -31,13 +31,14 @@
 #include <string.h>
 
 /* The other proxy of a request, and the tag its messages travel on; or
- * the client, which relays them (relay: the session, held until
- * link_drop). */
+ * the client, which relays them (relay: its session). */
 struct peer_link {
     const struct vocl_native_api *cl;
     const struct exec_data_ops *data;
     int peer, tag;
     struct exec_session *relay;
+    bool sane;    /* peer and tag are: the receiver can be told of a failure */
+    bool counted; /* one of the session's EXEC_RELAYS_MAX (and a hold on it), until link_drop */
 };
 
 /* Checks the peer's rank and the tag of a migration's or an event link's
@@ -57,24 +58,28 @@ static void set_peer(struct exec_req *q, struct peer_link *l, uint32_t peer, uin
                            : "migration peer is not another proxy of this job, nor the client");
     if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
         exec_fail(q, event ? "event tag out of range" : "migration tag out of range");
-    if (!relay || q->fail)
+    l->sane = !q->fail;
+    l->relay = relay ? q->s : NULL;
+    if (!relay || !l->sane)
         return;
+    /* Refused past the bound, the peer is still told (a failure): its
+     * command fails rather than wait for what will not come. */
     if (atomic_fetch_add(&q->s->relays, 1) >= EXEC_RELAYS_MAX) {
         atomic_fetch_sub(&q->s->relays, 1);
         exec_fail(q, "too many migrations and event links under way in this session");
         return;
     }
-    l->relay = q->s;
+    l->counted = true;
     atomic_fetch_add(&q->s->held, 1); /* (its threads use it) */
 }
 
 static void link_drop(struct peer_link *l)
 {
-    if (!l->relay)
+    if (!l->counted)
         return;
     atomic_fetch_sub(&l->relay->relays, 1);
     atomic_fetch_sub(&l->relay->held, 1);
-    l->relay = NULL;
+    l->counted = false;
 }
 
 /* The peer, for messages: "rank N", or "the client" (a relay). */
@@ -571,7 +576,7 @@ static void op_out(struct exec_req *q, bool diff)
         exec_fail(q, "a twin of an image");
     if (!exec_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
-        if (!q->fail)
+        if (m->l.sane)
             link_send(&m->l, NULL, 0);
         migration_free(m);
         return;
@@ -798,17 +803,14 @@ void exec_op_event_out(struct exec_req *q)
     struct event_link *l = new_link(q, m.peer, m.tag);
     if (!l)
         return;
-    bool sane = !q->fail;
     if (exec_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
         l->ev = ev;
     cl_int rc = l->ev ? CL_SUCCESS : CL_INVALID_EVENT; /* l is the thread's from here */
-    /* Without the event, the peer still hears (a failure). */
-    if (!sane || vocl_thread_detached(event_out_thread, l)) {
-        if (sane)
-            event_out_thread(l);
-        else
-            link_free(l);
-    }
+    /* Without the event, the peer hears at once (a failure). */
+    if (!l->l.sane)
+        link_free(l);
+    else if (!l->ev || vocl_thread_detached(event_out_thread, l))
+        event_out_thread(l);
     if (!q->fail)
         vocl_wr_i32(q->w, rc);
 }

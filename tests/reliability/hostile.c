@@ -368,6 +368,22 @@ static void strangers(uint64_t ctx, uint64_t queue)
         }
     }
     refused_quietly(queue, "an event link past the session's limit");
+    /* The sending side refused too: its peer is still told, so that what
+     * waits for it fails rather than wait for ever. */
+    const int out_tag = VOCL_TAG_PEER_MIN + RELAYS_MAX + 1;
+    begin(VOCL_OP_EVENT_OUT, false);
+    vocl_wr_u64(&w, RELAY_EVENTS);
+    vocl_wr_u32(&w, VOCL_PEER_CLIENT);
+    vocl_wr_u32(&w, (uint32_t)out_tag);
+    refused_quietly(queue, "the sending end of an event link past the limit");
+    int32_t told = CL_COMPLETE;
+    int flag = 0;
+    for (double by = now() + reply_wait; !flag && now() < by; usleep(200))
+        MPI_Iprobe(proxy, tag_base + vocl_relay_tag(out_tag), comm, &flag, MPI_STATUS_IGNORE);
+    if (flag)
+        MPI_Recv(&told, sizeof(told), MPI_BYTE, proxy, tag_base + vocl_relay_tag(out_tag), comm,
+                 MPI_STATUS_IGNORE);
+    check(flag && told < 0, "a refused event link's peer told of a failure", told);
     /* Their statuses: the threads end, and there is room again. */
     int32_t complete = CL_COMPLETE;
     for (int i = 0; i < RELAYS_MAX; i++)
