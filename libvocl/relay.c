@@ -117,7 +117,9 @@ static void send_on(struct relay *r, uint8_t *buf, size_t cap, size_t n)
         buf_put(buf, cap); /* (the receiver's proxy is gone, or will find the message missing) */
         return;
     }
-    *f = (struct fwd){.next = r->out, .req = f->req, .buf = buf, .cap = cap};
+    f->buf = buf;
+    f->cap = cap;
+    f->next = r->out;
     r->out = f;
 }
 

@@ -145,6 +145,35 @@ static void send_raw(const void *p, size_t n)
     MPI_Send(p, (int)n, MPI_BYTE, proxy, tag_base + VOCL_TAG_REQ, comm);
 }
 
+/* Whether a message from the proxy on tag is there before until (its
+ * status in *st). */
+static bool arrived(int tag, double until, MPI_Status *st)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Iprobe(proxy, tag, comm, &flag, st);
+        if (flag)
+            return true;
+        if (now() > until)
+            return false;
+        usleep(200);
+    }
+}
+
+/* The next message on the reply tag, before until, into rep; false when
+ * none came or its header is malformed. */
+static bool next_reply(double until, struct vocl_msg_hdr *h)
+{
+    MPI_Status st;
+    if (!arrived(VOCL_TAG_REP, until, &st))
+        return false;
+    MPI_Get_count(&st, MPI_BYTE, &rep_len);
+    free(rep);
+    rep = malloc((size_t)rep_len + 1);
+    MPI_Recv(rep, rep_len, MPI_BYTE, proxy, VOCL_TAG_REP, comm, MPI_STATUS_IGNORE);
+    return vocl_hdr_get(rep, (size_t)rep_len, h);
+}
+
 /* The reply to the last request sent (seq): replies come in any order (a
  * wait is answered when its events complete), so what kernels printed,
  * notifications and late replies to earlier requests are passed over;
@@ -152,26 +181,11 @@ static void send_raw(const void *p, size_t n)
 static int await_reply(double secs)
 {
     double until = now() + secs;
-    for (;;) {
-        int flag = 0;
-        MPI_Status st;
-        MPI_Iprobe(proxy, VOCL_TAG_REP, comm, &flag, &st);
-        if (flag) {
-            MPI_Get_count(&st, MPI_BYTE, &rep_len);
-            free(rep);
-            rep = malloc((size_t)rep_len + 1);
-            MPI_Recv(rep, rep_len, MPI_BYTE, proxy, VOCL_TAG_REP, comm, MPI_STATUS_IGNORE);
-            struct vocl_msg_hdr h;
-            if (!vocl_hdr_get(rep, (size_t)rep_len, &h))
-                return -1;
-            if (h.opcode == VOCL_OP_OUTPUT || h.opcode == VOCL_OP_NOTIFY || h.seq != seq)
-                continue;
+    struct vocl_msg_hdr h;
+    while (next_reply(until, &h))
+        if (h.opcode != VOCL_OP_OUTPUT && h.opcode != VOCL_OP_NOTIFY && h.seq == seq)
             return 0;
-        }
-        if (now() > until)
-            return -1;
-        usleep(200);
-    }
+    return -1;
 }
 
 /* The error code at the start of the last reply. */
@@ -377,13 +391,12 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u32(&w, (uint32_t)out_tag);
     refused_quietly(queue, "the sending end of an event link past the limit");
     int32_t told = CL_COMPLETE;
-    int flag = 0;
-    for (double by = now() + reply_wait; !flag && now() < by; usleep(200))
-        MPI_Iprobe(proxy, tag_base + vocl_relay_tag(out_tag), comm, &flag, MPI_STATUS_IGNORE);
-    if (flag)
+    MPI_Status rst;
+    bool came = arrived(tag_base + vocl_relay_tag(out_tag), now() + reply_wait, &rst);
+    if (came)
         MPI_Recv(&told, sizeof(told), MPI_BYTE, proxy, tag_base + vocl_relay_tag(out_tag), comm,
                  MPI_STATUS_IGNORE);
-    check(flag && told < 0, "a refused event link's peer told of a failure", told);
+    check(came && told < 0, "a refused event link's peer told of a failure", told);
     /* Their statuses: the threads end, and there is room again. */
     int32_t complete = CL_COMPLETE;
     for (int i = 0; i < RELAYS_MAX; i++)
@@ -431,16 +444,10 @@ static void strangers(uint64_t ctx, uint64_t queue)
     /* As many empty chunks as the read would have had. */
     uint64_t want = (span + chunk - 1) / chunk, got = 0;
     double until = now() + reply_wait;
-    while (got < want && now() < until) {
-        int flag = 0;
-        MPI_Status st;
-        MPI_Iprobe(proxy, tag, comm, &flag, &st);
-        if (!flag) {
-            usleep(200);
-            continue;
-        }
+    MPI_Status cst;
+    while (got < want && arrived(tag, until, &cst)) {
         int n = -1;
-        MPI_Get_count(&st, MPI_BYTE, &n);
+        MPI_Get_count(&cst, MPI_BYTE, &n);
         MPI_Recv(NULL, 0, MPI_BYTE, proxy, tag, comm, MPI_STATUS_IGNORE);
         got += n == 0;
     }
@@ -455,20 +462,9 @@ static void told_closed(const char *why, double secs)
 {
     double until = now() + secs;
     struct vocl_msg_CLOSED_req m = {0};
-    while (now() < until) {
-        int flag = 0;
-        MPI_Status st;
-        MPI_Iprobe(proxy, VOCL_TAG_REP, comm, &flag, &st);
-        if (!flag) {
-            usleep(200);
-            continue;
-        }
-        MPI_Get_count(&st, MPI_BYTE, &rep_len);
-        free(rep);
-        rep = malloc((size_t)rep_len + 1);
-        MPI_Recv(rep, rep_len, MPI_BYTE, proxy, VOCL_TAG_REP, comm, MPI_STATUS_IGNORE);
-        struct vocl_msg_hdr h;
-        if (!vocl_hdr_get(rep, (size_t)rep_len, &h) || h.opcode != VOCL_OP_CLOSED)
+    struct vocl_msg_hdr h;
+    while (next_reply(until, &h)) {
+        if (h.opcode != VOCL_OP_CLOSED)
             continue;
         struct vocl_rd r;
         vocl_rd_init(&r, rep + VOCL_HDR_SIZE, h.length);
