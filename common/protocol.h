@@ -51,7 +51,7 @@
  *           bytes, and twin_event is the copy
  *   DIFF_OUT  req: mem, peer rank, tag, chunk, twin, then the queues and
  *           events as MIGRATE_OUT: no reply.  Sends the bytes of mem that
- *           differ from its twin (ops_migrate.c: u64 size, then runs of u64
+ *           differ from its twin (executor/diff.c: u64 size, then runs of u64
  *           offset, u64 length, bytes, in chunks)
  *   DIFF_IN   req: mem, peer rank, tag, chunk, new event, then the queues
  *           and events as MIGRATE_OUT: no reply.  Reads mem after them,

@@ -271,7 +271,7 @@ void exec_op_trace(struct exec_req *q);
 void exec_op_migrate_out(struct exec_req *q);
 void exec_op_migrate_in(struct exec_req *q);
 void exec_op_diff_out(struct exec_req *q);
-/* Diffs (ops_migrate.c): writes the runs where now differs from was to out
+/* Diffs (diff.c): writes the runs where now differs from was to out
  * (NULL: only counts) and returns their size; *changed counts the bytes. */
 size_t exec_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
                         size_t *changed);
@@ -288,5 +288,43 @@ int exec_dispatch_api(struct exec_req *q, unsigned op);
 
 /* Logging (common/log.c). */
 #include "log.h"
+
+/* --- the other end of a migration or an event link (peer_link.c) -------------------------------
+ */
+/* The other proxy of a request, and the tag its messages travel on; or
+ * the client, which relays them (relay: its session). */
+struct exec_peer_link {
+    const struct vocl_native_api *cl;
+    const struct exec_data_ops *data;
+    int peer, tag;
+    struct exec_session *relay;
+    bool sane; /* peer and tag are: the receiver can be told of a failure */
+    bool
+        counted; /* one of the session's EXEC_RELAYS_MAX (and a hold on it), until exec_peer_drop */
+};
+/* Checks the peer (a rank, or VOCL_PEER_CLIENT) and the tag of q, a
+ * migration's or (event) an event link's request; fails q if they are not
+ * sane or the session has its EXEC_RELAYS_MAX relays under way. */
+void exec_peer_set(struct exec_req *q, struct exec_peer_link *l, uint32_t peer, uint32_t tag,
+                   bool event);
+/* l is done with: a relay's count and hold are given back. */
+void exec_peer_drop(struct exec_peer_link *l);
+/* The peer, for messages: "rank N", or "the client" (a relay). */
+const char *exec_peer_who(const struct exec_peer_link *l, char who[24]);
+int exec_peer_send(const struct exec_peer_link *l, const void *buf, size_t n);
+int exec_peer_recv(const struct exec_peer_link *l, void *buf, size_t n, size_t *got);
+/* Little-endian u64s of the migrations' own messages (a diff's length, its runs). */
+static inline void exec_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint64_t exec_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
 
 #endif

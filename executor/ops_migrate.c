@@ -1,7 +1,7 @@
 /*
- * ops_migrate.c - what goes from one proxy to another, for contexts whose
- * devices live in several proxies (libvocl/replica.c): a memory object's
- * data, and the completion of an event a command of the other waits for.
+ * ops_migrate.c - a memory object's data, from one proxy to another, for
+ * contexts whose devices live in several proxies (libvocl/replica.c; an
+ * event's completion goes by ops_link.c, the other end is peer_link.c's).
  *
  * The client sends MIGRATE_IN to the proxy that needs the data and
  * MIGRATE_OUT to one that has it; the data goes between the two directly,
@@ -21,90 +21,16 @@
  *
  * A buffer written on two proxies at once has a twin on each (MIGRATE_OUT
  * and MIGRATE_IN may make them); DIFF_OUT sends what changed since, and
- * DIFF_IN patches it into the buffer here ("Diffs" below).
+ * DIFF_IN patches it into the buffer here (the runs: diff.c).
  */
 #include "internal.h"
 #include "thread.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The other proxy of a request, and the tag its messages travel on; or
- * the client, which relays them (relay: its session). */
-struct peer_link {
-    const struct vocl_native_api *cl;
-    const struct exec_data_ops *data;
-    int peer, tag;
-    struct exec_session *relay;
-    bool sane;    /* peer and tag are: the receiver can be told of a failure */
-    bool counted; /* one of the session's EXEC_RELAYS_MAX (and a hold on it), until link_drop */
-};
-
-/* Checks the peer's rank and the tag of a migration's or an event link's
- * request.  (The reasons are literals: exec_fail keeps the pointer.) */
-static void set_peer(struct exec_req *q, struct peer_link *l, uint32_t peer, uint32_t tag,
-                     bool event)
-{
-    const struct exec_data_ops *d = q->s->data;
-    bool relay = peer == VOCL_PEER_CLIENT;
-    l->cl = q->cl;
-    l->data = d;
-    l->peer = relay ? -1 : (int)peer;
-    l->tag = (int)tag;
-    if (relay ? !d->relay_send || !d->relay_recv
-              : !d->peer_send || !d->peer_ok || !d->peer_ok(l->peer))
-        exec_fail(q, event ? "event peer is not another proxy of this job, nor the client"
-                           : "migration peer is not another proxy of this job, nor the client");
-    if (l->tag < VOCL_TAG_PEER_MIN || l->tag > VOCL_TAG_PEER_MAX)
-        exec_fail(q, event ? "event tag out of range" : "migration tag out of range");
-    l->sane = !q->fail;
-    l->relay = relay ? q->s : NULL;
-    if (!relay || !l->sane)
-        return;
-    /* Refused past the bound, the peer is still told (a failure): its
-     * command fails rather than wait for what will not come. */
-    if (atomic_fetch_add(&q->s->relays, 1) >= EXEC_RELAYS_MAX) {
-        atomic_fetch_sub(&q->s->relays, 1);
-        exec_fail(q, "too many migrations and event links under way in this session");
-        return;
-    }
-    l->counted = true;
-    atomic_fetch_add(&q->s->held, 1); /* (its threads use it) */
-}
-
-static void link_drop(struct peer_link *l)
-{
-    if (!l->counted)
-        return;
-    atomic_fetch_sub(&l->relay->relays, 1);
-    atomic_fetch_sub(&l->relay->held, 1);
-    l->counted = false;
-}
-
-/* The peer, for messages: "rank N", or "the client" (a relay). */
-static const char *link_who(const struct peer_link *l, char who[24])
-{
-    if (l->relay)
-        return "the client";
-    snprintf(who, 24, "rank %d", l->peer);
-    return who;
-}
-
-static int link_send(const struct peer_link *l, const void *buf, size_t n)
-{
-    return l->relay ? l->data->relay_send(l->relay, l->tag, buf, n)
-                    : l->data->peer_send(l->peer, l->tag, buf, n);
-}
-
-static int link_recv(const struct peer_link *l, void *buf, size_t n, size_t *got)
-{
-    return l->relay ? l->data->relay_recv(l->relay, l->tag, buf, n, got)
-                    : l->data->peer_recv(l->peer, l->tag, buf, n, got);
-}
-
 struct migration {
-    struct peer_link l;
+    struct exec_peer_link l;
     size_t size, chunk;
     uint8_t *buf;  /* out: what is sent (diff: mem now); in: what comes, or mem (diff) */
     uint8_t *twin; /* diff out: the twin's bytes */
@@ -233,7 +159,7 @@ static void migration_free(struct migration *m)
         cl->clReleaseEvent(m->read);
     free(m->buf);
     free(m->twin);
-    link_drop(&m->l);
+    exec_peer_drop(&m->l);
     free(m);
 }
 
@@ -250,7 +176,7 @@ static bool completed(const struct vocl_native_api *cl, cl_event ev)
 static int send_all(const struct migration *m, const uint8_t *p, size_t n)
 {
     for (size_t done = 0; done < n; done += m->chunk)
-        if (link_send(&m->l, p + done, n - done < m->chunk ? n - done : m->chunk))
+        if (exec_peer_send(&m->l, p + done, n - done < m->chunk ? n - done : m->chunk))
             return -1;
     return 0;
 }
@@ -261,10 +187,10 @@ static int recv_all(const struct migration *m, uint8_t *p, size_t n)
 {
     for (size_t done = 0; done < n; done += m->chunk) {
         size_t want = n - done < m->chunk ? n - done : m->chunk, got = 0;
-        if (link_recv(&m->l, p ? p + done : NULL, p ? want : 0, &got) || got != want) {
+        if (exec_peer_recv(&m->l, p ? p + done : NULL, p ? want : 0, &got) || got != want) {
             char who[24];
             if (p)
-                vocl_warn("migration from %s: %zu of %zu bytes came", link_who(&m->l, who),
+                vocl_warn("migration from %s: %zu of %zu bytes came", exec_peer_who(&m->l, who),
                           done + got, n);
             return -1;
         }
@@ -276,7 +202,7 @@ static void *out_thread(void *arg)
 {
     struct migration *m = arg;
     if (!completed(m->l.cl, m->ev) || send_all(m, m->buf, m->size))
-        link_send(&m->l, NULL, 0);
+        exec_peer_send(&m->l, NULL, 0);
     migration_free(m);
     return NULL;
 }
@@ -291,112 +217,6 @@ static void *in_thread(void *arg)
     return NULL;
 }
 
-/*
- * Diffs.  A buffer written on several proxies with no order between the
- * writers (libvocl/replica.c) has a twin on each: its bytes when that proxy
- * got them.  What changed since is sent to the proxy that merges, after a
- * u64 of its size (an empty message: the diff could not be made), as runs:
- * u64 offset, u64 length, a mask of length bits (set: the byte changed),
- * then the changed bytes.  Only changed bytes are written where they
- * arrive, so a diff never undoes another proxy's writes; a run spans up to
- * DIFF_GAP equal bytes rather than start another.
- */
-#define DIFF_GAP 32
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-/* The first byte from i on where a and b are equal (same) or differ (!same). */
-static size_t skip(const uint8_t *a, const uint8_t *b, size_t i, size_t size, bool same)
-{
-    for (;;) {
-        if (same) /* equal stretches go 64 bytes at a time */
-            while (i + 64 <= size && !memcmp(a + i, b + i, 64))
-                i += 64;
-        size_t end = size - i > 64 ? i + 64 : size;
-        while (i < end && (a[i] == b[i]) == same)
-            i++;
-        if (i < end || i == size)
-            return i;
-    }
-}
-
-/* The end of the run that starts at i (a byte that differs). */
-static size_t run_end(const uint8_t *a, const uint8_t *b, size_t i, size_t size)
-{
-    size_t end = skip(a, b, i, size, false);
-    for (size_t next; (next = skip(a, b, end, size, true)) < size && next - end <= DIFF_GAP;)
-        end = skip(a, b, next, size, false);
-    return end;
-}
-
-size_t exec_diff_encode(const uint8_t *now, const uint8_t *was, size_t size, uint8_t *out,
-                        size_t *changed)
-{
-    size_t n = 0;
-    *changed = 0;
-    for (size_t i = skip(now, was, 0, size, true), j; i < size; i = skip(now, was, j, size, true)) {
-        j = run_end(now, was, i, size);
-        size_t len = j - i, nmask = (len + 7) / 8, c = 0;
-        uint8_t *mask = out ? out + n + 16 : NULL, *data = mask ? mask + nmask : NULL;
-        if (out) {
-            put_u64(out + n, i);
-            put_u64(out + n + 8, len);
-            memset(mask, 0, nmask);
-        }
-        for (size_t k = 0; k < len; k++) {
-            if (now[i + k] == was[i + k])
-                continue;
-            if (out) {
-                mask[k / 8] |= (uint8_t)(1u << (k % 8));
-                data[c] = now[i + k];
-            }
-            c++;
-        }
-        n += 16 + nmask + c;
-        *changed += c;
-    }
-    return n;
-}
-
-uint64_t exec_diff_max(size_t size)
-{
-    return 2 * (uint64_t)size + 64;
-}
-
-int exec_diff_apply(uint8_t *buf, size_t size, const uint8_t *d, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        if (n - i < 16)
-            return -1;
-        uint64_t off = get_u64(d + i), len = get_u64(d + i + 8);
-        i += 16;
-        if (!len || off > size || len > size - off || (len + 7) / 8 > n - i)
-            return -1;
-        const uint8_t *mask = d + i;
-        i += (len + 7) / 8;
-        for (uint64_t k = 0; k < len; k++) {
-            if (!((mask[k / 8] >> (k % 8)) & 1))
-                continue;
-            if (i == n)
-                return -1;
-            buf[off + k] = d[i++];
-        }
-    }
-    return 0;
-}
-
 static void *diff_out_thread(void *arg)
 {
     struct migration *m = arg;
@@ -409,12 +229,12 @@ static void *diff_out_thread(void *arg)
             exec_diff_encode(m->buf, m->twin, m->size, d, &changed);
     }
     uint8_t head[8];
-    put_u64(head, n);
-    if (!d || link_send(&m->l, head, sizeof(head)) || send_all(m, d, n))
-        link_send(&m->l, NULL, 0);
+    exec_put_u64(head, n);
+    if (!d || exec_peer_send(&m->l, head, sizeof(head)) || send_all(m, d, n))
+        exec_peer_send(&m->l, NULL, 0);
     else
-        vocl_info("diff to %s: %zu of %zu bytes changed, %zu sent", link_who(&m->l, who), changed,
-                  m->size, n + sizeof(head));
+        vocl_info("diff to %s: %zu of %zu bytes changed, %zu sent", exec_peer_who(&m->l, who),
+                  changed, m->size, n + sizeof(head));
     free(d);
     migration_free(m);
     return NULL;
@@ -427,15 +247,15 @@ static void *diff_in_thread(void *arg)
     size_t got = 0;
     uint64_t n = 0;
     char who[24];
-    bool ok = !link_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
-              (n = get_u64(head)) <= exec_diff_max(m->size);
+    bool ok = !exec_peer_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
+              (n = exec_get_u64(head)) <= exec_diff_max(m->size);
     if (ok && !(d = malloc(n ? n : 1))) {
         recv_all(m, NULL, n); /* nowhere to put it */
         ok = false;
     }
     ok = ok && !recv_all(m, d, n) && completed(m->l.cl, m->read);
     if (ok && exec_diff_apply(m->buf, m->size, d, n)) {
-        vocl_warn("diff from %s: malformed runs", link_who(&m->l, who));
+        vocl_warn("diff from %s: malformed runs", exec_peer_who(&m->l, who));
         ok = false;
     }
     free(d);
@@ -456,9 +276,9 @@ static void *drain_thread(void *arg)
         uint8_t head[8];
         size_t got = 0;
         n = 0;
-        if (!link_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
-            get_u64(head) <= exec_diff_max(m->size))
-            n = get_u64(head);
+        if (!exec_peer_recv(&m->l, head, sizeof(head), &got) && got == sizeof(head) &&
+            exec_get_u64(head) <= exec_diff_max(m->size))
+            n = exec_get_u64(head);
     }
     recv_all(m, NULL, n);
     migration_free(m);
@@ -481,7 +301,7 @@ static struct migration *new_migration(struct exec_req *q, const struct head *h,
         return NULL;
     }
     *mem = q->r->fail ? NULL : exec_h(q, h->mem, VOCL_T_MEM, 0);
-    set_peer(q, &m->l, h->peer, h->tag, false);
+    exec_peer_set(q, &m->l, h->peer, h->tag, false);
     m->chunk = (size_t)h->chunk;
     if (m->chunk < EXEC_CHUNK_MIN || m->chunk > EXEC_CHUNK_MAX)
         exec_fail(q, "migration chunk size out of range");
@@ -577,7 +397,7 @@ static void op_out(struct exec_req *q, bool diff)
     if (!exec_req_begin(q) || !a.writers || !a.list) {
         /* The receiver waits for this peer: tell it, if the peer is sane. */
         if (m->l.sane)
-            link_send(&m->l, NULL, 0);
+            exec_peer_send(&m->l, NULL, 0);
         migration_free(m);
         return;
     }
@@ -734,111 +554,4 @@ void exec_op_migrate_in(struct exec_req *q)
 void exec_op_diff_in(struct exec_req *q)
 {
     op_in(q, true);
-}
-
-/*
- * EVENT_OUT / EVENT_IN: a command here (IN) waits for an event of the peer
- * (OUT).  IN makes a user event for it; a thread receives the event's final
- * status from the peer and sets it.  OUT has a thread wait for the event and
- * send that status.  No request thread waits; the client only relays the
- * status between two daemons.
- */
-struct event_link {
-    struct peer_link l;
-    cl_event ev;
-};
-
-static void link_free(struct event_link *l)
-{
-    link_drop(&l->l);
-    free(l);
-}
-
-static void *event_out_thread(void *arg)
-{
-    struct event_link *l = arg;
-    cl_int st = CL_INVALID_EVENT;
-    if (l->ev) {
-        l->l.cl->clWaitForEvents(1, &l->ev);
-        if (l->l.cl->clGetEventInfo(l->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-                                  NULL) != CL_SUCCESS)
-            st = CL_INVALID_EVENT;
-        l->l.cl->clReleaseEvent(l->ev);
-    }
-    int32_t wire = st;
-    link_send(&l->l, &wire, sizeof(wire));
-    link_free(l);
-    return NULL;
-}
-
-static void *event_in_thread(void *arg)
-{
-    struct event_link *l = arg;
-    int32_t st = -1;
-    size_t got = 0;
-    if (link_recv(&l->l, &st, sizeof(st), &got) || got != sizeof(st))
-        st = -1;
-    l->l.cl->clSetUserEventStatus(l->ev, st < 0 ? st : CL_COMPLETE);
-    l->l.cl->clReleaseEvent(l->ev);
-    link_free(l);
-    return NULL;
-}
-
-static struct event_link *new_link(struct exec_req *q, uint32_t peer, uint32_t tag)
-{
-    struct event_link *l = calloc(1, sizeof(*l));
-    if (!l) {
-        exec_fail(q, "out of memory");
-        return NULL;
-    }
-    set_peer(q, &l->l, peer, tag, true);
-    return l;
-}
-
-void exec_op_event_out(struct exec_req *q)
-{
-    struct vocl_msg_EVENT_OUT_req m;
-    vocl_dec_EVENT_OUT_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_event ev = q->r->fail ? NULL : exec_h(q, m.event, VOCL_T_EVENT, 0);
-    struct event_link *l = new_link(q, m.peer, m.tag);
-    if (!l)
-        return;
-    if (exec_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
-        l->ev = ev;
-    cl_int rc = l->ev ? CL_SUCCESS : CL_INVALID_EVENT; /* l is the thread's from here */
-    /* Without the event, the peer hears at once (a failure). */
-    if (!l->l.sane)
-        link_free(l);
-    else if (!l->ev || vocl_thread_detached(event_out_thread, l))
-        event_out_thread(l);
-    if (!q->fail)
-        vocl_wr_i32(q->w, rc);
-}
-
-void exec_op_event_in(struct exec_req *q)
-{
-    struct vocl_msg_EVENT_IN_req m;
-    vocl_dec_EVENT_IN_req(q->r, &m); /* (fixed fields: truncation is all that fails) */
-    cl_context ctx = q->r->fail ? NULL : exec_h(q, m.context, VOCL_T_CONTEXT, 0);
-    struct event_link *l = new_link(q, m.peer, m.tag);
-    uint64_t ev_id = q->r->fail ? 0 : exec_newid(q, m.event);
-    cl_int rc = CL_OUT_OF_RESOURCES;
-    if (!l)
-        return;
-    if (!ev_id)
-        exec_fail(q, "event link without an event");
-    if (!exec_req_begin(q)) {
-        link_free(l);
-        return;
-    }
-    l->ev = q->cl->clCreateUserEvent(ctx, &rc);
-    if (l->ev) {
-        q->cl->clRetainEvent(l->ev); /* one for the session, one for the thread */
-        exec_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
-        if (vocl_thread_detached(event_in_thread, l))
-            event_in_thread(l); /* waits for the peer here: it is on its way */
-    } else {
-        link_free(l);
-    }
-    vocl_wr_i32(q->w, rc);
 }

@@ -2,7 +2,8 @@
  * relay.c - what two daemons send each other goes through this process.
  *
  * Proxies of one job move a memory object's bytes, and an event's final
- * status, directly between themselves (replica.c, executor/ops_migrate.c).
+ * status, directly between themselves (replica.c, executor/ops_migrate.c and
+ * ops_link.c).
  * Two daemons share no communicator: there the client is the peer of both
  * requests (VOCL_PEER_CLIENT), and forwards each message the sending proxy
  * gives it to the receiving one, as it comes.  The proxies do what they do
@@ -83,7 +84,7 @@ static struct {
 } relays = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false, false, 0};
 
 /* Whether a message of n bytes is r's last: the receiver counts the same
- * way (ops_migrate.c: recv_all, diff_in_thread, event_in_thread).  A
+ * way (executor/ops_migrate.c: recv_all, diff_in_thread; ops_link.c: event_in_thread).  A
  * message shorter than due is a sender's failure, and nothing follows. */
 static bool last(struct relay *r, const uint8_t *buf, size_t n)
 {
@@ -94,7 +95,7 @@ static bool last(struct relay *r, const uint8_t *buf, size_t n)
         if (n != 8)
             return true;
         r->left = 0;
-        for (int i = 0; i < 8; i++) /* (ops_migrate.c: little-endian) */
+        for (int i = 0; i < 8; i++) /* (executor: exec_put_u64, little-endian) */
             r->left |= (uint64_t)buf[i] << (8 * i);
         return r->left == 0;
     }

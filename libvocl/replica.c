@@ -520,7 +520,7 @@ static bool route(const struct vocl_proxy *from, const struct vocl_proxy *to, ui
 /*
  * A command on proxy B that waits for an event of proxy A waits, on B, for
  * a user event that B sets when A tells it the event's final status
- * (EVENT_IN / EVENT_OUT, executor/ops_migrate.c).  Neither the application's
+ * (EVENT_IN / EVENT_OUT, executor/ops_link.c).  Neither the application's
  * thread nor the proxies' request threads wait for it: the event on A may
  * wait for a user event the application sets later.
  */

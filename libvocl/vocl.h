@@ -642,9 +642,9 @@ bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw);
 
 /* --- between two daemons, through this process (relay.c)
  * ------------------------------------------ */
-/* What a relay carries, as ops_migrate.c sends it: all of a memory object
- * (size bytes, in chunks), a diff (its length, then that many bytes in
- * chunks), an event's final status (one message). */
+/* What a relay carries, as the executor sends it (ops_migrate.c, ops_link.c): all of a memory
+ * object (size bytes, in chunks), a diff (its length, then that many bytes in chunks), an event's
+ * final status (one message). */
 enum vocl_relay_kind { VOCL_RELAY_WHOLE, VOCL_RELAY_DIFF, VOCL_RELAY_EVENT };
 /* Forwards what `from` sends on the peer tag to `to`, until it is through;
  * both requests name VOCL_PEER_CLIENT as their peer. */

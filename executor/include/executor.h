@@ -154,7 +154,7 @@ struct exec_data_ops {
     int (*send_post)(struct exec_session *s, int tag, const void *buf, size_t n,
                      struct exec_sending *h);
     int (*send_test)(struct exec_session *s, struct exec_sending *h, bool give_up);
-    /* Between proxies of one job (migrations: ops_migrate.c); NULL in-process.
+    /* Between proxies of one job (migrations, event links: peer_link.c); NULL in-process.
      * peer_recv takes the next message from rank on tag: *got is its size,
      * its bytes land in buf when they fit (else they are dropped). */
     bool (*peer_ok)(int rank);

@@ -1,6 +1,6 @@
 /*
  * test_diff.c - the diffs that merge a buffer's writers on several proxies
- * (executor/ops_migrate.c): what one replica changed since its twin, patched
+ * (executor/diff.c): what one replica changed since its twin, patched
  * into another replica, must carry every change and nothing else, and a
  * malformed diff from the wire must be refused.
  */
