@@ -94,9 +94,9 @@ static bool last(struct relay *r, const uint8_t *buf, size_t n)
         r->head_due = false;
         if (n != 8)
             return true;
-        r->left = 0;
-        for (int i = 0; i < 8; i++) /* (executor: exec_put_u64, little-endian) */
-            r->left |= (uint64_t)buf[i] << (8 * i);
+        struct vocl_rd rd; /* (little-endian, as the wire: exec_put_u64) */
+        vocl_rd_init(&rd, buf, n);
+        r->left = vocl_rd_u64(&rd);
         return r->left == 0;
     }
     size_t due = r->left < r->chunk ? (size_t)r->left : r->chunk;

@@ -666,9 +666,8 @@ cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_p
         .tag = next_peer_tag(),
         .chunk = from->chunk < to->chunk ? from->chunk : to->chunk,
         .ev_id = atomic_fetch_add(&to->next_id, 1),
-        .peer_out = (uint32_t)to->rank,
-        .peer_in = (uint32_t)from->rank,
     };
+    route(from, to, &m.peer_out, &m.peer_in); /* (one communicator: each other's ranks) */
     cl_int err = post_async(to, VOCL_OP_MIGRATE_IN, fill_in, &m);
     if (err == CL_SUCCESS)
         err = post_async(from, VOCL_OP_MIGRATE_OUT, fill_out, &m);
