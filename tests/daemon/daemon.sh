@@ -184,11 +184,12 @@ spanning)
     # status) goes through the client.  Each program's output equals its
     # native run's; a DAG application moves data device to device.
     bin=$hostile
+    declare -A dp
     for d in a b c d; do
         start_daemon $d 1
-        [ $d = a ] && pa=$dpid
-        [ $d = b ] && pb=$dpid
+        dp[$d]=$dpid
     done
+    pa=${dp[a]} pb=${dp[b]}
     for t in "a,b spanning" "a,b,c writers3" "a,b,c,d writers3 4" "a,b,c writers3 image" \
              "a,b moves" "b,a waits"; do
         set -- $t
@@ -212,6 +213,12 @@ spanning)
     relayed=$(cat "$tmp"/[abcd].log | grep -c 'diff to the client:' || true)
     [ "$relayed" -gt 0 ] || fail "no diff went through the client"
     echo "diffs sent through the client: $relayed"
+    # Every session over, each daemon holds no session, object or byte
+    # (its thread count is printed).
+    for d in a b c d; do
+        wait_idle "${dp[$d]}" $d 5
+        echo "daemon $d: idle after $idle s, $(threads "${dp[$d]}") threads"
+    done
     # A daemon killed while diffs go through the client: the application
     # ends within 10 s, naming it; the other daemon releases its session.
     before=$(grep -c 'diff to the client:' "$tmp/b.log")
