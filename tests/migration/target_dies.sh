@@ -14,7 +14,10 @@ export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
 
 # Rank 0: the program; ranks 1 and 2: the proxies of its devices; rank 3: the spare.
-"$vocl_run" -n 3 -d 1 --spare 1 -- "$prog" --target-dies 512 "$tmp" >"$tmp/out" 2>"$tmp/err" &
+# 512 MiB take about a second to move; a sanitizer's build (slower by
+# VOCL_TEST_TIME_SCALE, and slower still at filling them) moves a share.
+mib=$((512 / ${VOCL_TEST_TIME_SCALE:-1}))
+"$vocl_run" -n 3 -d 1 --spare 1 -- "$prog" --target-dies "$mib" "$tmp" >"$tmp/out" 2>"$tmp/err" &
 job=$!
 await "$tmp/ready" 120 || fail "the program never got ready"
 app=$(basename "$(find "$VOCL_CTL_DIR" -name '[0-9]*.sock' | head -n 1)" .sock)
