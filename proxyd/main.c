@@ -61,6 +61,8 @@ static void usage(FILE *f)
             "      --isolate           connect mode: serve each client in a process of\n"
             "                          its own (a worker), so that a kernel that crashes\n"
             "                          the driver ends only its own client's session\n"
+            "                          (the default with --listen)\n"
+            "      --no-isolate        connect mode: serve every client in this process\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -220,7 +222,7 @@ static bool env_off(const char *name)
 static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
-           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER, OPT_ISOLATE, OPT_WORKER };
+           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER, OPT_ISOLATE, OPT_NO_ISOLATE, OPT_WORKER };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -230,6 +232,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"token-file", required_argument, NULL, 'k'},
         {"users", required_argument, NULL, 'u'},
         {"isolate", no_argument, NULL, OPT_ISOLATE},
+        {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
         {"worker", required_argument, NULL, OPT_WORKER},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
@@ -245,7 +248,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
-    int c;
+    int c, isolate = -1; /* -1: not said */
     o->type = CL_DEVICE_TYPE_ALL;
     o->worker_fd = -1;
     o->xfer = (struct exec_xfer_cfg){.pool_n = EXEC_POOL_N,
@@ -286,7 +289,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
         case 'k': o->token_file = optarg; break;
         case 'u': o->users = optarg; break;
-        case OPT_ISOLATE: o->isolate = true; break;
+        case OPT_ISOLATE: isolate = 1; break;
+        case OPT_NO_ISOLATE: isolate = 0; break;
         case OPT_WORKER: o->worker_fd = atoi(optarg); break;
         case 'b':
             if (set_pool_n(o, optarg))
@@ -327,10 +331,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         usage(stderr);
         return 2;
     }
-    if ((o->isolate || o->worker_fd >= 0) && !o->listen) {
-        fprintf(stderr, "voclproxyd: --isolate is for connect mode (--listen)\n");
+    if ((isolate >= 0 || o->worker_fd >= 0) && !o->listen) {
+        fprintf(stderr, "voclproxyd: --isolate and --no-isolate are for connect mode (--listen)\n");
         return 2;
     }
+    /* A daemon shared by tenants isolates them unless told not to. */
+    o->isolate = o->listen && isolate != 0;
     return -1;
 }
 

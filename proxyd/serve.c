@@ -492,6 +492,26 @@ static bool worker_done(struct server *sv)
     return done;
 }
 
+/* A worker whose daemon is gone (killed, say) ends its client's session
+ * with the reason, as the daemon's own would have ended: the clients of a
+ * daemon learn that it ended, whichever process served them.  Looked at
+ * every 100 ms, busy or not. */
+static void check_daemon(struct server *sv)
+{
+    static uint64_t next;
+    uint64_t now = vocl_now_ns();
+    if (!sv->worker || now < next)
+        return;
+    next = now + 100000000u;
+    if (getppid() == sv->parent)
+        return;
+    for (int i = 0, n = clients_now(sv); i < n; i++) {
+        struct client *cl = client_at(sv, i);
+        if (!cl->gone)
+            close_client(sv, cl, "its daemon ended");
+    }
+}
+
 /* Serves until every client is gone (job mode) or until stopped (connect
  * mode; a worker: until its client is gone). */
 static void serve(struct server *sv)
@@ -501,6 +521,7 @@ static void serve(struct server *sv)
                         : !stop_wanted && !worker_done(sv)) {
         if (sv->isolate)
             proxyd_workers_reap();
+        check_daemon(sv);
         publish_state(sv);
         if (state_wanted)
             report_state(sv);
@@ -620,13 +641,9 @@ static void *accept_thread(void *arg)
             return NULL;
         }
         MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
-        if (a->sv->isolate && atomic_load(&a->sv->node->drained)) {
-            /* (A worker would greet it: the daemon alone knows it is drained.) */
-            vocl_warn("client %d: dropped: drained (vocl-ctl undrain takes clients again)", n);
-            MPI_Comm_free(&client);
-            continue;
-        }
-        if (a->sv->isolate) {
+        /* (Drained, the daemon greets the client itself, to refuse it
+         * with the reason: the daemon alone knows it is drained.) */
+        if (a->sv->isolate && !atomic_load(&a->sv->node->drained)) {
             hand_on(client, n);
             continue;
         }
