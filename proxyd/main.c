@@ -221,8 +221,19 @@ static bool env_off(const char *name)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    enum { OPT_NO_PIPELINE = 256, OPT_NO_DIRECT, OPT_NO_DRIVER_STAGING, OPT_MAX_MEM, OPT_MAX_OBJS,
-           OPT_MAX_HOST, OPT_POLL, OPT_NAME_SERVER, OPT_ISOLATE, OPT_NO_ISOLATE, OPT_WORKER };
+    enum {
+        OPT_NO_PIPELINE = 256,
+        OPT_NO_DIRECT,
+        OPT_NO_DRIVER_STAGING,
+        OPT_MAX_MEM,
+        OPT_MAX_OBJS,
+        OPT_MAX_HOST,
+        OPT_POLL,
+        OPT_NAME_SERVER,
+        OPT_ISOLATE,
+        OPT_NO_ISOLATE,
+        OPT_WORKER
+    };
     static const struct option longopts[] = {
         {"device-type", required_argument, NULL, 't'},
         {"listen", no_argument, NULL, 'l'},
@@ -289,8 +300,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
         case 'k': o->token_file = optarg; break;
         case 'u': o->users = optarg; break;
-        case OPT_ISOLATE: isolate = 1; break;
-        case OPT_NO_ISOLATE: isolate = 0; break;
+        case OPT_ISOLATE:
+            isolate = 1;
+            break;
+        case OPT_NO_ISOLATE:
+            isolate = 0;
+            break;
         case OPT_WORKER: o->worker_fd = atoi(optarg); break;
         case 'b':
             if (set_pool_n(o, optarg))
