@@ -85,6 +85,7 @@ class Run:
         self.complete = False
         self.error = None
         self.proxy_rss_kib = None
+        self.peer = None  # a command that must be listening first (mpi-pingpong --accept)
 
     @property
     def ok(self):
@@ -443,6 +444,8 @@ def plot(path, backend, series, title):
 # The targets of issue 22, against raw MPI between the same two hosts.
 CLUSTER_BW_TARGET = 0.97
 CLUSTER_LAT_EXTRA = 10e-6
+# The harness's subnet: daemon mode keeps Open MPI on it.
+CLUSTER_NET = "10.213.0.0/24"
 
 
 # The network's own ceiling: one TCP stream of 1 GiB in 4 MiB sends from
@@ -496,20 +499,62 @@ def merge_rounds(runs):
     return merged
 
 
+def cluster_round(cluster, worker, pingpong, wargs, pargs, env, r, vocl_run, libvocl):
+    """One round's runs: native (the worker on vc1), raw MPI (mpi-pingpong
+    between vc1 and vc2) and VOCL (the worker on vc1, its device served from
+    vc2).  Job mode: MPICH's mpiexec and vocl_run on the login node with
+    the cluster's environment.  Daemon mode (libvocl given): Open MPI,
+    no mpiexec; mpi-pingpong on vc1 connects, through the name server, to
+    one accepting on vc2, and the worker runs under LD_PRELOAD, its device
+    the daemon's on vc2."""
+    native = Run("native", [cluster, "exec", "vc1", worker] + wargs, env)
+    if libvocl:
+        name = "vocl-bench-pingpong-%d" % r
+        mpi = Run("raw MPI", [cluster, "exec", "vc1", pingpong, "--connect", name] + pargs,
+                  dict(env, OMPI_MCA_pmix_server_uri="file:" + env["VOCL_NAME_SERVER"]))
+        mpi.peer = [cluster, "exec", "vc2", pingpong, "--accept", name] + pargs
+        vocl = Run("VOCL", [cluster, "exec", "vc1", "env", "LD_PRELOAD=" + libvocl,
+                            "VOCL_PROXIES=bench1", worker] + wargs, env)
+    else:
+        on_head = [cluster, "exec", "vchead", "bash", "-c",
+                   'eval "$("$0" env)" && exec "$@"', cluster]
+        mpi = Run("raw MPI", on_head + ["mpiexec", "-n", "2", pingpong] + pargs, env)
+        vocl = Run("VOCL", on_head + [vocl_run, "-n", "1", "-d", "1", "--", worker] + wargs,
+                   env)
+    return [native, mpi, vocl]
+
+
+def run_with_peer(run, tmp, timeout):
+    """run_worker, with run.peer (if any) listening first and reaped after."""
+    peer = None
+    if run.peer:
+        peer = start_listening(run.peer, run.env, os.path.join(tmp, "peer.log"),
+                               "the %s run's peer" % run.label)
+    run_worker(run, timeout)
+    if peer:
+        try:
+            peer.wait(10)
+        except subprocess.TimeoutExpired:
+            stop_all([peer])
+
+
 def cluster_main(a, worker, vocl_run):
     """Native (the worker on vc1), raw MPI (mpi-pingpong, vc1 to vc2) and
-    VOCL (the worker on vc1, its proxy on vc2) in one run, side by side."""
+    VOCL (the worker on vc1, its proxy on vc2) in one run, side by side; in
+    job mode (mpiexec, vocl-run) or, with --daemons, in daemon mode (a
+    daemon on vc2, the name server on the login node, no mpiexec)."""
     cluster = a.vocl_cluster or find_first(CLUSTER_CANDIDATES) or shutil.which("vocl-cluster")
     pingpong = a.pingpong or find_first(PINGPONG_CANDIDATES)
     if not cluster or not pingpong:
         die("--cluster needs vocl-cluster and mpi-pingpong (a build tree's; "
             "--vocl-cluster, --pingpong)")
+    libvocl = None
+    if a.daemons:
+        libvocl, proxyd = daemon_programs()
     sizes = a.sizes or "1M,4M,16M,64M"
     window, reps = str(a.window or 8), str(a.reps or 3)
     wargs = ["--sections", "bw,lat", "--sizes", sizes, "--window", window, "--reps", reps]
-    # Every command runs on the login node with the cluster's environment.
-    on_head = [cluster, "exec", "vchead", "bash", "-c",
-               'eval "$("$0" env)" && exec "$@"', cluster]
+    pargs = ["--sizes", sizes, "--window", window, "--reps", reps]
     up = subprocess.run([cluster, "up", "-n", "2", "-r", a.rate])
     if up.returncode == 77:
         note("skipped: the machine cannot make network namespaces (vocl-cluster check)")
@@ -520,24 +565,25 @@ def cluster_main(a, worker, vocl_run):
     # turns, ROUNDS times, and each figure is the median of its rounds.
     rounds = []
     tcp = []
-    try:
-        env = dict(os.environ, POCL_DEVICES="pthread")
-        env.pop("VOCL_PIPELINE", None)
-        for r in range(a.rounds):
-            note("round %d of %d" % (r + 1, a.rounds))
-            runs = [
-                Run("native", [cluster, "exec", "vc1", worker] + wargs, env),
-                Run("raw MPI", on_head + ["mpiexec", "-n", "2", pingpong, "--sizes", sizes,
-                                          "--window", window, "--reps", reps], env),
-                Run("VOCL", on_head + [vocl_run, "-n", "1", "-d", "1", "--", worker] + wargs,
-                    env),
-            ]
-            for run in runs:
-                run_worker(run, a.timeout)
-            rounds.append(runs)
-            tcp.append(tcp_stream(cluster))
-    finally:
-        subprocess.run([cluster, "down"])
+    procs = []
+    with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
+        try:
+            env = dict(os.environ, POCL_DEVICES="pthread")
+            env.pop("VOCL_PIPELINE", None)
+            if a.daemons:
+                procs, env = start_daemons(tmp, proxyd, 1, env, CLUSTER_NET,
+                                           [cluster, "exec", "vchead"], [cluster, "exec", "vc2"])
+            for r in range(a.rounds):
+                note("round %d of %d" % (r + 1, a.rounds))
+                runs = cluster_round(cluster, worker, pingpong, wargs, pargs, env, r, vocl_run,
+                                     libvocl)
+                for run in runs:
+                    run_with_peer(run, tmp, a.timeout)
+                rounds.append(runs)
+                tcp.append(tcp_stream(cluster))
+        finally:
+            stop_all(procs)
+            subprocess.run([cluster, "down"])
     runs = [merge_rounds([rd[i] for rd in rounds]) for i in range(3)]
     native, mpi, vocl = runs
     table = []
@@ -567,9 +613,15 @@ def cluster_main(a, worker, vocl_run):
     table.append(("4-byte round trip (blocking read)", fmt_value(n, "s"), fmt_value(m, "s"),
                   fmt_value(v, "s"), "%+.1f us" % ((v - m) * 1e6) if m and v else "-",
                   "<= MPI + %d us: %s" % (round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
-    print_table("%s %s --cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1), link "
-                "%s each way (tc tbf), TCP; window %s, median of %s repetitions, median of %d "
-                "rounds" % (PROG, VERSION, a.rate, window, reps, a.rounds),
+    if a.daemons:
+        how = ("--cluster --daemons 1 (daemon mode: Open MPI, no mpiexec): hosts vc1 "
+               "(application under LD_PRELOAD, mpi-pingpong --connect) and vc2 (voclproxyd "
+               "--listen, mpi-pingpong --accept), ompi-server on vchead")
+    else:
+        how = "--cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1)"
+    print_table("%s %s %s, link %s each way (tc tbf), TCP; window %s, median of %s "
+                "repetitions, median of %d rounds" % (PROG, VERSION, how, a.rate, window, reps,
+                                                     a.rounds),
                 ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict"), table,
                 footer=["targets: %d PASS, %d MISS" % (verdicts.count(True),
                                                        verdicts.count(False))])
@@ -613,14 +665,16 @@ finally:  # (a script may end with sys.exit)
 SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
 
 
-def start_daemons(tmp, proxyd, n, env):
-    """ompi-server and n daemons (bench1..benchN, one PoCL device each) on
-    this node, Open MPI kept on loopback; (their processes, the clients'
-    environment).  Dies with the daemon's own message where it cannot
-    listen (a build against MPICH)."""
+def start_daemons(tmp, proxyd, n, env, net="lo", server_on=(), daemons_on=()):
+    """ompi-server and n daemons (bench1..benchN, one PoCL device each),
+    Open MPI kept on net (an interface or a subnet); each command after its
+    prefix server_on or daemons_on (vocl-cluster exec HOST), else on this
+    node; (their processes, the clients' environment).  Dies with the
+    daemon's own message where it cannot listen (a build against MPICH)."""
     uri = os.path.join(tmp, "ns.uri")
     env = dict(env, HOME=os.path.join(tmp, "home"), VOCL_NAME_SERVER=uri,
-               OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_btl_tcp_if_include="lo",
+               VOCL_CTL_DIR=os.path.join(tmp, "ctl"),
+               OMPI_MCA_oob_tcp_if_include=net, OMPI_MCA_btl_tcp_if_include=net,
                OMPI_MCA_btl="self,vader,tcp", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", POCL_DEVICES="pthread")
     for k in ("VOCL_APP_RANKS", "VOCL_CONNECT", "VOCL_PROXIES", "VOCL_PROXIES_FILE"):
@@ -629,24 +683,56 @@ def start_daemons(tmp, proxyd, n, env):
     server = shutil.which("ompi-server")
     if not server:
         die("--daemons needs Open MPI's ompi-server (setup-debian.sh --openmpi)")
-    procs = [subprocess.Popen([server, "--no-daemonize", "-r", uri], env=env,
+    procs = [subprocess.Popen(list(server_on) + [server, "--no-daemonize", "-r", uri], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    wait_for(lambda: os.path.exists(uri) and os.path.getsize(uri) > 0, 10, "ompi-server's URI")
-    for i in range(1, n + 1):
-        log = os.path.join(tmp, "bench%d.log" % i)
-        # bench1 serves every section: its peak memory at exit (SIGTERM).
-        denv = dict(env, VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage")) if i == 1 else env
-        with open(log, "w") as f:
-            procs.append(subprocess.Popen([proxyd, "--listen", "--name", "bench%d" % i, "-v"],
-                                          env=denv, stdout=f, stderr=subprocess.STDOUT))
-
-        def listening():
-            if procs[-1].poll() is not None:
-                die("voclproxyd --listen ended: %s (daemon mode needs the build against "
-                    "Open MPI, README)" % open(log).read().strip()[-300:], EXIT_RUN_FAILED)
-            return "listening on" in open(log).read()
-        wait_for(listening, 30, "daemon bench%d" % i)
+    try:
+        wait_for(lambda: os.path.exists(uri) and os.path.getsize(uri) > 0, 10,
+                 "ompi-server's URI")
+        for i in range(1, n + 1):
+            # bench1 serves every section: its peak memory at exit (SIGTERM).
+            denv = dict(env, VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage")) if i == 1 else env
+            procs.append(start_listening(
+                list(daemons_on) + [proxyd, "--listen", "--name", "bench%d" % i, "-v"], denv,
+                os.path.join(tmp, "bench%d.log" % i), "daemon bench%d" % i,
+                " (daemon mode needs the build against Open MPI, README)"))
+    except BaseException:
+        stop_all(procs)
+        raise
     return procs, env
+
+
+def start_listening(cmd, env, log, what, hint=""):
+    """cmd in the background, its output in log, once it says "listening
+    on" (voclproxyd --listen, mpi-pingpong --accept); dies with its last
+    words where it ends first or says nothing in 30 s."""
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
+
+    def listening():
+        if proc.poll() is not None:
+            die("%s ended: %s%s" % (what, open(log).read().strip()[-300:], hint),
+                EXIT_RUN_FAILED)
+        return "listening on" in open(log).read()
+    try:
+        wait_for(listening, 30, what)
+    except BaseException:
+        stop_all([proc])
+        raise
+    return proc
+
+
+def stop_all(procs):
+    """Ends start_daemons' processes (or any list), the daemons first: on
+    SIGTERM each unpublishes its name from the name server, procs[0]."""
+    for group in (procs[1:], procs[:1]):
+        for p in group:
+            p.terminate()
+        for p in group:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def wait_for(ready, seconds, what):
@@ -657,14 +743,20 @@ def wait_for(ready, seconds, what):
     die("%s: not there after %d s" % (what, seconds), EXIT_RUN_FAILED)
 
 
-def daemon_main(a, worker):
-    """Native, and the worker alone under LD_PRELOAD against daemons
-    (voclproxyd --listen) of this node: one daemon for every section, and
-    all of them (--daemons) for the first call, which connects to each."""
+def daemon_programs():
+    """(libvocl.so, voclproxyd): a build tree's, or the installed ones."""
     libvocl = find_first(LIBVOCL_CANDIDATES)
     proxyd = find_first(PROXYD_CANDIDATES)
     if not libvocl or not proxyd:
         die("--daemons needs libvocl.so and voclproxyd (a build tree's, or installed)")
+    return libvocl, proxyd
+
+
+def daemon_main(a, worker):
+    """Native, and the worker alone under LD_PRELOAD against daemons
+    (voclproxyd --listen) of this node: one daemon for every section, and
+    all of them (--daemons) for the first call, which connects to each."""
+    libvocl, proxyd = daemon_programs()
     wargs = worker_args(a)
     base = dict(os.environ)
     base.pop("VOCL_PIPELINE", None)
@@ -681,15 +773,7 @@ def daemon_main(a, worker):
             for run in runs:
                 run_worker(run, a.timeout)
         finally:
-            # The daemons first: on SIGTERM each unpublishes its name.
-            for group in (procs[1:], procs[:1]):
-                for p in group:
-                    p.terminate()
-                for p in group:
-                    try:
-                        p.wait(10)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
+            stop_all(procs)
         one.proxy_rss_kib = read_proxy_rusage(os.path.join(tmp, "rusage"))
     device = native.info.get("device") or one.info.get("device") or "?"
     print("%s %s: device '%s', natively and through voclproxyd --listen on this node "
@@ -947,10 +1031,13 @@ def parse_args(argv):
     p.add_argument("--daemons", metavar="N", type=int, default=0,
                    help="instead: natively and through voclproxyd --listen on this node "
                         "(daemon mode: the build against Open MPI), N daemons for the "
-                        "first call's connect time, one for the rest")
+                        "first call's connect time, one for the rest; with --cluster "
+                        "(N = 1): in daemon mode there")
     p.add_argument("--cluster", action="store_true",
                    help="instead: native, raw MPI and VOCL between two hosts of a "
-                        "vocl-cluster (network namespaces, needs root) on a shaped link")
+                        "vocl-cluster (network namespaces, needs root) on a shaped link; "
+                        "in job mode (mpiexec, vocl-run), or with --daemons 1 in daemon "
+                        "mode (a daemon on the second host, raw MPI through the name server)")
     p.add_argument("--rate", default="10gbit",
                    help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
     p.add_argument("--rounds", metavar="N", type=int, default=3,
@@ -985,6 +1072,8 @@ def parse_args(argv):
             p.error("--%s must be at least 1" % name)
     if a.device is not None and a.device < 0:
         p.error("--device must be 0 or more")
+    if a.daemons < 0 or (a.cluster and a.daemons > 1):
+        p.error("--daemons takes a number of daemons, 1 with --cluster")
     if a.pyopencl is not None and not os.path.isdir(a.pyopencl):
         p.error("--pyopencl takes a directory of scripts, not '%s'" % a.pyopencl)
     return a
