@@ -76,6 +76,7 @@ void *exec_h(struct exec_req *q, uint64_t id, enum vocl_type t, int nullable)
     if (!q->queue && (t == VOCL_T_QUEUE || t == VOCL_T_CONTEXT)) {
         q->queue = o->native;
         q->queue_type = t;
+        q->queue_obj = t == VOCL_T_QUEUE ? o : NULL;
     }
     return o->native;
 }
@@ -371,6 +372,20 @@ static void op_state(struct exec_req *q)
             bytes += o->bytes;
         }
     }
+    /* Each device's busy share: this process's, and where sessions are
+     * served by processes of their own, theirs added (at most all: time
+     * two of them overlap counts twice). */
+    unsigned *busy = exec_tmp(q, (node->ndev ? node->ndev : 1) * sizeof(*busy));
+    if (!busy) {
+        vocl_wr_i32(q->w, CL_OUT_OF_HOST_MEMORY);
+        return;
+    }
+    for (cl_uint d = 0; d < node->ndev; d++) {
+        busy[d] = exec_busy_permille(node, d);
+        for (size_t i = 0; i < n && d < EXEC_BUSY_DEVS; i++)
+            busy[d] += open[i].s ? 0 : open[i].busy[d];
+        busy[d] = busy[d] > 1000 ? 1000 : busy[d];
+    }
     for (cl_uint d = 0; d < node->ndev; d++) {
         cl_ulong mem = 0;
         names[d][0] = 0;
@@ -378,7 +393,7 @@ static void op_state(struct exec_req *q)
         names[d][sizeof(names[d]) - 1] = 0;
         node->cl->clGetDeviceInfo(node->devs[d], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem,
                                   NULL);
-        ds[d] = (struct vocl_rec_device_state){{names[d], strlen(names[d]), 0}, mem};
+        ds[d] = (struct vocl_rec_device_state){{names[d], strlen(names[d]), 0}, mem, busy[d]};
     }
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_enc_STATE_rep(q->w, &(struct vocl_msg_STATE_rep){.objects = objects,
@@ -661,6 +676,8 @@ static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, co
     } else if (exec_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
+    } else if (q.queue_obj && !strncmp(vocl_op_name(h.opcode), "clEnqueue", 9)) {
+        exec_busy_command(s->node, q.queue_obj); /* (a command: its device is busy) */
     }
     return exec_req_end(&q, start);
 }

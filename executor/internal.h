@@ -43,6 +43,7 @@ struct exec_obj {
     uint32_t refs; /* references the client holds: released when it goes */
     void *native;
     uint64_t bytes; /* a memory object's own storage (not a sub-buffer's) */
+    struct busy_queue *busy; /* a queue that took commands (busy.c) */
 };
 
 /* One request being decoded and executed. */
@@ -59,6 +60,7 @@ struct exec_req {
     const char *fail;          /* a protocol violation: the request is rejected */
     void *queue;               /* the first queue or context it names, and its type: */
     enum vocl_type queue_type; /* whose context a deferred error is told to */
+    struct exec_obj *queue_obj; /* the first queue it names (busy.c) */
     struct exec_tmp *tmp;      /* scratch blocks, freed when the request ends */
     size_t tmp_bytes;          /* their sizes, bounded (exec_tmp) */
 };
@@ -148,6 +150,12 @@ bool exec_stream_busy(struct exec_node *node, const struct exec_session *s);
 typedef void exec_watch_fn(cl_event ev, cl_int status, void *arg);
 cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec_watch_fn *fn,
                   void *arg);
+
+/* Busy shares (busy.c): queue took a command; queue is released; the
+ * node closes. */
+void exec_busy_command(struct exec_node *node, struct exec_obj *queue);
+void exec_busy_forget(struct exec_node *node, struct exec_obj *queue);
+void exec_busy_free(struct exec_node *node);
 
 /* Staging pool (pool.c). */
 struct exec_pool *exec_pool_new(const struct vocl_native_api *cl, unsigned n, size_t size);

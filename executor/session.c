@@ -98,6 +98,7 @@ void exec_node_close(struct exec_node *node)
     for (unsigned i = 0; i < EXEC_CTX_POOLS; i++)
         exec_ctx_pool_drop(node, node->ctx_pools[i].ctx);
     exec_reap(node, true);
+    exec_busy_free(node);
     free(node->kept);
     exec_pool_free(node->pool);
     free(node->devs);
@@ -173,6 +174,8 @@ void exec_forget_obj(struct exec_session *s, struct exec_obj *o)
 {
     if (o->type == VOCL_T_CONTEXT)
         exec_ctx_pool_drop(s->node, o->native);
+    if (o->type == VOCL_T_QUEUE)
+        exec_busy_forget(s->node, o);
     s->nobjs--;
     s->bytes -= o->bytes;
     atomic_fetch_sub(&s->node->nobjs, 1);

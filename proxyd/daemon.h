@@ -130,7 +130,7 @@ void proxyd_workers_stop(void);
  * none), for its siblings; and its siblings' sessions (at most max, into
  * out; their strings stay until the next call, the serving thread's). */
 int proxyd_worker_report(int fd, const char *port);
-void proxyd_worker_publish(const struct exec_session_state *st);
+void proxyd_worker_publish(const struct exec_session_state *st, cl_uint ndev);
 size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 
 /* serve.c */

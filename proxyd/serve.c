@@ -137,7 +137,10 @@ static void publish_state(struct server *sv)
         return;
     sv->published_ns = now;
     struct exec_session_state st;
-    proxyd_worker_publish(own_sessions(sv, &st, 1) ? &st : NULL);
+    bool any = own_sessions(sv, &st, 1) > 0;
+    for (cl_uint d = 0; any && d < sv->node->ndev && d < EXEC_BUSY_DEVS; d++)
+        st.busy[d] = (uint16_t)exec_busy_permille(sv->node, d);
+    proxyd_worker_publish(any ? &st : NULL, sv->node->ndev);
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread
@@ -522,6 +525,7 @@ static void serve(struct server *sv)
         if (sv->isolate)
             proxyd_workers_reap();
         check_daemon(sv);
+        exec_busy_tick(sv->node);
         publish_state(sv);
         if (state_wanted)
             report_state(sv);
@@ -815,7 +819,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     if (sv.isolate)
         proxyd_workers_stop();
     if (sv.worker)
-        proxyd_worker_publish(NULL);
+        proxyd_worker_publish(NULL, 0);
     if (!sv.worker || sv.live)
         vocl_info("stopping: %d clients' sessions end", sv.live);
     if (a.service[0])

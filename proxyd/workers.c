@@ -255,7 +255,7 @@ static const char *word(char *out, const char *s)
     return n ? out : "-";
 }
 
-void proxyd_worker_publish(const struct exec_session_state *st)
+void proxyd_worker_publish(const struct exec_session_state *st, cl_uint ndev)
 {
     const char *dir = getenv(DIR_ENV);
     char path[PATH_MAX], tmp[PATH_MAX];
@@ -274,6 +274,9 @@ void proxyd_worker_publish(const struct exec_session_state *st)
             (unsigned long long)st->since_ns, (unsigned long long)st->s->nobjs,
             (unsigned long long)st->s->bytes, (unsigned long long)exec_host_held(st->s),
             word(user, st->user), word(host, st->s->host));
+    for (cl_uint d = 0; d < ndev && d < EXEC_BUSY_DEVS; d++) /* (thousandths) */
+        fprintf(f, "%s%u", d ? " " : "busy ", (unsigned)st->busy[d]);
+    fprintf(f, "\n");
     if (fclose(f) == 0)
         rename(tmp, path); /* (whole: a reader never sees half of it) */
 }
@@ -307,6 +310,11 @@ size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max)
                                                  .objects = objects,
                                                  .bytes = bytes,
                                                  .host_mem = host_mem};
+            unsigned v;
+            int at = 0;
+            if (fscanf(f, " busy%n", &at) != EOF && at) /* (each device's share) */
+                for (int k = 0; k < EXEC_BUSY_DEVS && fscanf(f, "%u", &v) == 1; k++)
+                    out[n].busy[k] = (uint16_t)(v > 1000 ? 1000 : v);
             n++;
         }
         if (f)

@@ -66,6 +66,7 @@ struct exec_ctx_pool {
 };
 
 /* One open session, as the proxy's STATE reply lists it (vocl-smi). */
+#define EXEC_BUSY_DEVS 32 /* devices whose busy shares a worker tells its siblings */
 struct exec_session_state {
     int id;
     const char *user; /* "" when its HELLO named none */
@@ -76,6 +77,7 @@ struct exec_session_state {
      * --isolate): what it holds, as that process last said. */
     const char *host;
     uint64_t objects, bytes, host_mem;
+    uint16_t busy[EXEC_BUSY_DEVS]; /* each device's busy share, in thousandths */
 };
 
 /* What one session may hold (voclproxyd --max-session-*); 0: no limit. */
@@ -118,9 +120,17 @@ struct exec_node {
     struct exec_stream *stream; /* NULL: chunks are sent by the caller */
     struct exec_kept *kept;
     size_t nkept, capkept;
+    struct exec_busy *busy; /* busy.c: from the first exec_busy_tick */
 };
 
 struct exec_session;
+
+/* Each device's busy share (busy.c): exec_busy_tick, called by a serving
+ * loop as often as it likes, counts commands from its first call on;
+ * exec_busy_permille is the share of device dev in the last whole second,
+ * in thousandths.  Both on the serving thread. */
+void exec_busy_tick(struct exec_node *node);
+unsigned exec_busy_permille(struct exec_node *node, cl_uint dev);
 
 #define EXEC_DEPTH_MAX 16u /* chunks of a read in flight at most */
 

@@ -171,6 +171,7 @@ overlap)
     "$smi" a b nosuch >"$tmp/smi" 2>&1 || fail "vocl-smi when idle: $(cat "$tmp/smi")"
     grep -q "^proxy a: 2 devices, 0 sessions" "$tmp/smi" &&
         grep -q "^proxy b: 1 device, 0 sessions" "$tmp/smi" &&
+        [ "$(grep -c '^  device .* busy   0 %$' "$tmp/smi")" -eq 3 ] &&
         grep -q "proxy nosuch: vocl.nosuch is not in the name service" "$tmp/smi" ||
         fail "vocl-smi when idle: $(cat "$tmp/smi")"
     cat "$tmp/smi"
@@ -425,7 +426,7 @@ isolate)
     grep -q 'each client in a worker process' "$tmp/a.log" || fail "daemon a does not isolate its clients"
     app "$tmp/first" a "$examples/gemm" -n 256 -r 2 || fail "the first client: exit $?: $(tail -3 "$tmp/first")"
     verified "$tmp/first" "the first client"
-    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 30 >"$tmp/beside" 2>&1 & beside=$!
+    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 >"$tmp/beside" 2>&1 & beside=$!
     pids+=("$beside")
     for _ in $(seq 100); do grep -q 'bodies \[' "$tmp/beside" && break; sleep 0.1; done
     # vocl-smi, itself served by a worker, lists the session of another
@@ -436,6 +437,17 @@ isolate)
     grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$beside +00:00:" "$tmp/smi" ||
         fail "vocl-smi does not list nbody's session (process $beside): $(cat "$tmp/smi")"
     cat "$tmp/smi"
+    # The device's busy share under nbody: its worker's, of a whole second,
+    # as the worker last wrote it (each second).
+    busy='^  device 0 .* busy +([1-9][0-9]?|100) %$'
+    for _ in $(seq 10); do
+        grep -Eq "$busy" "$tmp/smi" && break
+        sleep 0.5
+        "$smi" a >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+    done
+    grep -Eq "$busy" "$tmp/smi" || fail "daemon a's device not busy under nbody: $(cat "$tmp/smi")"
+    kill -0 $beside 2>/dev/null || fail "nbody ended before its device was seen busy"
+    echo "under nbody: $(grep -E "$busy" "$tmp/smi")"
     rc=0
     app "$tmp/crash" a "$hostile" || rc=$?
     echo "the crashing client: exit $rc: $(grep -m1 'proxy a' "$tmp/crash" || tail -1 "$tmp/crash")"
