@@ -144,7 +144,8 @@ bool exec_stream_busy(struct exec_node *node, const struct exec_session *s);
 
 /* Event watches (watch.c): fn(ev, status, arg) once ev's command is over
  * (status CL_COMPLETE, or the command's error), from the driver's callback
- * or, with look, from a thread that looks at the event, whichever is first;
+ * or from a thread that looks at the event (with look soon and often, else
+ * every 100 ms: a net for a callback that never comes), whichever is first;
  * it may run before exec_watch returns.  CL_SUCCESS, or
  * clSetEventCallback's error (then fn is never called). */
 typedef void exec_watch_fn(cl_event ev, cl_int status, void *arg);

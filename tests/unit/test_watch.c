@@ -186,18 +186,28 @@ static void over_before_watched(void **state)
 }
 
 /* Not asked to look (a node of CPU devices, as the harness's PoCL one):
- * the callback alone tells, however late. */
-static void unlooked_waits_for_the_callback(void **state)
+ * no early looks, the callback tells; one that never comes (PoCL 3.1 now
+ * and then forgot a failed marker's) is made up for by the net, a look
+ * every 100 ms. */
+static void unlooked_told_by_the_net(void **state)
 {
     (void)state;
     assert_false(node.look_at_events); /* (PoCL's devices are CPUs) */
-    struct told t = {0};
+    struct told t = {0}, u = {0};
     cl_event ev = watched_late(false, &t);
     assert_int_equal(cl->clSetUserEventStatus(ev, CL_COMPLETE), CL_SUCCESS);
     pause_ms(20);
     assert_int_equal(atomic_load(&t.calls), 0);
     call_kept(CL_COMPLETE);
     assert_int_equal(atomic_load(&t.calls), 1);
+    cl->clReleaseEvent(ev);
+    ev = watched_late(false, &u); /* its callback never called */
+    assert_int_equal(cl->clSetUserEventStatus(ev, -7), CL_SUCCESS);
+    assert_int_equal(wait_told(&u), 1);
+    assert_int_equal(atomic_load(&u.status), -7);
+    call_kept(-7); /* (at last: tells nothing more) */
+    pause_ms(10);
+    assert_int_equal(atomic_load(&u.calls), 1);
     cl->clReleaseEvent(ev);
 }
 
@@ -224,7 +234,7 @@ int main(void)
         cmocka_unit_test(failed_command_told_with_its_error),
         cmocka_unit_test(prompt_callback_told_once),
         cmocka_unit_test(over_before_watched),
-        cmocka_unit_test(unlooked_waits_for_the_callback),
+        cmocka_unit_test(unlooked_told_by_the_net),
         cmocka_unit_test(refused_callback_never_told),
     };
     return cmocka_run_group_tests(tests, late_setup, harness_teardown);
