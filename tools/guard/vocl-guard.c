@@ -42,6 +42,19 @@ static void pass_on(int sig)
     kill(child, sig);
 }
 
+/* This rank's number, as the process manager says it (MPICH's hydra,
+ * Open MPI's mpirun); NULL where none does. */
+static const char *job_rank(void)
+{
+    const char *names[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *r = getenv(names[i]);
+        if (r && *r)
+            return r;
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -57,6 +70,7 @@ int main(int argc, char **argv)
         perror("vocl-guard: fork");
         return 1;
     }
+    const char *rank = job_rank();
     if (child == 0) {
         /* The guard may be killed by mpiexec at the end of the job: the
          * command must not outlive it. */
@@ -68,7 +82,7 @@ int main(int argc, char **argv)
         char pid[24], claim[4096];
         snprintf(pid, sizeof(pid), "%ld", (long)getpid());
         setenv("VOCL_RANK_PID", pid, 1);
-        const char *dir = getenv("VOCL_GUARD_STATUS"), *rank = getenv("PMI_RANK");
+        const char *dir = getenv("VOCL_GUARD_STATUS");
         if (dir && *dir) {
             snprintf(claim, sizeof(claim), "%s/rank.%s.joined", dir, rank ? rank : "0");
             setenv("VOCL_RANK_CLAIM", claim, 1);
@@ -93,7 +107,7 @@ int main(int argc, char **argv)
             return 1;
         }
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    const char *dir = getenv("VOCL_GUARD_STATUS"), *rank = getenv("PMI_RANK");
+    const char *dir = getenv("VOCL_GUARD_STATUS");
     if (dir && *dir && !told) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/rank.%s", dir, rank ? rank : "0");
