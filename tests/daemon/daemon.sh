@@ -386,36 +386,45 @@ deaths)
 hostile)
     # The reliability suite's hostile client on a daemon that an ordinary
     # application uses all the while (hostile.c says what it tries); the
-    # applications verify, one after another, until it is done.
+    # applications verify, one after another, until it is done.  First on
+    # a daemon that hands each client to a worker (the default), then on
+    # one that serves every client in its own process (--no-isolate).
     [ -x "$hostile" ] || fail "no hostile program"
-    # (Served in the daemon's process: hostile.c does not follow the
-    # hand-on to a worker, which runs the same serving code.)
-    start_daemon a 1 --no-isolate --max-session-host 1G; pa=$dpid
-    (
-        i=0
-        while [ ! -e "$tmp/done" ]; do
-            i=$((i + 1))
-            rc=0; app "$tmp/victim$i" a "$examples/gemm" -n 128 -r 2 || rc=$?; [ $rc -eq 0 ] || { echo "run $i failed (exit $rc): $(tail -3 "$tmp/victim$i")"; exit 1; }
-            grep -q 'verified=yes' "$tmp/victim$i" || { echo "run $i did not verify"; exit 1; }
+    for d in a "b --no-isolate"; do
+        set -- $d
+        name=$1
+        shift
+        start_daemon "$name" 1 --max-session-host 1G "$@"; pid=$dpid
+        rm -f "$tmp/done"
+        (
+            i=0
+            while [ ! -e "$tmp/done" ]; do
+                i=$((i + 1))
+                v=$tmp/victim-$name-$i
+                rc=0; app "$v" "$name" "$examples/gemm" -n 128 -r 2 || rc=$?; [ $rc -eq 0 ] || { echo "run $i failed (exit $rc): $(tail -3 "$v")"; exit 1; }
+                grep -q 'verified=yes' "$v" || { echo "run $i did not verify"; exit 1; }
+            done
+            echo "$i runs verified"
+        ) >"$tmp/victims" 2>&1 & victims=$!
+        rc=0
+        timeout 300 "$hostile" --connect "$name" >"$tmp/hostile.out" 2>&1 || rc=$?
+        touch "$tmp/done"
+        wait $victims || fail "daemon $name: the application beside it: $(cat "$tmp/victims")"
+        echo "daemon $d:"
+        cat "$tmp/hostile.out"
+        [ "$rc" -eq 0 ] || fail "hostile on daemon $name: exit $rc"
+        echo "beside it: $(cat "$tmp/victims")"
+        ! grep -l 'nobody waits for' "$tmp"/victim-"$name"-* ||
+            fail "an application got replies to requests it never sent"
+        grep -q 'refused: a wrong token' "$tmp/$name.log" || fail "daemon $name: no log line for the wrong token"
+        for w in 'migration peer is not another proxy' 'event peer is not another proxy' \
+                 'refused [0-9]* bytes of host memory'; do
+            grep -q "$w" "$tmp/$name.log" || fail "daemon $name did not log: $w"
+            echo "daemon $name: $(grep -o "client [0-9]*: .*$w.*" "$tmp/$name.log" | head -1)"
         done
-        echo "$i runs verified"
-    ) >"$tmp/victims" 2>&1 & victims=$!
-    rc=0
-    timeout 300 "$hostile" --connect a >"$tmp/hostile.out" 2>&1 || rc=$?
-    touch "$tmp/done"
-    wait $victims || fail "the application beside it: $(cat "$tmp/victims")"
-    cat "$tmp/hostile.out"
-    [ "$rc" -eq 0 ] || fail "hostile: exit $rc"
-    echo "beside it: $(cat "$tmp/victims")"
-    ! grep -l 'nobody waits for' "$tmp"/victim[0-9]* || fail "an application got replies to requests it never sent"
-    grep -q 'refused: a wrong token' "$tmp/a.log" || fail "no log line for the wrong token"
-    for w in 'migration peer is not another proxy' 'event peer is not another proxy' \
-             'refused [0-9]* bytes of host memory'; do
-        grep -q "$w" "$tmp/a.log" || fail "the daemon did not log: $w"
-        echo "daemon: $(grep -o "client [0-9]*: .*$w.*" "$tmp/a.log" | head -1)"
+        wait_idle "$pid" "$name" 5
+        echo "daemon $name idle $idle s after: holds $(state "$pid" "$name")"
     done
-    wait_idle "$pa" a 5
-    echo "daemon a idle $idle s after: holds $(state "$pa" a)"
     ;;
 isolate)
     # Each client in a worker process (--isolate, the default).  A tenant

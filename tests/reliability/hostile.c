@@ -132,6 +132,7 @@ static uint8_t *rep;       /* the last reply */
 static int rep_len;
 static uint32_t seq;
 static bool daemon_mode;        /* hostile --connect: the token, then the checks of a daemon */
+static bool handed_on;          /* the daemon handed this client to a worker of its own */
 static struct vocl_token token; /* daemon mode: the one the daemon takes */
 static uint64_t chunk;          /* the proxy's chunk size (HELLO's reply) */
 
@@ -481,6 +482,10 @@ static void told_closed(const char *why, double secs)
 /* The session has ended: a HELLO gets no reply. */
 static void no_more_replies(void)
 {
+    if (handed_on) { /* (its worker ends with the session: nothing to send to) */
+        printf("hostile: the session's worker has ended with it: nothing sent after\n");
+        return;
+    }
     put_hello(true, NULL);
     vocl_wr_finish(&w);
     send_raw(w.buf, w.len);
@@ -652,26 +657,41 @@ static void hostile(void)
     printf("hostile: %d checks, %d failed\n", checks, failures);
 }
 
-/* Connects to the daemon published as vocl.NAME, as libvocl does (its
+/* Connects to port and links the connection (its number in liveness.h
+ * in *live, VOCL_LIVE_MOVED with the worker's port in port); MPI's code. */
+static int dial(char *port, int *live)
+{
+    /* One connect at a time on a node, under libvocl's lock (libvocl/connect.c). */
+    int fd = open("/tmp/.vocl-connect.lock", O_RDWR | O_CREAT, 0644);
+    if (fd >= 0)
+        flock(fd, LOCK_EX);
+    int rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &comm);
+    if (fd >= 0)
+        close(fd);
+    if (rc == MPI_SUCCESS)
+        *live = vocl_live_link(comm, 0, NULL, &tag_base, port);
+    return rc;
+}
+
+/* Connects to the daemon published as vocl.NAME as libvocl does, and to
+ * the worker it hands this client to where it isolates its clients (its
  * number in liveness.h in *live); 0 or -1. */
 static int connect_to(const char *name, int *live)
 {
     char service[300], port[MPI_MAX_PORT_NAME];
     snprintf(service, sizeof(service), "vocl.%s", name);
-    /* One connect at a time on a node, under libvocl's lock (libvocl/connect.c). */
-    int fd = open("/tmp/.vocl-connect.lock", O_RDWR | O_CREAT, 0644);
-    if (fd >= 0)
-        flock(fd, LOCK_EX);
     int rc = MPI_Lookup_name(service, MPI_INFO_NULL, port);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &comm);
-    if (fd >= 0)
-        close(fd);
+        rc = dial(port, live);
+    handed_on = rc == MPI_SUCCESS && *live == VOCL_LIVE_MOVED;
+    if (handed_on) {
+        MPI_Comm_free(&comm);
+        rc = dial(port, live);
+    }
     if (rc != MPI_SUCCESS) {
         fprintf(stderr, "hostile: cannot connect to %s\n", service);
         return -1;
     }
-    *live = vocl_live_link(comm, 0, NULL, &tag_base, NULL);
     return *live < 0 ? -1 : 0;
 }
 
@@ -711,15 +731,19 @@ static int daemon_main(const char *name)
     /* Once the daemon has let the connection go, requests on it: a HELLO
      * with the right token, releases, a finish.  Open MPI gives the next
      * connection the freed one's context id (wire.h): the next client's
-     * session (the application's beside, or ours below) must not take them. */
+     * session (the application's beside, or ours below) must not take them.
+     * (A worker ends with its session: then no process is there to take
+     * them, and no other session shares its process.) */
     usleep(500000);
-    put_hello(false, &token);
-    vocl_wr_finish(&w);
-    send_raw(w.buf, w.len);
-    for (uint64_t id = VOCL_ID_CLIENT_MIN; id < VOCL_ID_CLIENT_MIN + 16; id++) {
-        refcount(false, id, 1);
+    if (!handed_on) {
+        put_hello(false, &token);
         vocl_wr_finish(&w);
         send_raw(w.buf, w.len);
+        for (uint64_t id = VOCL_ID_CLIENT_MIN; id < VOCL_ID_CLIENT_MIN + 16; id++) {
+            refcount(false, id, 1);
+            vocl_wr_finish(&w);
+            send_raw(w.buf, w.len);
+        }
     }
     vocl_wr_free(&w);
     MPI_Comm old = comm;
