@@ -382,9 +382,9 @@ static void op_state(struct exec_req *q)
     }
     for (cl_uint d = 0; d < node->ndev; d++) {
         busy[d] = exec_busy_permille(node, d);
-        for (size_t i = 0; i < n && d < EXEC_BUSY_DEVS; i++)
+        for (size_t i = 0; i < n && d < EXEC_BUSY_DEVS && busy[d] != EXEC_BUSY_UNKNOWN; i++)
             busy[d] += open[i].s ? 0 : open[i].busy[d];
-        busy[d] = busy[d] > 1000 ? 1000 : busy[d];
+        busy[d] = busy[d] > 1000 && busy[d] != EXEC_BUSY_UNKNOWN ? 1000 : busy[d];
     }
     for (cl_uint d = 0; d < node->ndev; d++) {
         cl_ulong mem = 0;

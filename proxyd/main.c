@@ -63,6 +63,7 @@ static void usage(FILE *f)
             "                          the driver ends only its own client's session\n"
             "                          (the default with --listen)\n"
             "      --no-isolate        connect mode: serve every client in this process\n"
+            "      --busy-share        measure each device's busy share (vocl-smi)\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -232,6 +233,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         OPT_NAME_SERVER,
         OPT_ISOLATE,
         OPT_NO_ISOLATE,
+        OPT_BUSY,
         OPT_WORKER
     };
     static const struct option longopts[] = {
@@ -244,6 +246,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"users", required_argument, NULL, 'u'},
         {"isolate", no_argument, NULL, OPT_ISOLATE},
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+        {"busy-share", no_argument, NULL, OPT_BUSY},
         {"worker", required_argument, NULL, OPT_WORKER},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
@@ -305,6 +308,9 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case OPT_NO_ISOLATE:
             isolate = 0;
+            break;
+        case OPT_BUSY:
+            o->busy_share = true;
             break;
         case OPT_WORKER: o->worker_fd = atoi(optarg); break;
         case 'b':
@@ -440,6 +446,7 @@ int main(int argc, char **argv)
     default_limits(&o.limits, o.listen, &node);
     node.limits = o.limits;
     node.poll_ns = o.poll_ns;
+    node.busy_share = o.busy_share;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
      * which may wait for a device: this thread never must. */
     if (!(node.stream = exec_stream_start(cl)))

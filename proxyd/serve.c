@@ -138,9 +138,10 @@ static void publish_state(struct server *sv)
     sv->published_ns = now;
     struct exec_session_state st;
     bool any = own_sessions(sv, &st, 1) > 0;
-    for (cl_uint d = 0; any && d < sv->node->ndev && d < EXEC_BUSY_DEVS; d++)
+    cl_uint measured = sv->node->busy_share ? sv->node->ndev : 0;
+    for (cl_uint d = 0; any && d < measured && d < EXEC_BUSY_DEVS; d++)
         st.busy[d] = (uint16_t)exec_busy_permille(sv->node, d);
-    proxyd_worker_publish(any ? &st : NULL, sv->node->ndev);
+    proxyd_worker_publish(any ? &st : NULL, measured);
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread

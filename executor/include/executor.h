@@ -120,15 +120,18 @@ struct exec_node {
     struct exec_stream *stream; /* NULL: chunks are sent by the caller */
     struct exec_kept *kept;
     size_t nkept, capkept;
+    bool busy_share;        /* voclproxyd --busy-share: busy.c measures */
     struct exec_busy *busy; /* busy.c: from the first exec_busy_tick */
 };
 
 struct exec_session;
 
-/* Each device's busy share (busy.c): exec_busy_tick, called by a serving
- * loop as often as it likes, counts commands from its first call on;
- * exec_busy_permille is the share of device dev in the last whole second,
- * in thousandths.  Both on the serving thread. */
+/* Each device's busy share (busy.c), where node->busy_share:
+ * exec_busy_tick, called by a serving loop as often as it likes, counts
+ * commands from its first call on; exec_busy_permille is the share of
+ * device dev in the last whole second, in thousandths (EXEC_BUSY_UNKNOWN:
+ * not measured).  Both on the serving thread. */
+#define EXEC_BUSY_UNKNOWN 0xffffffffu
 void exec_busy_tick(struct exec_node *node);
 unsigned exec_busy_permille(struct exec_node *node, cl_uint dev);
 

@@ -110,8 +110,8 @@ overlap)
     # each round the daemons hold nothing, and the second round leaves them
     # with the threads the first did (threads a daemon starts at a first
     # use stay).
-    start_daemon a 2; pa=$dpid
-    start_daemon b 1; pb=$dpid
+    start_daemon a 2 --busy-share; pa=$dpid
+    start_daemon b 1 --busy-share; pb=$dpid
     # Limits on by default: a quarter of the node's memory for host copies.
     limits=$(grep -o 'per session at most: .*' "$tmp/a.log") || fail "no limits logged"
     quarter=$(($(awk '/^MemTotal:/{print $2}' /proc/meminfo) / 4096))
@@ -431,7 +431,7 @@ isolate)
     # whose kernel crashes PoCL (a write far outside its buffer) loses only
     # its own session: an application beside it verifies, and the daemon
     # goes on serving.  With --no-isolate the crash takes the daemon down.
-    start_daemon a 1; pa=$dpid
+    start_daemon a 1 --busy-share; pa=$dpid
     grep -q 'each client in a worker process' "$tmp/a.log" || fail "daemon a does not isolate its clients"
     app "$tmp/first" a "$examples/gemm" -n 256 -r 2 || fail "the first client: exit $?: $(tail -3 "$tmp/first")"
     verified "$tmp/first" "the first client"

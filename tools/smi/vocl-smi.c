@@ -86,9 +86,13 @@ static bool show(int i, int *shown)
            st.objects, size_text(st.bytes, a, sizeof(a)));
     struct vocl_rec_device_state d;
     vocl_rd_init(&it, st.devices.raw, st.devices.raw_len);
-    for (uint32_t k = 0; vocl_next_device_state(&it, &d); k++)
-        printf("  device %" PRIu32 "  %-40.*s %10s  busy %3" PRIu32 " %%\n", k, (int)d.name.len,
-               d.name.p, size_text(d.global_mem, a, sizeof(a)), (d.busy + 5) / 10);
+    for (uint32_t k = 0; vocl_next_device_state(&it, &d); k++) {
+        char busy[16] = "  -  "; /* (not measured: voclproxyd --busy-share) */
+        if (d.busy <= 1000)
+            snprintf(busy, sizeof(busy), "%3" PRIu32 " %%", (d.busy + 5) / 10);
+        printf("  device %" PRIu32 "  %-40.*s %10s  busy %s\n", k, (int)d.name.len, d.name.p,
+               size_text(d.global_mem, a, sizeof(a)), busy);
+    }
     if (others)
         printf("  %-8s %-12s %-16s %-9s %-10s %8s %11s %11s\n", "session", "user", "host",
                "process", "connected", "objects", "memory", "host mem");
