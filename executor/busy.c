@@ -130,9 +130,7 @@ static cl_uint device_of(const struct exec_node *node, cl_command_queue queue)
 
 void exec_busy_command(struct exec_node *node, struct exec_obj *queue)
 {
-    struct exec_busy *b = node->busy;
-    if (!b)
-        return;
+    struct exec_busy *b = node->busy; /* (the caller's check: not NULL) */
     struct busy_queue *bq = queue->busy;
     if (!bq) {
         if (!(bq = calloc(1, sizeof(*bq))))
@@ -214,10 +212,10 @@ static struct busy_queue *take_listed(struct exec_busy *b, uint64_t now)
 
 void exec_busy_tick(struct exec_node *node)
 {
-    struct exec_busy *b = node->busy;
-    uint64_t now = vocl_now_ns();
     if (!node->busy_share)
         return;
+    struct exec_busy *b = node->busy;
+    uint64_t now = vocl_now_ns();
     if (!b) { /* (the first tick: from here on commands count) */
         if (!(b = calloc(1, sizeof(*b) + node->ndev * sizeof(b->dev[0]))))
             return;

@@ -676,7 +676,7 @@ static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, co
     } else if (exec_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
-    } else if (q.queue_obj && !strncmp(vocl_op_name(h.opcode), "clEnqueue", 9)) {
+    } else if (s->node->busy && q.queue_obj && !strncmp(vocl_op_name(h.opcode), "clEnqueue", 9)) {
         exec_busy_command(s->node, q.queue_obj); /* (a command: its device is busy) */
     }
     return exec_req_end(&q, start);
