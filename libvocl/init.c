@@ -87,7 +87,8 @@ int vocl_greet(struct vocl_proxy *px)
     memset(&c, 0, sizeof(c));
     c.px = px;
     /* A proxy of this node may share large buffers (shm.h). */
-    uint64_t node = !px->local && vocl_shm_allowed() ? vocl_node_key(true) : 0;
+    /* (Not with failover: the dead proxy's memory would hold the data.) */
+    uint64_t node = !px->local && vocl_shm_allowed() && !vocl.failover ? vocl_node_key(true) : 0;
     if (vocl_call_start(&c, VOCL_OP_HELLO) == 0) {
         struct vocl_msg_HELLO_req hello = {
             .version = VOCL_WIRE_VERSION,
@@ -330,6 +331,8 @@ static void open_job(void)
             px->spare = r >= size - vocl.spares;
         if (px && vocl_greet(px))
             px->dead = true;
+        else if (px)
+            vocl_failover_watch(px);
     }
 }
 
@@ -384,6 +387,7 @@ static cl_int do_init(void)
     vocl.migrate_wait_ms = env_long("VOCL_MIGRATE_WAIT_MS", 10000);
     long spares = env_long("VOCL_SPARE", 0);
     vocl.spares = spares > 0 ? (int)(spares < 4096 ? spares : 4096) : 0;
+    vocl_failover_setup();
     vocl_backoff_setup();
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
@@ -488,7 +492,9 @@ static void leave(void)
         }
         if (px->dead || fin)
             continue;
-        /* Whatever is still in flight must land before the proxy forgets us. */
+        /* Whatever is still in flight must land before the proxy forgets us
+         * (on a spare: after what the replay of its log sends). */
+        vocl_failover_settle(px);
         vocl_xport_land(px, NULL, 0, UINT64_MAX);
         /* Answered: whatever the proxy sent before (a ping) is here by then. */
         struct vocl_call c;

@@ -26,10 +26,33 @@
 #include "liveness.h"
 #include "executor.h"
 
+void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t *n)
+{
+    struct vocl_pending *pd = &px->pending;
+    uint64_t *keep = inflight ? malloc((pd->n + 1) * sizeof(*keep)) : NULL;
+    size_t nkeep = 0;
+    for (size_t i = 0; i < pd->n; i++) {
+        if (pd->meta[i].expect >= 0) {
+            MPI_Cancel(&pd->reqs[i]);
+            if (keep && pd->meta[i].ticket)
+                keep[nkeep++] = pd->meta[i].ticket;
+        }
+        MPI_Request_free(&pd->reqs[i]);
+        free(pd->meta[i].scratch); /* (a dead peer writes no more) */
+    }
+    pd->n = 0;
+    if (inflight) {
+        *inflight = keep;
+        *n = nkeep;
+    }
+}
+
 /* Under px->lock. */
 static void fail_locked(struct vocl_proxy *px, const char *what)
 {
     if (px->dead)
+        return;
+    if (px->flog && vocl_failover_locked(px, what))
         return;
     if (px->name)
         vocl_error("proxy %s: %s: its devices are no longer available", px->name, what);
@@ -39,15 +62,9 @@ static void fail_locked(struct vocl_proxy *px, const char *what)
     vocl.proxies_lost++;
     px->dead = true;
     /* Nothing more will come: what was posted for it is given up. */
-    struct vocl_pending *pd = &px->pending;
-    for (size_t i = 0; i < pd->n; i++) {
-        if (pd->meta[i].expect >= 0)
-            MPI_Cancel(&pd->reqs[i]);
-        MPI_Request_free(&pd->reqs[i]);
-    }
-    if (pd->n && pd->failed == CL_SUCCESS)
-        pd->failed = CL_DEVICE_NOT_AVAILABLE;
-    pd->n = 0;
+    if (px->pending.n && px->pending.failed == CL_SUCCESS)
+        px->pending.failed = CL_DEVICE_NOT_AVAILABLE;
+    vocl_xport_drop_pending(px, NULL, NULL);
     vocl_wr_reset(&px->batch);
     px->nbatch = 0;
 }
@@ -59,6 +76,15 @@ void vocl_xport_fail(struct vocl_proxy *px, const char *what)
     pthread_mutex_unlock(&px->lock);
 }
 
+/* A failure of something posted in epoch: none of px's since it moved to a spare. */
+static void fail_at(struct vocl_proxy *px, const char *what, unsigned epoch)
+{
+    pthread_mutex_lock(&px->lock);
+    if (atomic_load(&px->epoch) == epoch)
+        fail_locked(px, what);
+    pthread_mutex_unlock(&px->lock);
+}
+
 bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw)
 {
     if (px->dead)
@@ -66,9 +92,16 @@ bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw)
     if (px->local || vocl_live_ok(lw))
         return true;
     char what[96];
-    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(px->live));
-    vocl_xport_fail(px, what);
-    return false;
+    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(lw->rank));
+    pthread_mutex_lock(&px->lock);
+    if (lw->rank == px->live) /* (not when it moved to a spare meanwhile) */
+        fail_locked(px, what);
+    bool alive = !px->dead;
+    int live = px->live;
+    pthread_mutex_unlock(&px->lock);
+    if (alive) /* its session goes on on a spare: wait on that one */
+        vocl_live_begin(lw, live);
+    return alive;
 }
 
 /*
@@ -176,7 +209,11 @@ static void dispatch(struct vocl_proxy *px, struct vocl_wr *notes)
             memcpy(d, px->rx.buf, px->rx.len);
         return;
     }
+    if (px->replaying && h.seq == px->replay_seq)
+        px->replay_got = true;
     struct vocl_waiter *w = take_waiter(px, h.seq);
+    if (!w && px->moved)
+        return; /* (the reply to a request replayed on a spare) */
     if (!w) {
         vocl_warn("proxy %d: a reply to %s (seq %u) that nobody waits for: dropped", px->index,
                   vocl_op_name(h.opcode), h.seq);
@@ -210,6 +247,7 @@ static void reap(struct vocl_proxy *px)
             if (count != pd->meta[i].expect && pd->failed == CL_SUCCESS)
                 pd->failed = CL_OUT_OF_RESOURCES;
         }
+        free(pd->meta[i].scratch);
     }
     pd->n = keep;
 }
@@ -444,6 +482,16 @@ int vocl_xport_post(struct vocl_call *c)
     }
     if (px->dead)
         return -1;
+    c->epoch = atomic_load(&px->epoch);
+    if (px->spare && c->op != VOCL_OP_HELLO)
+        atomic_store(&px->used, true); /* (a migration's target: no failover to it) */
+    if (px->flog) {
+        vocl_flog_request(px, c);
+        if (px->replaying) { /* it goes to the spare after what went before it */
+            c->batched = true;
+            return 0;
+        }
+    }
     const struct vocl_wr *w = batched(c);
     c->batched = !w;
     if (!w)
@@ -452,19 +500,20 @@ int vocl_xport_post(struct vocl_call *c)
         return -1;
     if (w != c->w)
         c->t_post = 0; /* (the batch's commands run before the reply: no round trip) */
-    if (isend(px, w, &c->sreq))
-        return -1;
+    if (isend(px, w, &c->sreq)) /* (moved to a spare meanwhile: the replay sends it) */
+        return atomic_load(&px->epoch) != c->epoch && !px->dead ? 0 : -1;
     vocl_prof_posted();
     c->sending = true;
     return 0;
 }
 
-/* Tests a send, holding nothing; -1: it failed. */
-static int send_test(struct vocl_proxy *px, MPI_Request *req, bool *sending)
+/* Tests a send of epoch, holding nothing; -1: it failed. */
+static int send_test(struct vocl_proxy *px, MPI_Request *req, bool *sending, unsigned epoch)
 {
     int done = 0;
     if (*sending && MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-        vocl_xport_fail(px, "send failed");
+        *sending = false;
+        fail_at(px, "send failed", epoch);
         return -1;
     }
     if (done)
@@ -481,18 +530,24 @@ int vocl_xport_sent(struct vocl_call *c)
     vocl_live_begin(&lw, px->live);
     uint64_t start = vocl_now_ns();
     while (c->sending || c->bsending) {
-        if (send_test(px, &c->breq, &c->bsending) || send_test(px, &c->sreq, &c->sending))
+        bool failed = atomic_load(&px->epoch) == c->epoch &&
+                      (send_test(px, &c->breq, &c->bsending, c->epoch) ||
+                       send_test(px, &c->sreq, &c->sending, c->epoch));
+        bool moved = atomic_load(&px->epoch) != c->epoch;
+        if (failed && !moved)
             return -1;
-        if (!c->sending && !c->bsending)
+        if (!c->sending && !c->bsending && !moved)
             break;
-        if (!vocl_xport_alive(px, &lw)) {
+        if (moved || !vocl_xport_alive(px, &lw)) {
+            /* Moved to a spare: the replay sends it there (failover.c). */
+            moved = atomic_load(&px->epoch) != c->epoch;
             if (c->bsending)
                 MPI_Request_free(&c->breq);
             if (c->sending)
                 MPI_Request_free(&c->sreq);
             c->sending = c->bsending = false;
             vocl_wr_init(&c->out); /* (MPI may still read it: kept) */
-            return -1;
+            return moved ? 0 : -1;
         }
         vocl_xport_progress(px); /* the proxy may wait for our chunks */
         vocl_backoff(start, 50000);
@@ -508,6 +563,7 @@ void vocl_xport_flush(struct vocl_proxy *px)
     memset(&c, 0, sizeof(c));
     c.px = px;
     pthread_mutex_lock(&px->lock);
+    c.epoch = atomic_load(&px->epoch);
     if (px->nbatch && !px->dead) {
         batch_take(px, &c.out);
         c.bsending = isend(px, &c.out, &c.breq) == 0;
@@ -645,6 +701,52 @@ bool vocl_xport_test_reply(struct vocl_call *c, struct vocl_live *lw)
     return !c->waiting || !vocl_xport_alive(c->px, lw);
 }
 
+/* Room for n more pending chunks (under lock); 0, or -1. */
+static int reserve(struct vocl_pending *pd, size_t n)
+{
+    if (pd->n + n <= pd->cap)
+        return 0;
+    size_t cap = pd->cap ? pd->cap : 64;
+    while (cap < pd->n + n)
+        cap *= 2;
+    MPI_Request *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
+    if (reqs)
+        pd->reqs = reqs;
+    struct vocl_chunk *meta = reqs ? realloc(pd->meta, cap * sizeof(*meta)) : NULL;
+    if (meta)
+        pd->meta = meta;
+    if (!reqs || !meta)
+        return -1;
+    pd->cap = cap;
+    return 0;
+}
+
+int vocl_xport_isend(struct vocl_proxy *px, const void *buf, size_t n, int tag)
+{
+    struct vocl_pending *pd = &px->pending;
+    if (reserve(pd, 1) ||
+        MPI_Isend(buf, (int)n, MPI_BYTE, px->rank, tag, px->comm, &pd->reqs[pd->n]) != MPI_SUCCESS)
+        return -1;
+    pd->meta[pd->n++] = (struct vocl_chunk){.expect = -1};
+    return 0;
+}
+
+int vocl_xport_irecv(struct vocl_proxy *px, void *dst, size_t n, int tag, uint64_t ticket,
+                     const void *queue)
+{
+    struct vocl_pending *pd = &px->pending;
+    void *scratch = dst ? NULL : malloc(n ? n : 1);
+    if ((!dst && !scratch) || reserve(pd, 1) ||
+        MPI_Irecv(dst ? dst : scratch, (int)n, MPI_BYTE, px->rank, tag, px->comm,
+                  &pd->reqs[pd->n]) != MPI_SUCCESS) {
+        free(scratch);
+        return -1;
+    }
+    pd->meta[pd->n++] = (struct vocl_chunk){
+        .ticket = ticket, .queue = queue, .expect = dst ? (int)n : -1, .scratch = scratch};
+    return 0;
+}
+
 /*
  * Bulk data.  Every chunk of a transfer is posted at once, on the
  * transfer's own tag, so MPI streams them back to back and a transfer
@@ -659,20 +761,15 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
     size_t nchunks = (n + chunk - 1) / chunk;
     struct vocl_pending *pd = &px->pending;
     int tag = px->tag_base + vocl_data_tag(c->seq);
-    if (pd->n + nchunks > pd->cap) {
-        size_t cap = pd->cap ? pd->cap : 64;
-        while (cap < pd->n + nchunks)
-            cap *= 2;
-        MPI_Request *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
-        if (reqs)
-            pd->reqs = reqs;
-        struct vocl_chunk *meta = reqs ? realloc(pd->meta, cap * sizeof(*meta)) : NULL;
-        if (meta)
-            pd->meta = meta;
-        if (!reqs || !meta)
-            return -1;
-        pd->cap = cap;
+    if (px->flog) {
+        vocl_flog_chunks(px, c, buf, n, out, pd->posted + 1);
+        if (out && px->replaying) { /* the replay sends them after their request */
+            c->data_n = n;
+            return 0;
+        }
     }
+    if (reserve(pd, nchunks))
+        return -1;
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * chunk;
         int len = (int)(n - off < chunk ? n - off : chunk);
@@ -680,7 +777,10 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
         int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r)
                      : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r);
         if (rc != MPI_SUCCESS) {
+            unsigned epoch = atomic_load(&px->epoch);
             fail_locked(px, out ? "data send failed" : "data receive failed");
+            if (out && epoch != atomic_load(&px->epoch) && !px->dead)
+                break; /* moved to a spare: the replay sends the logged bytes */
             return -1;
         }
         pd->meta[pd->n++] =

@@ -74,9 +74,10 @@ struct vocl_rep {
 
 /* Chunks of transfers posted to MPI and not yet completed (transport.c). */
 struct vocl_chunk {
-    uint64_t ticket;   /* the order posted, from 1 */
+    uint64_t ticket;   /* the order posted, from 1 (0: a failover's, waited for by none) */
     const void *queue; /* the queue of its command (NULL: none) */
     int expect;        /* bytes a receive must get; -1 for sends */
+    void *scratch;     /* a failover's receive of bytes that had landed: freed when done */
 };
 struct vocl_pending {
     MPI_Request *reqs;
@@ -99,7 +100,7 @@ struct vocl_proxy {
     int index;
     int rank;   /* MPI rank on comm; -1 in-process */
     MPI_Comm comm; /* job mode: vocl.comm; connect mode: an intercommunicator of its own */
-    int live;      /* its number in liveness.h (job mode: its rank) */
+    atomic_int live; /* its number in liveness.h (job mode: its rank); moves with a failover */
     int tag_base;  /* connect mode: added to the tags of requests and data (wire.h); 0 */
     char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
     char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
@@ -125,6 +126,15 @@ struct vocl_proxy {
     /* Contexts on it with a pfn_notify: their notifications come unasked,
      * and the callbacks thread looks for them (event.c). */
     atomic_int notes_watch;
+    /* VOCL_FAILOVER (failover.c): what was sent to it, to be sent again to
+     * a spare should it die (NULL: not kept); under lock. */
+    struct vocl_flog *flog;
+    atomic_uint epoch;   /* how often it moved to a spare */
+    bool replaying;      /* under lock: the spare is being sent the log; new requests join it */
+    bool moved;          /* under lock: it moved once (replies nobody waits for are the replay's) */
+    uint32_t replay_seq; /* under lock: the reply the replay waits for, and whether it came */
+    bool replay_got;
+    atomic_bool used; /* a spare that got a request (a migration's target): not for failover */
 };
 
 /*
@@ -295,6 +305,8 @@ struct vocl_state {
     long migrate_wait_ms; /* VOCL_MIGRATE_WAIT_MS: how long a migration waits for the
                              application's threads to leave libvocl */
     int spares;           /* VOCL_SPARE: the last proxies, whose devices are not listed */
+    bool failover;        /* VOCL_FAILOVER=spare-proxy: a dead proxy's session goes on on a spare */
+    size_t failover_max;  /* VOCL_FAILOVER_LOG_MAX: bytes a proxy's log may hold */
 };
 extern struct vocl_state vocl;
 
@@ -372,6 +384,7 @@ struct vocl_call {
     bool bsending;      /* breq: that batch leaves in a message before the request's */
     bool batched;       /* the request waits in its proxy's batch */
     MPI_Request breq;
+    unsigned epoch;  /* its proxy's when it was posted (failover.c) */
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */
     uint64_t finish_tick; /* clFinish: when it began (vocl_tick) */
@@ -583,6 +596,24 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
 void vocl_control_start(void);
 void vocl_control_stop(void);
 
+/* --- failover (failover.c)
+ * ------------------------------------------------------------------------ */
+/* Reads VOCL_FAILOVER and VOCL_FAILOVER_LOG_MAX (vocl_init). */
+void vocl_failover_setup(void);
+/* px is a proxy whose requests are kept: starts its log (after HELLO). */
+void vocl_failover_watch(struct vocl_proxy *px);
+/* Under px->lock: c's request, and the n bytes of its transfer at buf (out:
+ * written, first chunk's ticket unused; in: read, landing at buf from
+ * ticket), join px's log. */
+void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c);
+void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
+                      bool out, uint64_t ticket);
+/* Under px->lock, px just found dead: true when its session goes on on a
+ * spare (the replay began); false: it is lost. */
+bool vocl_failover_locked(struct vocl_proxy *px, const char *what);
+/* Waits, holding nothing, until px's replay (if any) has sent everything. */
+void vocl_failover_settle(struct vocl_proxy *px);
+
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */
 void vocl_xport_local(struct vocl_proxy *px, struct exec_session *s);
@@ -636,6 +667,15 @@ void vocl_event_known_complete(struct vocl_obj *e);
 /* e is a non-blocking read's own event (struct vocl_event, lands). */
 void vocl_event_lands(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
+/* Under px->lock: everything posted to px is given up (reads not landed:
+ * their tickets, in *inflight, *n, malloc'd, when inflight is not NULL). */
+void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t *n);
+/* Under px->lock, for a failover: n bytes sent to (or received from, into
+ * dst, or into scratch when dst is NULL) px's rank on tag, pending with
+ * ticket and queue; 0, or -1. */
+int vocl_xport_isend(struct vocl_proxy *px, const void *buf, size_t n, int tag);
+int vocl_xport_irecv(struct vocl_proxy *px, void *dst, size_t n, int tag, uint64_t ticket,
+                     const void *queue);
 /* Between polls of a wait on px (lw: vocl_live_begin with px->live): false
  * once the proxy is known dead. */
 bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw);

@@ -1,0 +1,338 @@
+/*
+ * failover.c - a proxy's death survived (VOCL_FAILOVER=spare-proxy, job
+ * mode).
+ *
+ * libvocl keeps, for each proxy, everything it sent there: each request as
+ * it left, the bytes of each write, and where the bytes of each read went
+ * (the proxy's log).  When the proxy dies, its struct vocl_proxy turns to a
+ * spare of the job (VOCL_SPARE: unused, with as many devices and the same
+ * chunk size), and the replay, a thread of its own, sends the log there
+ * again, in order, with the same sequence numbers and object ids.  So the
+ * spare makes the same objects and runs the same commands, and every handle
+ * of the application stays valid.  The replay waits for the reply of each
+ * request whose reply the application had waited for (a build, say, before
+ * a kernel of its program), as the application did.
+ *
+ * A thread that waited on the dead proxy waits on, and its reply comes from
+ * the spare.  Replies nobody waits for any more are dropped.  The bytes of
+ * reads that had landed go to scratch; those still on their way land where
+ * they were going.  Requests made while the replay runs join the log's end
+ * and leave with it.
+ *
+ * What it costs: a copy of every request and written byte, for the whole
+ * run, bounded by VOCL_FAILOVER_LOG_MAX (MiB).  Past it, or once a command
+ * moved bytes to or from another proxy (whose side a replay cannot redo),
+ * failover is off for that proxy, said once.  The spare runs every kernel
+ * again from the start: kernels that are not deterministic may end
+ * otherwise, and their printf output appears again.
+ */
+#include "vocl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "liveness.h"
+
+enum flog_kind { FLOG_REQ, FLOG_OUT, FLOG_IN };
+
+struct flog_entry {
+    enum flog_kind kind;
+    bool reply;     /* a request: the application waited for its reply */
+    unsigned epoch; /* the proxy's when logged: a read's receives of this epoch are posted */
+    uint32_t seq;
+    size_t n;          /* bytes: the message's, or the transfer's */
+    size_t chunk;      /* a transfer's chunks */
+    uint64_t ticket;   /* a read: its first chunk's */
+    const void *queue; /* a read: its chunks' queue */
+    void *dst;         /* a read: where its bytes land */
+    uint8_t bytes[];   /* a request: the message; a write: its bytes */
+};
+
+struct vocl_flog {
+    struct flog_entry **e;
+    size_t n, cap;
+    size_t bytes;       /* what the entries hold */
+    const char *off;    /* why it is no longer kept (NULL: it is) */
+    size_t cursor;      /* the replay: the next entry to send */
+    uint64_t *inflight; /* the replay: tickets of read chunks on their way at the death */
+    size_t ninflight;
+};
+
+void vocl_failover_setup(void)
+{
+    const char *e = getenv("VOCL_FAILOVER");
+    vocl.failover = e && strcmp(e, "spare-proxy") == 0;
+    if (e && *e && strcmp(e, "0") != 0 && !vocl.failover)
+        vocl_warn("VOCL_FAILOVER=%s: unknown (the one kind is 'spare-proxy'): off", e);
+    const char *m = getenv("VOCL_FAILOVER_LOG_MAX");
+    long mib = m ? atol(m) : 1024;
+    vocl.failover_max = (size_t)(mib > 0 ? mib : 1024) << 20;
+}
+
+void vocl_failover_watch(struct vocl_proxy *px)
+{
+    if (!vocl.failover || px->local || px->spare)
+        return;
+    px->flog = calloc(1, sizeof(*px->flog));
+    if (!px->flog)
+        vocl_warn("proxy %d: no memory for its failover log: no failover", px->index);
+}
+
+/* Frees the log's entries, and says once why px has no failover (under lock). */
+static void flog_off(struct vocl_proxy *px, const char *why)
+{
+    struct vocl_flog *l = px->flog;
+    if (l->off)
+        return;
+    vocl_warn("proxy %d (rank %d): %s: no failover for it from here", px->index, px->rank, why);
+    l->off = why;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->e[i]);
+    free(l->e);
+    l->e = NULL;
+    l->n = l->cap = l->bytes = 0;
+}
+
+/* A new entry of n bytes at the log's end (NULL: none, the log is off). */
+static struct flog_entry *flog_add(struct vocl_proxy *px, enum flog_kind kind, size_t n)
+{
+    struct vocl_flog *l = px->flog;
+    if (l->off)
+        return NULL;
+    if (l->bytes + n > vocl.failover_max) {
+        flog_off(px, "its failover log passed VOCL_FAILOVER_LOG_MAX");
+        return NULL;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        struct flog_entry **e = realloc(l->e, cap * sizeof(*e));
+        if (!e) {
+            flog_off(px, "no memory for its failover log");
+            return NULL;
+        }
+        l->e = e;
+        l->cap = cap;
+    }
+    struct flog_entry *f = calloc(1, sizeof(*f) + n);
+    if (!f) {
+        flog_off(px, "no memory for its failover log");
+        return NULL;
+    }
+    f->kind = kind;
+    f->n = n;
+    f->epoch = atomic_load(&px->epoch);
+    l->e[l->n++] = f;
+    l->bytes += sizeof(*f) + n;
+    return f;
+}
+
+void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c)
+{
+    switch (c->op) {
+    case VOCL_OP_HELLO: /* (the spare has its own session) */
+    case VOCL_OP_BYE:
+        return;
+    case VOCL_OP_MIGRATE_IN:
+    case VOCL_OP_MIGRATE_OUT:
+    case VOCL_OP_DIFF_IN:
+    case VOCL_OP_DIFF_OUT:
+    case VOCL_OP_EVENT_IN:
+    case VOCL_OP_EVENT_OUT:
+        if (!px->flog->off)
+            flog_off(px, "a command moved data between it and another proxy");
+        return;
+    default:
+        break;
+    }
+    struct flog_entry *f = flog_add(px, FLOG_REQ, c->w->len);
+    if (!f)
+        return;
+    f->reply = !c->async;
+    f->seq = c->seq;
+    memcpy(f->bytes, c->w->buf, c->w->len);
+}
+
+void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
+                      bool out, uint64_t ticket)
+{
+    struct flog_entry *f = flog_add(px, out ? FLOG_OUT : FLOG_IN, out ? n : 0);
+    if (!f)
+        return;
+    f->n = n;
+    f->seq = c->seq;
+    f->chunk = c->cut.chunk;
+    if (out) {
+        memcpy(f->bytes, buf, n);
+    } else {
+        f->ticket = ticket;
+        f->queue = c->queue;
+        f->dst = buf;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sends entry f to px's new rank, or posts its receives (under lock); 0, or -1. */
+static int replay_one(struct vocl_proxy *px, const struct flog_entry *f)
+{
+    struct vocl_flog *l = px->flog;
+    int tag = px->tag_base + vocl_data_tag(f->seq);
+    if (f->kind == FLOG_REQ)
+        return vocl_xport_isend(px, f->bytes, f->n, px->tag_base + VOCL_TAG_REQ);
+    if (f->kind == FLOG_IN && f->epoch == atomic_load(&px->epoch))
+        return 0; /* (posted to the spare when it was made) */
+    for (size_t off = 0; off < f->n; off += f->chunk) {
+        size_t len = f->n - off < f->chunk ? f->n - off : f->chunk;
+        if (f->kind == FLOG_OUT) {
+            if (vocl_xport_isend(px, f->bytes + off, len, tag))
+                return -1;
+            continue;
+        }
+        /* A read: bytes still on their way land where they were going. */
+        uint64_t ticket = f->ticket + off / f->chunk;
+        bool waited =
+            l->inflight && bsearch(&ticket, l->inflight, l->ninflight, sizeof(ticket), cmp_u64);
+        if (vocl_xport_irecv(px, waited ? (char *)f->dst + off : NULL, len, tag,
+                             waited ? ticket : 0, waited ? f->queue : NULL))
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * The replay: the log to the spare, entry by entry, waiting for each reply
+ * the application had waited for.  Ends once it has sent the log's end
+ * (requests made from then on go straight to the spare), or when the spare
+ * dies too (a failover to the next spare starts the log again: cursor 0).
+ */
+static void *replay(void *arg)
+{
+    struct vocl_proxy *px = arg;
+    size_t sent = 0;
+    for (;;) {
+        pthread_mutex_lock(&px->lock);
+        struct vocl_flog *l = px->flog;
+        if (px->dead || l->cursor == l->n) {
+            px->replaying = false;
+            free(l->inflight);
+            l->inflight = NULL;
+            bool dead = px->dead;
+            pthread_mutex_unlock(&px->lock);
+            if (!dead)
+                vocl_info("proxy %d: the spare has the %zu requests of the log", px->index, sent);
+            return NULL;
+        }
+        const struct flog_entry *f = l->e[l->cursor++];
+        unsigned epoch = atomic_load(&px->epoch);
+        bool wait = f->kind == FLOG_REQ && f->reply;
+        sent += f->kind == FLOG_REQ;
+        px->replay_seq = f->seq;
+        px->replay_got = false;
+        int live = px->live;
+        if (replay_one(px, f)) {
+            pthread_mutex_unlock(&px->lock);
+            vocl_xport_fail(px, "the replay of its log to a spare failed");
+            continue;
+        }
+        pthread_mutex_unlock(&px->lock);
+        if (!wait)
+            continue;
+        struct vocl_live lw;
+        vocl_live_begin(&lw, live);
+        uint64_t start = vocl_now_ns();
+        for (;;) {
+            vocl_xport_progress(px);
+            pthread_mutex_lock(&px->lock);
+            bool done = px->replay_got || px->dead || atomic_load(&px->epoch) != epoch;
+            pthread_mutex_unlock(&px->lock);
+            if (done || !vocl_xport_alive(px, &lw))
+                break;
+            vocl_backoff(start, 50000);
+        }
+    }
+}
+
+/* The spare px's session can go on on (under px->lock): unused, alive, alike. */
+static struct vocl_proxy *pick_spare(const struct vocl_proxy *px)
+{
+    for (int i = 0; i < vocl.nproxies; i++) {
+        struct vocl_proxy *s = vocl.proxies[i];
+        if (!s->spare || s->dead || atomic_load(&s->used) || s->ndev != px->ndev ||
+            s->chunk != px->chunk)
+            continue;
+        bool no = false;
+        if (atomic_compare_exchange_strong(&s->used, &no, true))
+            return s;
+    }
+    return NULL;
+}
+
+bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
+{
+    struct vocl_flog *l = px->flog;
+    if (l->off)
+        return false;
+    struct vocl_proxy *s = pick_spare(px);
+    if (!s) {
+        vocl_error("proxy %d (rank %d): %s: no spare proxy is left to go on on", px->index,
+                   px->rank, what);
+        return false;
+    }
+    /* Nothing more comes from the dead one.  Reads on their way then are
+     * received again, from the spare, by the replay. */
+    free(l->inflight);
+    vocl_xport_drop_pending(px, &l->inflight, &l->ninflight);
+    if (l->inflight)
+        qsort(l->inflight, l->ninflight, sizeof(*l->inflight), cmp_u64);
+    vocl_wr_reset(&px->batch); /* (its requests are in the log) */
+    px->nbatch = 0;
+    vocl_error("proxy %d (rank %d): %s: its session goes on on spare proxy %d (rank %d), "
+               "which is sent the %zu entries of its log",
+               px->index, px->rank, what, s->index, s->rank, l->n);
+    vocl.proxies_lost++; /* (a peer of the job died: MPI_Finalize would wait for it) */
+    /* The spare's struct is done with: px is the spare from now on. */
+    pthread_mutex_lock(&s->lock);
+    s->dead = true;
+    pthread_mutex_unlock(&s->lock);
+    px->rank = s->rank;
+    px->live = s->live;
+    px->comm = s->comm;
+    px->tag_base = s->tag_base;
+    memcpy(px->node, s->node, sizeof(px->node));
+    px->moved = true;
+    atomic_fetch_add(&px->epoch, 1);
+    l->cursor = 0;
+    if (px->replaying)
+        return true; /* (the replay thread starts over) */
+    px->replaying = true;
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, replay, px);
+    pthread_attr_destroy(&a);
+    if (rc == 0)
+        return true;
+    px->replaying = false;
+    vocl_error("proxy %d: no thread for the replay of its log", px->index);
+    return false;
+}
+
+void vocl_failover_settle(struct vocl_proxy *px)
+{
+    uint64_t start = vocl_now_ns();
+    for (;;) {
+        pthread_mutex_lock(&px->lock);
+        bool busy = px->replaying;
+        pthread_mutex_unlock(&px->lock);
+        if (!busy)
+            return;
+        vocl_backoff(start, 50000);
+    }
+}

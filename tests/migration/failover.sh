@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# failover.sh - a proxy killed (kill -9) while the application runs: with
+# --failover its session goes on on the spare and the output is that of a
+# run without the kill, less its timings; without, the job ends with a
+# clear error.
+#
+#   failover.sh VOCL_RUN DELAY PROGRAM [ARGS...]
+#
+# The program runs under `vocl-run -n 3 -d 1 --spare 1`: its two devices
+# are proxies 0 and 1 (ranks 1 and 2), the spare is rank 3.  Rank 2 is
+# killed DELAY seconds after the program's first OpenCL call (its control
+# socket appears): give it work for longer, or the test fails, saying so.
+set -uo pipefail
+vocl_run=$1 delay=$2
+shift 2
+. "$(dirname "$0")/../reliability/common.sh"
+tmp=$(mktemp -d)
+trap 'kill -9 $(descendants $$) 2>/dev/null; rm -rf "$tmp"' EXIT
+export VOCL_CTL_DIR=$tmp/ctl
+mkdir -m 700 "$VOCL_CTL_DIR"
+
+fail() { echo "FAILED: $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
+# What must not change: the fields that do not measure time.
+kept() {
+    grep -oE '(^| )(app|precision|size|devices|items|selected|ids_hash|hist_hash|checksum|verified)=[^ ]+' "$1" |
+        tr -d ' ' | tr '\n' ' '
+}
+
+timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/plain" 2>"$tmp/err" ||
+    fail "the run without a kill failed"
+want=$(kept "$tmp/plain")
+[[ "$want" == *verified=yes* ]] || fail "the run without a kill did not verify: $want"
+
+# run [VOCL-RUN OPTIONS]: the program, with rank 2 killed mid-run; its
+# status in $rc.
+run() {
+    rm -f "$VOCL_CTL_DIR"/*.sock
+    timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
+    job=$!
+    local sock= victim
+    for _ in $(seq 3000); do
+        sock=$(find "$VOCL_CTL_DIR" -name '*.sock' | head -n 1)
+        [ -n "$sock" ] && break
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.01
+    done
+    [ -n "$sock" ] || fail "the application never made its first OpenCL call"
+    sleep "$delay"
+    victim=$(rank_pid 2 voclproxyd)
+    [ -n "$victim" ] || fail "no proxy of rank 2"
+    kill -0 "$job" 2>/dev/null || fail "the application ended before the kill: give it more work"
+    kill -9 "$victim"
+    wait "$job"
+    rc=$?
+}
+prog=("$@")
+
+run --failover
+[ "$rc" = 0 ] || fail "with --failover the job failed (status $rc)"
+grep -q 'its session goes on on spare proxy 2 (rank 3)' "$tmp/err" ||
+    fail "the application ended before the kill: give it more work"
+got=$(kept "$tmp/out")
+[ "$got" = "$want" ] || fail "output differs: '$got', not '$want'"
+echo "with --failover: $(grep -o 'sent the [0-9]* entries of its log' "$tmp/err"); output as without: $want"
+
+run
+[ "$rc" != 0 ] || fail "without --failover the job succeeded after its proxy died"
+grep -q 'its devices are no longer available' "$tmp/err" ||
+    fail "without --failover: no clear error"
+echo "without: status $rc, '$(grep -m1 -o 'proxy 1 (rank 2): .*' "$tmp/err")'"
