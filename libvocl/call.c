@@ -501,4 +501,6 @@ void vocl_call_end(struct vocl_call *c)
     c->ha_ids = NULL;
     c->nxw = c->capxw = 0;
     c->routed = false; /* a call made again, to another proxy, routes again */
+    if ((c->op == VOCL_OP_clFinish || c->sync) && c->err == CL_SUCCESS && c->px && c->px->flog)
+        vocl_failover_checkpoint(c->px); /* (a moment its queue is drained) */
 }

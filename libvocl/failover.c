@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "gate.h"
 #include "liveness.h"
 
 enum flog_kind { FLOG_REQ, FLOG_OUT, FLOG_IN };
@@ -54,6 +55,7 @@ struct vocl_flog {
     struct flog_entry **e;
     size_t n, cap;
     size_t bytes;       /* what the entries hold */
+    size_t base;        /* what they held after the last checkpoint */
     const char *off;    /* why it is no longer kept (NULL: it is) */
     size_t cursor;      /* the replay: the next entry to send */
     uint64_t *inflight; /* the replay: tickets of read chunks on their way at the death */
@@ -69,6 +71,9 @@ void vocl_failover_setup(void)
     const char *m = getenv("VOCL_FAILOVER_LOG_MAX");
     long mib = m ? atol(m) : 1024;
     vocl.failover_max = (size_t)(mib > 0 ? mib : 1024) << 20;
+    const char *c = getenv("VOCL_FAILOVER_CHECKPOINT_MB");
+    long every = c ? atol(c) : 64;
+    vocl.failover_every = (size_t)(every >= 0 ? every : 64) << 20;
 }
 
 void vocl_failover_watch(struct vocl_proxy *px)
@@ -235,7 +240,12 @@ static void *replay(void *arg)
         px->replay_seq = f->seq;
         px->replay_got = false;
         int live = px->live;
-        if (replay_one(px, f)) {
+        int rc = replay_one(px, f);
+        /* A blocking write's bytes go before its reply is waited for. */
+        while (rc == 0 && l->cursor < l->n && l->e[l->cursor]->kind == FLOG_OUT &&
+               l->e[l->cursor]->seq == f->seq)
+            rc = replay_one(px, l->e[l->cursor++]);
+        if (rc) {
             pthread_mutex_unlock(&px->lock);
             vocl_xport_fail(px, "the replay of its log to a spare failed");
             continue;
@@ -335,4 +345,250 @@ void vocl_failover_settle(struct vocl_proxy *px)
             return;
         vocl_backoff(start, 50000);
     }
+}
+
+/*
+ * Checkpoints.  At a clFinish or a blocking transfer, once the log has grown by
+ * VOCL_FAILOVER_CHECKPOINT_MB since the last one, and no other thread of
+ * the application is inside libvocl (the migration's gate), the log starts
+ * again from the proxy's state as it is:
+ *   1. every queue of the proxy finishes (not while a user event there is
+ *      unset: a queue might wait for it);
+ *   2. each buffer's bytes are read, and each live command event's status;
+ *   3. the log keeps only what made and set up the objects still alive
+ *      (creations, builds, user events' statuses, retains and releases), in
+ *      their order; every command and question goes;
+ *   4. then come, made here: each live command event, as a user event of
+ *      its status with as many references, and each buffer's bytes, as a
+ *      blocking write.
+ * A proxy with images, or with a buffer no queue of its context can read,
+ * keeps its log whole (said once).
+ */
+static _Thread_local bool checkpointing;
+
+/* A request made here for the replay (reply: it waits for its reply). */
+static int synth(struct vocl_proxy *px, struct vocl_wr *w, uint32_t seq, bool reply)
+{
+    vocl_wr_finish(w);
+    struct flog_entry *f = w->fail ? NULL : flog_add(px, FLOG_REQ, w->len);
+    if (!f)
+        return -1;
+    f->reply = reply;
+    f->seq = seq;
+    memcpy(f->bytes, w->buf, w->len);
+    return 0;
+}
+
+/* What a logged request does to the proxy's state, by its op. */
+enum role { ROLE_GONE, ROLE_MAKES, ROLE_TOUCHES, ROLE_KEEP };
+
+static enum role role_of(unsigned op)
+{
+    const char *n = vocl_op_name(op);
+    if (op == VOCL_OP_RETAIN || op == VOCL_OP_RELEASE)
+        return ROLE_TOUCHES;
+    if (!strncmp(n, "clEnqueue", 9) || !strncmp(n, "clGet", 5) || op == VOCL_OP_clFinish ||
+        op == VOCL_OP_clFlush || op == VOCL_OP_clWaitForEvents || op == VOCL_OP_TRACE ||
+        op == VOCL_OP_PROGRAM_BINARIES || op == VOCL_OP_SHM_MAP || op >= VOCL_OP_STATE)
+        return ROLE_GONE; /* (commands and questions) */
+    if (op == VOCL_OP_clCreateKernelsInProgram || op == VOCL_OP_clCreateSubDevices)
+        return ROLE_KEEP;
+    if (!strncmp(n, "clCreate", 8) || op == VOCL_OP_clLinkProgram)
+        return ROLE_MAKES; /* (its new id is its last field) */
+    return ROLE_TOUCHES;   /* (the object it sets up is its first field) */
+}
+
+/* Steps 3 and 4 under px->lock: the log rebuilt from live (id -> object),
+ * the events' statuses and the buffers' bytes. */
+static void rebuild(struct vocl_proxy *px, struct vocl_map *live, struct vocl_obj **objs, size_t n,
+                    const cl_int *status, void **bytes, struct vocl_obj **queues)
+{
+    struct vocl_flog *l = px->flog;
+    size_t k = 0;
+    bool kept = false; /* the last request was kept: its written bytes too */
+    for (size_t i = 0; i < l->n; i++) {
+        struct flog_entry *f = l->e[i];
+        bool keep = false;
+        if (f->kind == FLOG_OUT) {
+            keep = kept;
+        } else if (f->kind == FLOG_REQ) {
+            struct vocl_msg_hdr h;
+            vocl_hdr_get(f->bytes, f->n, &h);
+            const uint8_t *p = f->bytes + VOCL_HDR_SIZE;
+            enum role r = role_of(h.opcode);
+            struct vocl_rd rd;
+            vocl_rd_init(&rd, r == ROLE_MAKES && h.length >= 8 ? p + h.length - 8 : p, 8);
+            uint64_t id = h.length >= 8 ? vocl_rd_u64(&rd) : 0;
+            struct vocl_obj *o =
+                r == ROLE_MAKES || r == ROLE_TOUCHES ? vocl_map_get(live, id) : NULL;
+            /* A command event's references are made again below. */
+            bool cmd_event = o && o->type == VOCL_T_EVENT && o->parent;
+            keep = r == ROLE_KEEP || (o && !(cmd_event && r == ROLE_TOUCHES));
+            keep = keep && !(cmd_event && r == ROLE_MAKES); /* (never: enqueued) */
+            kept = keep;
+        }
+        if (keep) {
+            l->e[k++] = f;
+        } else {
+            l->bytes -= sizeof(*f) + f->n * (f->kind != FLOG_IN);
+            free(f);
+        }
+    }
+    l->n = k;
+    for (size_t i = 0; i < n; i++) {
+        struct vocl_obj *o = objs[i];
+        if (o->type == VOCL_T_KERNEL) /* (its arguments came with launches, dropped) */
+            vocl_kargs_forget(o, px);
+        struct vocl_wr w;
+        vocl_wr_init(&w);
+        uint32_t seq = ++px->seq;
+        int rc = 0;
+        if (o->type == VOCL_T_EVENT && o->parent) {
+            vocl_wr_begin(&w, VOCL_OP_clCreateUserEvent, VOCL_F_REPLY, seq);
+            vocl_enc_clCreateUserEvent_req(
+                &w, &(struct vocl_msg_clCreateUserEvent_req){.context = vocl_id_on(o->context, px),
+                                                             .new_id = vocl_id_on(o, px)});
+            rc = synth(px, &w, seq, true);
+            vocl_wr_reset(&w);
+            seq = ++px->seq;
+            vocl_wr_begin(&w, VOCL_OP_clSetUserEventStatus, VOCL_F_REPLY, seq);
+            vocl_enc_clSetUserEventStatus_req(
+                &w, &(struct vocl_msg_clSetUserEventStatus_req){
+                        .event = vocl_id_on(o, px),
+                        .execution_status = status[i] < 0 ? status[i] : CL_COMPLETE});
+            rc = rc ? rc : synth(px, &w, seq, true);
+            for (int r = 1; rc == 0 && r < atomic_load(&o->app_refs); r++) {
+                vocl_wr_reset(&w);
+                seq = ++px->seq;
+                vocl_wr_begin(&w, VOCL_OP_RETAIN, 0, seq);
+                vocl_enc_RETAIN_req(&w, &(struct vocl_msg_RETAIN_req){.id = vocl_id_on(o, px)});
+                rc = synth(px, &w, seq, false);
+            }
+        } else if (bytes[i]) {
+            struct vocl_mem *m = vocl_as_mem(o);
+            struct vocl_call c;
+            memset(&c, 0, sizeof(c));
+            c.px = px;
+            struct vocl_data d = vocl_xfer_out(&c, bytes[i], m->mem_size);
+            vocl_wr_begin(&w, VOCL_OP_clEnqueueWriteBuffer, VOCL_F_REPLY, seq);
+            vocl_enc_clEnqueueWriteBuffer_req(
+                &w, &(struct vocl_msg_clEnqueueWriteBuffer_req){.queue = vocl_id_on(queues[i], px),
+                                                                .buffer = vocl_id_on(o, px),
+                                                                .blocking = 1,
+                                                                .size = m->mem_size,
+                                                                .data = d});
+            rc = synth(px, &w, seq, true);
+            if (rc == 0 && d.mode == VOCL_DATA_CHUNKED) {
+                struct flog_entry *f = flog_add(px, FLOG_OUT, m->mem_size);
+                if (f) {
+                    f->seq = seq;
+                    f->chunk = c.cut.chunk;
+                    memcpy(f->bytes, bytes[i], m->mem_size);
+                }
+                rc = f ? 0 : -1;
+            }
+        }
+        vocl_wr_free(&w);
+        if (rc && !l->off)
+            flog_off(px, "its failover log could not be made again at a checkpoint");
+        if (l->off)
+            return;
+    }
+}
+
+/* A live queue of ctx on px among objs (NULL: none). */
+static struct vocl_obj *queue_in(struct vocl_obj *const *objs, size_t n, const struct vocl_obj *ctx)
+{
+    for (size_t i = 0; i < n; i++)
+        if (objs[i]->type == VOCL_T_QUEUE && objs[i]->context == ctx &&
+            atomic_load(&objs[i]->app_refs) > 0)
+            return objs[i];
+    return NULL;
+}
+
+/* Steps 1 and 2: 0, or -1 (no checkpoint now; *why once it never can be). */
+static int take_state(struct vocl_obj **objs, size_t n, cl_int *status, void **bytes,
+                      struct vocl_obj **queues, const char **why)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct vocl_obj *o = objs[i];
+        struct vocl_mem *m = vocl_as_mem(o);
+        if (o->reps || (m && m->mem_type)) {
+            *why = o->reps ? "a context spans it and other proxies" : "it holds images";
+            return -1;
+        }
+        cl_int st = CL_COMPLETE;
+        if (o->type == VOCL_T_EVENT && !o->parent && atomic_load(&o->app_refs) > 0 &&
+            (clGetEventInfo((cl_event)o, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+                            NULL) != CL_SUCCESS ||
+             st > CL_COMPLETE))
+            return -1; /* (a user event not set: its queue may wait for it) */
+    }
+    for (size_t i = 0; i < n; i++)
+        if (objs[i]->type == VOCL_T_QUEUE && atomic_load(&objs[i]->app_refs) > 0 &&
+            clFinish((cl_command_queue)objs[i]) != CL_SUCCESS)
+            return -1;
+    for (size_t i = 0; i < n; i++) {
+        struct vocl_obj *o = objs[i];
+        struct vocl_mem *m = vocl_as_mem(o);
+        if (o->type == VOCL_T_EVENT && o->parent &&
+            clGetEventInfo((cl_event)o, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status[i]),
+                           &status[i], NULL) != CL_SUCCESS)
+            return -1;
+        if (!m || o->parent || !m->mem_size)
+            continue;
+        queues[i] = queue_in(objs, n, o->context);
+        bytes[i] = queues[i] ? malloc(m->mem_size) : NULL;
+        if (!bytes[i] || clEnqueueReadBuffer((cl_command_queue)queues[i], (cl_mem)o, CL_TRUE, 0,
+                                             m->mem_size, bytes[i], 0, NULL, NULL) != CL_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+void vocl_failover_checkpoint(struct vocl_proxy *px)
+{
+    struct vocl_flog *l = px->flog;
+    pthread_mutex_lock(&px->lock);
+    bool due = !l->off && !px->replaying && l->bytes >= l->base + vocl.failover_every;
+    pthread_mutex_unlock(&px->lock);
+    if (!due || checkpointing || !vocl_gate_close(0))
+        return;
+    checkpointing = true;
+    size_t n = 0;
+    struct vocl_obj **objs = vocl_objs_on(px, &n);
+    cl_int *status = calloc(n + 1, sizeof(*status));
+    void **bytes = calloc(n + 1, sizeof(*bytes));
+    struct vocl_obj **queues = calloc(n + 1, sizeof(*queues));
+    struct vocl_map live;
+    vocl_map_init(&live);
+    const char *why = NULL;
+    int rc = objs && status && bytes && queues ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = vocl_map_put(&live, vocl_id_on(objs[i], px), objs[i]);
+    if (rc == 0)
+        rc = take_state(objs, n, status, bytes, queues, &why);
+    vocl_xport_flush(px); /* (nothing of what the log drops may still wait to leave) */
+    pthread_mutex_lock(&px->lock);
+    if (rc == 0 && !px->replaying && !l->off) {
+        size_t before = l->bytes;
+        rebuild(px, &live, objs, n, status, bytes, queues);
+        l->base = l->bytes;
+        vocl_info("proxy %d: a checkpoint: its failover log went from %zu to %zu bytes", px->index,
+                  before, l->bytes);
+    } else if (why && !l->off) {
+        flog_off(px, why);
+    }
+    pthread_mutex_unlock(&px->lock);
+    vocl_gate_open();
+    checkpointing = false;
+    for (size_t i = 0; i < n; i++) {
+        free(bytes ? bytes[i] : NULL);
+        vocl_obj_drop(objs[i]);
+    }
+    vocl_map_free(&live);
+    free(objs);
+    free(status);
+    free(bytes);
+    free(queues);
 }

@@ -104,6 +104,14 @@ static uint64_t rep_bit(const struct vocl_obj *k, const struct vocl_proxy *px)
     return (uint64_t)1 << (vocl_rep_index(k, px) & 63);
 }
 
+void vocl_kargs_forget(struct vocl_obj *k, const struct vocl_proxy *px)
+{
+    struct vocl_kargs *ka = vocl_as_kernel(k)->kargs;
+    uint64_t bit = rep_bit(k, px);
+    for (cl_uint i = 0; ka && i < ka->n; i++)
+        atomic_fetch_and_explicit(&ka->a[i].sent, ~bit, memory_order_relaxed);
+}
+
 cl_int CL_API_CALL vocl_hand_clEnqueueNDRangeKernel(
     cl_command_queue command_queue, cl_kernel kernel, cl_uint work_dim,
     const size_t *global_work_offset, const size_t *global_work_size,

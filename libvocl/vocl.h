@@ -307,6 +307,7 @@ struct vocl_state {
     int spares;           /* VOCL_SPARE: the last proxies, whose devices are not listed */
     bool failover;        /* VOCL_FAILOVER=spare-proxy: a dead proxy's session goes on on a spare */
     size_t failover_max;  /* VOCL_FAILOVER_LOG_MAX: bytes a proxy's log may hold */
+    size_t failover_every; /* VOCL_FAILOVER_CHECKPOINT_MB: its growth between checkpoints */
 };
 extern struct vocl_state vocl;
 
@@ -611,6 +612,9 @@ void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *bu
 /* Under px->lock, px just found dead: true when its session goes on on a
  * spare (the replay began); false: it is lost. */
 bool vocl_failover_locked(struct vocl_proxy *px, const char *what);
+/* After a clFinish or blocking transfer on px, holding nothing: the log starts again from px's
+ * state, if it grew enough since the last time and no other thread is in. */
+void vocl_failover_checkpoint(struct vocl_proxy *px);
 /* Waits, holding nothing, until px's replay (if any) has sent everything. */
 void vocl_failover_settle(struct vocl_proxy *px);
 
@@ -732,6 +736,10 @@ void vocl_mapping_pending(struct vocl_mapping *mp, cl_bool blocking, cl_command_
 
 void vocl_warn_once_unsupported(const char *fn);
 void vocl_kargs_free(struct vocl_kargs *k);
+/* Kernel k's replica on px has none of its arguments: the next launch there
+ * sends them all (launch.c; a failover's checkpoint drops the launches
+ * that set them). */
+void vocl_kargs_forget(struct vocl_obj *k, const struct vocl_proxy *px);
 void vocl_mappings_free(struct vocl_mem *m);
 
 #endif
