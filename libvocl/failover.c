@@ -10,8 +10,7 @@
  * again, in order, with the same sequence numbers and object ids.  So the
  * spare makes the same objects and runs the same commands, and every handle
  * of the application stays valid.  The replay waits for the reply of each
- * request whose reply the application had waited for (a build, say, before
- * a kernel of its program), as the application did.
+ * build, as the application did before it made the program's kernels.
  *
  * A thread that waited on the dead proxy waits on, and its reply comes from
  * the spare.  Replies nobody waits for any more are dropped.  The bytes of
@@ -145,8 +144,7 @@ void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c)
     case VOCL_OP_DIFF_OUT:
     case VOCL_OP_EVENT_IN:
     case VOCL_OP_EVENT_OUT:
-        if (!px->flog->off)
-            flog_off(px, "a command moved data between it and another proxy");
+        flog_off(px, "a command moved data between it and another proxy");
         return;
     default:
         break;
@@ -210,9 +208,27 @@ static int replay_one(struct vocl_proxy *px, const struct flog_entry *f)
     return 0;
 }
 
+/* The replay's sends under way at most: each pass of progress tests every
+ * pending send, and the proxy's rendezvous needs this process to progress. */
+#define REPLAY_WINDOW 64
+
+/* Whether request f is a build: the proxy serves its session's next
+ * requests while it runs, where a kernel of the program would fail. */
+static bool builds(const struct flog_entry *f)
+{
+    struct vocl_msg_hdr h;
+    return vocl_hdr_get(f->bytes, f->n, &h) &&
+           (h.opcode == VOCL_OP_clBuildProgram || h.opcode == VOCL_OP_clCompileProgram ||
+            h.opcode == VOCL_OP_clLinkProgram);
+}
+
 /*
- * The replay: the log to the spare, entry by entry, waiting for each reply
- * the application had waited for.  Ends once it has sent the log's end
+ * The replay: the log to the spare, entry by entry, in order.  The proxy
+ * runs a session's requests in order, except builds: after a build the
+ * replay waits for its reply, as the application did before it made the
+ * program's kernels.  (Waiting for every reply the application waited for
+ * would not do: one thread's wait may need what another sent after it,
+ * say a user event's status.)  Ends once it has sent the log's end
  * (requests made from then on go straight to the spare), or when the spare
  * dies too (a failover to the next spare starts the log again: cursor 0).
  */
@@ -235,7 +251,7 @@ static void *replay(void *arg)
         }
         const struct flog_entry *f = l->e[l->cursor++];
         unsigned epoch = atomic_load(&px->epoch);
-        bool wait = f->kind == FLOG_REQ && f->reply;
+        bool wait = f->kind == FLOG_REQ && f->reply && builds(f);
         sent += f->kind == FLOG_REQ;
         px->replay_seq = f->seq;
         px->replay_got = false;
@@ -250,16 +266,19 @@ static void *replay(void *arg)
             vocl_xport_fail(px, "the replay of its log to a spare failed");
             continue;
         }
+        bool full = px->pending.replays >= REPLAY_WINDOW;
         pthread_mutex_unlock(&px->lock);
-        if (!wait)
+        if (!wait && !full)
             continue;
+        /* Until the build's reply comes, or the sends are few enough. */
         struct vocl_live lw;
         vocl_live_begin(&lw, live);
         uint64_t start = vocl_now_ns();
         for (;;) {
             vocl_xport_progress(px);
             pthread_mutex_lock(&px->lock);
-            bool done = px->replay_got || px->dead || atomic_load(&px->epoch) != epoch;
+            bool done = (wait ? px->replay_got : px->pending.replays < REPLAY_WINDOW / 2) ||
+                        px->dead || atomic_load(&px->epoch) != epoch;
             pthread_mutex_unlock(&px->lock);
             if (done || !vocl_xport_alive(px, &lw))
                 break;

@@ -41,6 +41,7 @@ void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t 
         free(pd->meta[i].scratch); /* (a dead peer writes no more) */
     }
     pd->n = 0;
+    pd->replays = 0;
     if (inflight) {
         *inflight = keep;
         *n = nkeep;
@@ -248,6 +249,7 @@ static void reap(struct vocl_proxy *px)
                 pd->failed = CL_OUT_OF_RESOURCES;
         }
         free(pd->meta[i].scratch);
+        pd->replays -= pd->meta[i].replay;
     }
     pd->n = keep;
 }
@@ -727,7 +729,8 @@ int vocl_xport_isend(struct vocl_proxy *px, const void *buf, size_t n, int tag)
     if (reserve(pd, 1) ||
         MPI_Isend(buf, (int)n, MPI_BYTE, px->rank, tag, px->comm, &pd->reqs[pd->n]) != MPI_SUCCESS)
         return -1;
-    pd->meta[pd->n++] = (struct vocl_chunk){.expect = -1};
+    pd->meta[pd->n++] = (struct vocl_chunk){.expect = -1, .replay = true};
+    pd->replays++;
     return 0;
 }
 

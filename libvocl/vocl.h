@@ -78,12 +78,14 @@ struct vocl_chunk {
     const void *queue; /* the queue of its command (NULL: none) */
     int expect;        /* bytes a receive must get; -1 for sends */
     void *scratch;     /* a failover's receive of bytes that had landed: freed when done */
+    bool replay;       /* a failover's send (vocl_pending.replays) */
 };
 struct vocl_pending {
     MPI_Request *reqs;
     struct vocl_chunk *meta;
     size_t n, cap;
     uint64_t posted; /* tickets given so far */
+    size_t replays;  /* a failover's sends not yet done (failover.c paces them) */
     cl_int failed;   /* a read that failed, reported by a synchronisation */
 };
 

@@ -35,7 +35,7 @@ want=$(kept "$tmp/plain")
 # status in $rc.
 run() {
     rm -f "$VOCL_CTL_DIR"/*.sock
-    timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
+    timeout 100 "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
     job=$!
     local sock= victim
     for _ in $(seq 3000); do
@@ -54,6 +54,10 @@ run() {
     rc=$?
 }
 prog=("$@")
+
+"$vocl_run" -n 2 --failover -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &&
+    fail "--failover without a spare proxy ran"
+grep -q 'needs a spare proxy' "$tmp/err" || fail "--failover without a spare: no clear error"
 
 run --failover
 [ "$rc" = 0 ] || fail "with --failover the job failed (status $rc)"
