@@ -18,12 +18,14 @@
  * they were going.  Requests made while the replay runs join the log's end
  * and leave with it.
  *
- * What it costs: a copy of every request and written byte, for the whole
- * run, bounded by VOCL_FAILOVER_LOG_MAX (MiB).  Past it, or once a command
- * moved bytes to or from another proxy (whose side a replay cannot redo),
- * failover is off for that proxy, said once.  The spare runs every kernel
- * again from the start: kernels that are not deterministic may end
- * otherwise, and their printf output appears again.
+ * What it costs: a copy of every request and written byte since the last
+ * checkpoint (below), bounded by VOCL_FAILOVER_LOG_MAX (MiB).  Past it, or
+ * once a command moved bytes to or from another proxy (whose side a replay
+ * cannot redo), failover is off for that proxy, said once.  The spare runs
+ * the kernels since the last checkpoint again: kernels that are not
+ * deterministic may end otherwise, and their printf output appears again.
+ * While the replay runs the log is never dropped: what it has not sent yet
+ * is the only copy.
  */
 #include "vocl.h"
 
@@ -84,11 +86,12 @@ void vocl_failover_watch(struct vocl_proxy *px)
         vocl_warn("proxy %d: no memory for its failover log: no failover", px->index);
 }
 
-/* Frees the log's entries, and says once why px has no failover (under lock). */
+/* Frees the log's entries, and says once why px has no failover (under
+ * lock; not while the replay runs). */
 static void flog_off(struct vocl_proxy *px, const char *why)
 {
     struct vocl_flog *l = px->flog;
-    if (l->off)
+    if (l->off || px->replaying)
         return;
     vocl_warn("proxy %d (rank %d): %s: no failover for it from here", px->index, px->rank, why);
     l->off = why;
@@ -105,7 +108,7 @@ static struct flog_entry *flog_add(struct vocl_proxy *px, enum flog_kind kind, s
     struct vocl_flog *l = px->flog;
     if (l->off)
         return NULL;
-    if (l->bytes + n > vocl.failover_max) {
+    if (l->bytes + n > vocl.failover_max && !px->replaying) {
         flog_off(px, "its failover log passed VOCL_FAILOVER_LOG_MAX");
         return NULL;
     }
@@ -132,12 +135,12 @@ static struct flog_entry *flog_add(struct vocl_proxy *px, enum flog_kind kind, s
     return f;
 }
 
-void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c)
+bool vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c)
 {
     switch (c->op) {
     case VOCL_OP_HELLO: /* (the spare has its own session) */
     case VOCL_OP_BYE:
-        return;
+        return true;
     case VOCL_OP_MIGRATE_IN:
     case VOCL_OP_MIGRATE_OUT:
     case VOCL_OP_DIFF_IN:
@@ -145,24 +148,25 @@ void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c)
     case VOCL_OP_EVENT_IN:
     case VOCL_OP_EVENT_OUT:
         flog_off(px, "a command moved data between it and another proxy");
-        return;
+        return false;
     default:
         break;
     }
     struct flog_entry *f = flog_add(px, FLOG_REQ, c->w->len);
     if (!f)
-        return;
+        return false;
     f->reply = !c->async;
     f->seq = c->seq;
     memcpy(f->bytes, c->w->buf, c->w->len);
+    return true;
 }
 
-void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
+bool vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
                       bool out, uint64_t ticket)
 {
     struct flog_entry *f = flog_add(px, out ? FLOG_OUT : FLOG_IN, out ? n : 0);
     if (!f)
-        return;
+        return false;
     f->n = n;
     f->seq = c->seq;
     f->chunk = c->cut.chunk;
@@ -173,6 +177,7 @@ void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *bu
         f->queue = c->queue;
         f->dst = buf;
     }
+    return true;
 }
 
 static int cmp_u64(const void *a, const void *b)

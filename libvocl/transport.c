@@ -488,10 +488,10 @@ int vocl_xport_post(struct vocl_call *c)
     if (px->spare && c->op != VOCL_OP_HELLO)
         atomic_store(&px->used, true); /* (a migration's target: no failover to it) */
     if (px->flog) {
-        vocl_flog_request(px, c);
+        bool logged = vocl_flog_request(px, c);
         if (px->replaying) { /* it goes to the spare after what went before it */
             c->batched = true;
-            return 0;
+            return logged ? 0 : -1;
         }
     }
     const struct vocl_wr *w = batched(c);
@@ -765,10 +765,10 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
     struct vocl_pending *pd = &px->pending;
     int tag = px->tag_base + vocl_data_tag(c->seq);
     if (px->flog) {
-        vocl_flog_chunks(px, c, buf, n, out, pd->posted + 1);
+        bool logged = vocl_flog_chunks(px, c, buf, n, out, pd->posted + 1);
         if (out && px->replaying) { /* the replay sends them after their request */
             c->data_n = n;
-            return 0;
+            return logged ? 0 : -1;
         }
     }
     if (reserve(pd, nchunks))

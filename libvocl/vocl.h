@@ -601,15 +601,19 @@ void vocl_control_stop(void);
 
 /* --- failover (failover.c)
  * ------------------------------------------------------------------------ */
+/* The most bytes a read of a proxy with a failover log gets inside its
+ * reply (memory.c): one fragment of MPI's (UCX's shared memory here). */
+#define VOCL_FAILOVER_INLINE_MAX (4u << 10)
 /* Reads VOCL_FAILOVER and VOCL_FAILOVER_LOG_MAX (vocl_init). */
 void vocl_failover_setup(void);
 /* px is a proxy whose requests are kept: starts its log (after HELLO). */
 void vocl_failover_watch(struct vocl_proxy *px);
 /* Under px->lock: c's request, and the n bytes of its transfer at buf (out:
  * written, first chunk's ticket unused; in: read, landing at buf from
- * ticket), join px's log. */
-void vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c);
-void vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
+ * ticket), join px's log.  False: they are not in it (a request that must
+ * be may not go while the replay runs). */
+bool vocl_flog_request(struct vocl_proxy *px, const struct vocl_call *c);
+bool vocl_flog_chunks(struct vocl_proxy *px, const struct vocl_call *c, void *buf, size_t n,
                       bool out, uint64_t ticket);
 /* Under px->lock, px just found dead: true when its session goes on on a
  * spare (the replay began); false: it is lost. */
