@@ -36,6 +36,7 @@
 #include "backoff.h"
 #include "gate.h"
 #include "liveness.h"
+#include "thread.h"
 
 enum flog_kind { FLOG_REQ, FLOG_OUT, FLOG_IN };
 
@@ -345,13 +346,7 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
     if (px->replaying)
         return true; /* (the replay thread starts over) */
     px->replaying = true;
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &a, replay, px);
-    pthread_attr_destroy(&a);
-    if (rc == 0)
+    if (vocl_thread_detached(replay, px) == 0)
         return true;
     px->replaying = false;
     vocl_error("proxy %d: no thread for the replay of its log", px->index);

@@ -18,11 +18,7 @@ export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
 
 fail() { echo "FAILED: $*"; exit 1; }
-# What must not change: the fields that do not measure time.
-kept() {
-    grep -oE '(^| )(app|precision|size|devices|items|selected|ids_hash|hist_hash|checksum|verified)=[^ ]+' "$1" |
-        tr -d ' ' | tr '\n' ' '
-}
+. "$(dirname "$0")/common.sh"
 
 timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/plain" 2>"$tmp/plain.err" ||
     { tail -n 20 "$tmp/plain.err"; fail "the run without moves failed"; }
@@ -33,13 +29,7 @@ for round in $(seq "$rounds"); do
     rm -f "$VOCL_CTL_DIR"/*.sock
     timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/run" 2>"$tmp/run.err" &
     job=$!
-    sock=
-    for _ in $(seq 1000); do
-        sock=$(find "$VOCL_CTL_DIR" -name '*.sock' | head -n 1)
-        [ -n "$sock" ] && break
-        kill -0 "$job" 2>/dev/null || break
-        sleep 0.01
-    done
+    sock=$(ctl_socket 10)
     [ -n "$sock" ] || fail "round $round: the application never listened"
     app=$(basename "$sock" .sock)
     for hop in "0 2" "2 0"; do

@@ -20,11 +20,7 @@ export VOCL_CTL_DIR=$tmp/ctl
 mkdir -m 700 "$VOCL_CTL_DIR"
 
 fail() { echo "FAILED: $*"; tail -n 20 "$tmp/err" 2>/dev/null; exit 1; }
-# What must not change: the fields that do not measure time.
-kept() {
-    grep -oE '(^| )(app|precision|size|devices|items|selected|ids_hash|hist_hash|checksum|verified)=[^ ]+' "$1" |
-        tr -d ' ' | tr '\n' ' '
-}
+. "$(dirname "$0")/common.sh"
 
 timeout 300 "$vocl_run" -n 3 -d 1 --spare 1 -- "$@" >"$tmp/plain" 2>"$tmp/err" ||
     fail "the run without a kill failed"
@@ -37,14 +33,8 @@ run() {
     rm -f "$VOCL_CTL_DIR"/*.sock
     timeout 100 "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
     job=$!
-    local sock= victim
-    for _ in $(seq 3000); do
-        sock=$(find "$VOCL_CTL_DIR" -name '*.sock' | head -n 1)
-        [ -n "$sock" ] && break
-        kill -0 "$job" 2>/dev/null || break
-        sleep 0.01
-    done
-    [ -n "$sock" ] || fail "the application never made its first OpenCL call"
+    local victim
+    [ -n "$(ctl_socket 30)" ] || fail "the application never made its first OpenCL call"
     sleep "$delay"
     victim=$(rank_pid 2 voclproxyd)
     [ -n "$victim" ] || fail "no proxy of rank 2"
