@@ -59,6 +59,7 @@ struct vocl_flog {
     size_t bytes;       /* what the entries hold */
     size_t base;        /* what they held after the last checkpoint */
     const char *off;    /* why it is no longer kept (NULL: it is) */
+    const char *whole;  /* why it takes no checkpoints (NULL: it does) */
     size_t cursor;      /* the replay: the next entry to send */
     uint64_t *inflight; /* the replay: tickets of read chunks on their way at the death */
     size_t ninflight;
@@ -569,7 +570,8 @@ void vocl_failover_checkpoint(struct vocl_proxy *px)
 {
     struct vocl_flog *l = px->flog;
     pthread_mutex_lock(&px->lock);
-    bool due = !l->off && !px->replaying && l->bytes >= l->base + vocl.failover_every;
+    bool due = !l->off && !l->whole && !px->replaying &&
+               l->bytes >= l->base + vocl.failover_every;
     pthread_mutex_unlock(&px->lock);
     if (!due || checkpointing || !vocl_gate_close(0))
         return;
@@ -595,8 +597,10 @@ void vocl_failover_checkpoint(struct vocl_proxy *px)
         l->base = l->bytes;
         vocl_info("proxy %d: a checkpoint: its failover log went from %zu to %zu bytes", px->index,
                   before, l->bytes);
-    } else if (why && !l->off) {
-        flog_off(px, why);
+    } else if (why && !l->whole) {
+        vocl_warn("proxy %d (rank %d): %s: no failover checkpoints for it, its log keeps its "
+                  "whole run", px->index, px->rank, why);
+        l->whole = why;
     }
     pthread_mutex_unlock(&px->lock);
     vocl_gate_open();
