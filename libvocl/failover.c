@@ -42,8 +42,7 @@ enum flog_kind { FLOG_REQ, FLOG_OUT, FLOG_IN };
 
 struct flog_entry {
     enum flog_kind kind;
-    bool reply;     /* a request: the application waited for its reply */
-    unsigned epoch; /* the proxy's when logged: a read's receives of this epoch are posted */
+    bool reply; /* a request: the application waited for its reply */
     uint32_t seq;
     size_t n;          /* bytes: the message's, or the transfer's */
     size_t chunk;      /* a transfer's chunks */
@@ -61,8 +60,6 @@ struct vocl_flog {
     const char *off;    /* why it is no longer kept (NULL: it is) */
     const char *whole;  /* why it takes no checkpoints (NULL: it does) */
     size_t cursor;      /* the replay: the next entry to send */
-    uint64_t *inflight; /* the replay: tickets of read chunks on their way at the death */
-    size_t ninflight;
 };
 
 void vocl_failover_setup(void)
@@ -131,7 +128,6 @@ static struct flog_entry *flog_add(struct vocl_proxy *px, enum flog_kind kind, s
     }
     f->kind = kind;
     f->n = n;
-    f->epoch = atomic_load(&px->epoch);
     l->e[l->n++] = f;
     l->bytes += sizeof(*f) + n;
     return f;
@@ -188,31 +184,48 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sends entry f to px's new rank, or posts its receives (under lock); 0, or -1. */
+/* Sends request or write f to px's new rank (under lock); 0, or -1.
+ * (Reads' receives are posted at the failover: repost_reads.) */
 static int replay_one(struct vocl_proxy *px, const struct flog_entry *f)
 {
-    struct vocl_flog *l = px->flog;
     int tag = px->tag_base + vocl_data_tag(f->seq);
     if (f->kind == FLOG_REQ)
         return vocl_xport_isend(px, f->bytes, f->n, px->tag_base + VOCL_TAG_REQ);
-    if (f->kind == FLOG_IN && f->epoch == atomic_load(&px->epoch))
-        return 0; /* (posted to the spare when it was made) */
-    for (size_t off = 0; off < f->n; off += f->chunk) {
-        size_t len = f->n - off < f->chunk ? f->n - off : f->chunk;
-        if (f->kind == FLOG_OUT) {
-            if (vocl_xport_isend(px, f->bytes + off, len, tag))
-                return -1;
-            continue;
-        }
-        /* A read: bytes still on their way land where they were going. */
-        uint64_t ticket = f->ticket + off / f->chunk;
-        bool waited =
-            l->inflight && bsearch(&ticket, l->inflight, l->ninflight, sizeof(ticket), cmp_u64);
-        if (vocl_xport_irecv(px, waited ? (char *)f->dst + off : NULL, len, tag,
-                             waited ? ticket : 0, waited ? f->queue : NULL))
+    for (size_t off = 0; f->kind == FLOG_OUT && off < f->n; off += f->chunk)
+        if (vocl_xport_isend(px, f->bytes + off, f->n - off < f->chunk ? f->n - off : f->chunk,
+                             tag))
             return -1;
-    }
     return 0;
+}
+
+/*
+ * At the failover (under lock): the receives of every read in the log,
+ * from the spare, in the log's order (reads on a data tag match in the
+ * order posted).  Bytes still on their way (inflight: their chunks'
+ * tickets, sorted) land where they were going, with their tickets, so that
+ * whoever waits for them waits on; the bytes of reads that had landed go
+ * to scratch.  At once, not when the replay comes to them: a waiter must
+ * not find its chunks gone meanwhile and take them for landed.
+ */
+static int repost_reads(struct vocl_proxy *px, const uint64_t *inflight, size_t ninflight)
+{
+    struct vocl_flog *l = px->flog;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < l->n; i++) {
+        struct flog_entry *f = l->e[i];
+        if (f->kind != FLOG_IN)
+            continue;
+        int tag = px->tag_base + vocl_data_tag(f->seq);
+        for (size_t off = 0; rc == 0 && off < f->n; off += f->chunk) {
+            size_t len = f->n - off < f->chunk ? f->n - off : f->chunk;
+            uint64_t ticket = f->ticket + off / f->chunk;
+            bool waited =
+                inflight && bsearch(&ticket, inflight, ninflight, sizeof(ticket), cmp_u64);
+            rc = vocl_xport_irecv(px, waited ? (char *)f->dst + off : NULL, len, tag,
+                                  waited ? ticket : 0, waited ? f->queue : NULL);
+        }
+    }
+    return rc;
 }
 
 /* The replay's sends under way at most: each pass of progress tests every
@@ -248,8 +261,6 @@ static void *replay(void *arg)
         struct vocl_flog *l = px->flog;
         if (px->dead || l->cursor == l->n) {
             px->replaying = false;
-            free(l->inflight);
-            l->inflight = NULL;
             bool dead = px->dead;
             pthread_mutex_unlock(&px->lock);
             if (!dead)
@@ -320,12 +331,13 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
                    px->rank, what);
         return false;
     }
-    /* Nothing more comes from the dead one.  Reads on their way then are
-     * received again, from the spare, by the replay. */
-    free(l->inflight);
-    vocl_xport_drop_pending(px, &l->inflight, &l->ninflight);
-    if (l->inflight)
-        qsort(l->inflight, l->ninflight, sizeof(*l->inflight), cmp_u64);
+    /* Nothing more comes from the dead one (reads on their way: their
+     * tickets, received again from the spare below). */
+    uint64_t *inflight = NULL;
+    size_t ninflight = 0;
+    vocl_xport_drop_pending(px, &inflight, &ninflight);
+    if (inflight)
+        qsort(inflight, ninflight, sizeof(*inflight), cmp_u64);
     vocl_wr_reset(&px->batch); /* (its requests are in the log) */
     px->nbatch = 0;
     vocl_error("proxy %d (rank %d): %s: its session goes on on spare proxy %d (rank %d), "
@@ -344,6 +356,12 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
     px->moved = true;
     atomic_fetch_add(&px->epoch, 1);
     l->cursor = 0;
+    int rc = repost_reads(px, inflight, ninflight);
+    free(inflight);
+    if (rc) {
+        vocl_error("proxy %d: the reads of its log could not be posted to the spare", px->index);
+        return false;
+    }
     if (px->replaying)
         return true; /* (the replay thread starts over) */
     px->replaying = true;
@@ -570,8 +588,8 @@ void vocl_failover_checkpoint(struct vocl_proxy *px)
 {
     struct vocl_flog *l = px->flog;
     pthread_mutex_lock(&px->lock);
-    bool due = !l->off && !l->whole && !px->replaying &&
-               l->bytes >= l->base + vocl.failover_every;
+    bool due = !l->off && !l->whole && !px->replaying && !px->pending.replays &&
+               l->bytes >= l->base + vocl.failover_every; /* (replayed sends read the log) */
     pthread_mutex_unlock(&px->lock);
     if (!due || checkpointing || !vocl_gate_close(0))
         return;
@@ -591,7 +609,7 @@ void vocl_failover_checkpoint(struct vocl_proxy *px)
         rc = take_state(objs, n, status, bytes, queues, &why);
     vocl_xport_flush(px); /* (nothing of what the log drops may still wait to leave) */
     pthread_mutex_lock(&px->lock);
-    if (rc == 0 && !px->replaying && !l->off) {
+    if (rc == 0 && !px->replaying && !px->pending.replays && !l->off) {
         size_t before = l->bytes;
         rebuild(px, &live, objs, n, status, bytes, queues);
         l->base = l->bytes;
