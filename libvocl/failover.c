@@ -310,8 +310,7 @@ static struct vocl_proxy *pick_spare(const struct vocl_proxy *px)
 {
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *s = vocl.proxies[i];
-        if (!s->spare || s->dead || atomic_load(&s->used) || s->ndev != px->ndev ||
-            s->chunk != px->chunk)
+        if (!s->spare || s->dead || s->ndev != px->ndev || s->chunk != px->chunk)
             continue;
         bool no = false;
         if (atomic_compare_exchange_strong(&s->used, &no, true))
@@ -353,7 +352,6 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
     px->comm = s->comm;
     px->tag_base = s->tag_base;
     memcpy(px->node, s->node, sizeof(px->node));
-    px->moved = true;
     atomic_fetch_add(&px->epoch, 1);
     l->cursor = 0;
     int rc = repost_reads(px, inflight, ninflight);

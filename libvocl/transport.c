@@ -213,7 +213,7 @@ static void dispatch(struct vocl_proxy *px, struct vocl_wr *notes)
     if (px->replaying && h.seq == px->replay_seq)
         px->replay_got = true;
     struct vocl_waiter *w = take_waiter(px, h.seq);
-    if (!w && px->moved)
+    if (!w && atomic_load(&px->epoch))
         return; /* (the reply to a request replayed on a spare) */
     if (!w) {
         vocl_warn("proxy %d: a reply to %s (seq %u) that nobody waits for: dropped", px->index,

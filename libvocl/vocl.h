@@ -131,9 +131,9 @@ struct vocl_proxy {
     /* VOCL_FAILOVER (failover.c): what was sent to it, to be sent again to
      * a spare should it die (NULL: not kept); under lock. */
     struct vocl_flog *flog;
-    atomic_uint epoch;   /* how often it moved to a spare */
+    atomic_uint epoch;   /* how often it moved to a spare (once it has, replies nobody
+                            waits for are the replay's) */
     bool replaying;      /* under lock: the spare is being sent the log; new requests join it */
-    bool moved;          /* under lock: it moved once (replies nobody waits for are the replay's) */
     uint32_t replay_seq; /* under lock: the reply the replay waits for, and whether it came */
     bool replay_got;
     atomic_bool used; /* a spare that got a request (a migration's target): not for failover */
