@@ -64,11 +64,14 @@ static void handle(int fd, const char *req, void *arg)
         struct vocl_proxy *from = proxy_arg(a), *to = proxy_arg(b);
         struct vocl_migration st;
         char why[512];
+        int rc;
         if (!from || !to)
             vocl_ctl_say(fd, "error no proxy %s here (there are %d: 0 to %d)\n", from ? b : a,
                          vocl.nproxies, vocl.nproxies - 1);
-        else if (vocl_migrate(from, to, &st, why, sizeof(why)))
+        else if ((rc = vocl_migrate(from, to, &st, why, sizeof(why))) < 0)
             vocl_ctl_say(fd, "error %s; everything stays on proxy %s\n", why, a);
+        else if (rc > 0)
+            vocl_ctl_say(fd, "ok %s\n", why);
         else
             vocl_ctl_say(fd, "ok objects=%zu bytes=%llu seconds=%.6f pause=%.6f copy=%.6f\n",
                          st.objects, (unsigned long long)st.bytes, (double)st.total_ns / 1e9,

@@ -26,6 +26,14 @@
  * deterministic may end otherwise, and their printf output appears again.
  * While the replay runs the log is never dropped: what it has not sent yet
  * is the only copy.
+ *
+ * A migration out of a proxy with a log (migrate.c) copies through this
+ * process, so the log stays whole.  Should the proxy die meanwhile, with
+ * a spare nobody used yet as the target, its session is held (requests
+ * join the log, the migration's own calls fail) until the migration has
+ * failed and released its doubles there; then the target becomes the
+ * proxy, as any spare would.  The doubles' ids are far above the proxy's,
+ * so the two never meet on the target.
  */
 #include "vocl.h"
 
@@ -60,6 +68,14 @@ struct vocl_flog {
     const char *off;    /* why it is no longer kept (NULL: it is) */
     const char *whole;  /* why it takes no checkpoints (NULL: it does) */
     size_t cursor;      /* the replay: the next entry to send */
+    /* A migration out of the proxy under way (vocl_failover_migrating):
+     * its target (NULL: none, or not a fresh spare), its thread, and the
+     * first entry of its own requests.  held: the proxy died meanwhile
+     * (what of), and its session waits for the migration's end. */
+    struct vocl_proxy *mig_to;
+    pthread_t mig_thread;
+    size_t mig_entry;
+    char held[128];
 };
 
 void vocl_failover_setup(void)
@@ -205,9 +221,12 @@ static int replay_one(struct vocl_proxy *px, const struct flog_entry *f)
  * tickets, sorted) land where they were going, with their tickets, so that
  * whoever waits for them waits on; the bytes of reads that had landed go
  * to scratch.  At once, not when the replay comes to them: a waiter must
- * not find its chunks gone meanwhile and take them for landed.
+ * not find its chunks gone meanwhile and take them for landed.  Those of
+ * entries from `gone` on go to scratch too: their reader left (a migration
+ * that failed, its buffer freed).
  */
-static int repost_reads(struct vocl_proxy *px, const uint64_t *inflight, size_t ninflight)
+static int repost_reads(struct vocl_proxy *px, const uint64_t *inflight, size_t ninflight,
+                        size_t gone)
 {
     struct vocl_flog *l = px->flog;
     int rc = 0;
@@ -219,8 +238,8 @@ static int repost_reads(struct vocl_proxy *px, const uint64_t *inflight, size_t 
         for (size_t off = 0; rc == 0 && off < f->n; off += f->chunk) {
             size_t len = f->n - off < f->chunk ? f->n - off : f->chunk;
             uint64_t ticket = f->ticket + off / f->chunk;
-            bool waited =
-                inflight && bsearch(&ticket, inflight, ninflight, sizeof(ticket), cmp_u64);
+            bool waited = i < gone && inflight &&
+                          bsearch(&ticket, inflight, ninflight, sizeof(ticket), cmp_u64);
             rc = vocl_xport_irecv(px, waited ? (char *)f->dst + off : NULL, len, tag,
                                   waited ? ticket : 0, waited ? f->queue : NULL);
         }
@@ -319,17 +338,12 @@ static struct vocl_proxy *pick_spare(const struct vocl_proxy *px)
     return NULL;
 }
 
-bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
+/* Under px->lock: px's session goes on on spare s (its struct is done
+ * with: px is s from now on), sent px's log by the replay; the reads of
+ * entries from `gone` on had nobody waiting (repost_reads).  False: lost. */
+static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what, size_t gone)
 {
     struct vocl_flog *l = px->flog;
-    if (l->off)
-        return false;
-    struct vocl_proxy *s = pick_spare(px);
-    if (!s) {
-        vocl_error("proxy %d (rank %d): %s: no spare proxy is left to go on on", px->index,
-                   px->rank, what);
-        return false;
-    }
     /* Nothing more comes from the dead one (reads on their way: their
      * tickets, received again from the spare below). */
     uint64_t *inflight = NULL;
@@ -343,7 +357,6 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
                "which is sent the %zu entries of its log",
                px->index, px->rank, what, s->index, s->rank, l->n);
     vocl.proxies_lost++; /* (a peer of the job died: MPI_Finalize would wait for it) */
-    /* The spare's struct is done with: px is the spare from now on. */
     pthread_mutex_lock(&s->lock);
     s->dead = true;
     pthread_mutex_unlock(&s->lock);
@@ -354,7 +367,7 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
     memcpy(px->node, s->node, sizeof(px->node));
     atomic_fetch_add(&px->epoch, 1);
     l->cursor = 0;
-    int rc = repost_reads(px, inflight, ninflight);
+    int rc = repost_reads(px, inflight, ninflight, gone);
     free(inflight);
     if (rc) {
         vocl_error("proxy %d: the reads of its log could not be posted to the spare", px->index);
@@ -368,6 +381,124 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
     px->replaying = false;
     vocl_error("proxy %d: no thread for the replay of its log", px->index);
     return false;
+}
+
+bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
+{
+    struct vocl_flog *l = px->flog;
+    if (l->off)
+        return false;
+    if (l->held[0])
+        return true; /* (it waits for the migration's end) */
+    if (l->mig_to) {
+        /* A migration moves it to a fresh spare: its session goes on
+         * there once the migration, failing now, has let go of it
+         * (vocl_failover_migrated).  Meanwhile requests join the log, as
+         * while a replay runs, and those of the migration fail. */
+        snprintf(l->held, sizeof(l->held), "%s", what);
+        px->replaying = true;
+        vocl_wr_reset(&px->batch); /* (its requests are in the log) */
+        px->nbatch = 0;
+        vocl_error("proxy %d (rank %d): %s amid a migration to proxy %d (rank %d): its "
+                   "session goes on there once the migration lets go of it",
+                   px->index, px->rank, what, l->mig_to->index, l->mig_to->rank);
+        return true;
+    }
+    struct vocl_proxy *s = pick_spare(px);
+    if (!s) {
+        vocl_error("proxy %d (rank %d): %s: no spare proxy is left to go on on", px->index,
+                   px->rank, what);
+        return false;
+    }
+    return go_on(px, s, what, SIZE_MAX);
+}
+
+bool vocl_failover_refuses(const struct vocl_proxy *px)
+{
+    const struct vocl_flog *l = px->flog;
+    return l->held[0] && pthread_equal(l->mig_thread, pthread_self());
+}
+
+bool vocl_failover_kept(struct vocl_proxy *px)
+{
+    if (!px->flog)
+        return false;
+    pthread_mutex_lock(&px->lock);
+    bool kept = !px->flog->off;
+    pthread_mutex_unlock(&px->lock);
+    return kept;
+}
+
+void vocl_failover_migrating(struct vocl_proxy *px, struct vocl_proxy *to)
+{
+    struct vocl_flog *l = px->flog;
+    if (!l || !to->spare || atomic_load(&to->used))
+        return;
+    pthread_mutex_lock(&px->lock);
+    uint64_t next = atomic_load(&px->next_id);
+    bool kept = !l->off;
+    if (kept) {
+        l->mig_to = to;
+        l->mig_thread = pthread_self();
+        l->mig_entry = l->n;
+    }
+    pthread_mutex_unlock(&px->lock);
+    /* The doubles' ids, far above those the replay may make there. */
+    uint64_t far = next + (UINT64_C(1) << 32);
+    if (kept && atomic_load(&to->next_id) < far)
+        atomic_store(&to->next_id, far);
+}
+
+/* Whether px has served all it was sent: a question answered. */
+static bool answers(struct vocl_proxy *px)
+{
+    struct vocl_call c;
+    vocl_call_init(&c);
+    c.px = px;
+    bool ok = false;
+    if (vocl_call_start(&c, VOCL_OP_STATE) == 0) {
+        vocl_enc_STATE_req(c.w, &(struct vocl_msg_STATE_req){0});
+        ok = vocl_call_send(&c) == 0 && c.err == CL_SUCCESS;
+    }
+    vocl_call_end(&c);
+    return ok;
+}
+
+bool vocl_failover_migrated(struct vocl_proxy *px, struct vocl_proxy *to, bool moved)
+{
+    struct vocl_flog *l = px->flog;
+    if (!l)
+        return false;
+    pthread_mutex_lock(&px->lock);
+    bool held = l->held[0];
+    if (!held)
+        l->mig_to = NULL;
+    pthread_mutex_unlock(&px->lock);
+    if (!held)
+        return false;
+    /* The target, done with the migration (the releases of the doubles
+     * served), becomes px; or, were it gone, the next spare.  Not where
+     * the objects moved after all: px holds none of them now. */
+    bool ready = !moved && answers(to);
+    char what[sizeof(l->held)];
+    pthread_mutex_lock(&px->lock);
+    memcpy(what, l->held, sizeof(what));
+    l->held[0] = '\0';
+    l->mig_to = NULL;
+    px->replaying = false;
+    struct vocl_proxy *s = NULL;
+    if (ready && !atomic_load(&to->dead) && to->ndev == px->ndev && to->chunk == px->chunk)
+        s = to;
+    else if (!moved)
+        s = pick_spare(px);
+    bool on = s && go_on(px, s, what, l->mig_entry);
+    if (!on)
+        flog_off(px, moved ? "it died after a migration took its objects"
+                           : "no spare proxy took its session");
+    pthread_mutex_unlock(&px->lock);
+    if (!on)
+        vocl_xport_fail(px, what);
+    return on && s == to;
 }
 
 void vocl_failover_settle(struct vocl_proxy *px)
@@ -586,7 +717,7 @@ void vocl_failover_checkpoint(struct vocl_proxy *px)
 {
     struct vocl_flog *l = px->flog;
     pthread_mutex_lock(&px->lock);
-    bool due = !l->off && !l->whole && !px->replaying && !px->pending.replays &&
+    bool due = !l->off && !l->whole && !px->replaying && !px->pending.replays && !l->mig_to &&
                l->bytes >= l->base + vocl.failover_every; /* (replayed sends read the log) */
     pthread_mutex_unlock(&px->lock);
     if (!due || checkpointing || !vocl_gate_close(0))

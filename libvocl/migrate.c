@@ -20,7 +20,8 @@
  *   6. the gate opens.
  * Until step 5 nothing of the application's has changed: a failure (the
  * target refuses or dies) releases the doubles, and the application goes
- * on on the source.
+ * on on the source; with failover, should the source die meanwhile, on the
+ * target (failover.c).
  *
  * A context spanning proxies moves its part on the source: each of its
  * objects' replicas there becomes one on the target, as if the context had
@@ -655,8 +656,8 @@ static int copy_contents(struct mig *m)
         m->st->bytes += size;
         /* Unmerged writes of several devices are merged by a read first;
          * images go through this process. */
-        if (!mm->mem_type && !(o->reps && (mm->twinned & bit)) &&
-            !(m->from->shm && m->to->shm) &&
+        if (!mm->mem_type && !(o->reps && (mm->twinned & bit)) && !(m->from->shm && m->to->shm) &&
+            !vocl_failover_kept(m->from) &&
             vocl_copy_across(m->from, m->old_id[i], m->to, m->twin[i]->id, &evs[nev]) !=
                 CL_INVALID_OPERATION) {
             nev++;
@@ -751,6 +752,7 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
         return fail(&m, "a thread of the application stayed inside OpenCL for %ld ms "
                         "(a blocking call): try again", vocl.migrate_wait_ms);
     uint64_t t1 = vocl_now_ns();
+    vocl_failover_migrating(from, to);
     int rc = collect(&m);
     if (rc == 0)
         rc = match_devices(&m);
@@ -791,6 +793,13 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
     for (cl_uint i = 0; i < m.ntdev; i++)
         if (m.tdev[i])
             vocl_obj_forget(m.tdev[i]);
+    if (vocl_failover_migrated(from, to, rc == 0)) {
+        snprintf(why, whylen,
+                 "proxy %s died amid the migration; its session went on on proxy %s "
+                 "by failover",
+                 m.src, m.dst);
+        rc = 1;
+    }
     vocl_gate_open();
     for (size_t i = 0; i < m.n; i++)
         vocl_obj_drop(m.objs[i]);
@@ -802,6 +811,8 @@ int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_mig
     st->pause_ns = vocl_now_ns() - t1;
     st->total_ns = vocl_now_ns() - t0;
     st->copy_ns = t3 - t2;
+    if (rc == 1)
+        vocl_info("%s", why);
     if (rc == 0)
         vocl_info("migrated proxy %s to proxy %s: %zu objects, %llu bytes, paused %.1f ms",
                   m.src, m.dst, st->objects, (unsigned long long)st->bytes,

@@ -97,7 +97,7 @@ bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw)
     pthread_mutex_lock(&px->lock);
     if (lw->rank == px->live) /* (not when it moved to a spare meanwhile) */
         fail_locked(px, what);
-    bool alive = !px->dead;
+    bool alive = !px->dead && !(px->flog && vocl_failover_refuses(px));
     int live = px->live;
     pthread_mutex_unlock(&px->lock);
     if (alive) /* its session goes on on a spare: wait on that one */
@@ -482,7 +482,7 @@ int vocl_xport_post(struct vocl_call *c)
         vocl_wr_free(&notes);
         return rc < 0 ? -1 : 0;
     }
-    if (px->dead)
+    if (px->dead || (px->flog && vocl_failover_refuses(px)))
         return -1;
     c->epoch = atomic_load(&px->epoch);
     if (px->spare && c->op != VOCL_OP_HELLO)

@@ -590,8 +590,9 @@ struct vocl_migration {
     uint64_t pause_ns; /* the application's threads kept out */
     uint64_t copy_ns;  /* of the pause: the buffers' bytes */
 };
-/* Moves everything the application has on from to to, while it runs; 0, or
- * -1 with the reason in why (and nothing changed). */
+/* Moves everything the application has on from to to, while it runs; 0,
+ * or -1 with the reason in why (and nothing changed), or 1: from died
+ * meanwhile and its session went on on to by failover (why says so). */
 int vocl_migrate(struct vocl_proxy *from, struct vocl_proxy *to, struct vocl_migration *st,
                  char *why, size_t whylen);
 /* Starts the thread that takes vocl-ctl's requests (VOCL_CTL, control.c),
@@ -623,6 +624,18 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what);
 void vocl_failover_checkpoint(struct vocl_proxy *px);
 /* Waits, holding nothing, until px's replay (if any) has sent everything. */
 void vocl_failover_settle(struct vocl_proxy *px);
+/* Whether px's requests are kept (a migration from it then copies through
+ * this process, so that they stay so). */
+bool vocl_failover_kept(struct vocl_proxy *px);
+/* A migration from px to `to` begins (gate shut, holding nothing): should
+ * px die before it ends, its session goes on on `to`, if `to` is a spare
+ * nobody used yet.  vocl_failover_migrated, at its end (moved: the objects
+ * are on `to`): whether px died meanwhile and its session went on on `to`. */
+void vocl_failover_migrating(struct vocl_proxy *px, struct vocl_proxy *to);
+bool vocl_failover_migrated(struct vocl_proxy *px, struct vocl_proxy *to, bool moved);
+/* Under px->lock: px died amid a migration from it, and this thread is the
+ * migration's: its calls to px fail (those of others wait on). */
+bool vocl_failover_refuses(const struct vocl_proxy *px);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */
