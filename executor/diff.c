@@ -3,7 +3,7 @@
  * changed since a twin, as runs (ops_migrate.c sends them).
  *
  * A buffer written on several proxies with no order between the
- * writers (libvocl/replica.c) has a twin on each: its bytes when that proxy
+ * writers (libvocl/coherence.c) has a twin on each: its bytes when that proxy
  * got them.  What changed since is sent to the proxy that merges, after a
  * u64 of its size (an empty message: the diff could not be made), as runs:
  * u64 offset, u64 length, a mask of length bits (set: the byte changed),

@@ -1,6 +1,6 @@
 /*
  * ops_link.c - EVENT_OUT / EVENT_IN: a command on one proxy waits for an
- * event of another (libvocl/replica.c, vocl_event_mirror).
+ * event of another (libvocl/mirror.c, vocl_event_mirror).
  */
 #include "internal.h"
 #include "thread.h"

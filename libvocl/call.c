@@ -180,7 +180,7 @@ int vocl_call_route(struct vocl_call *c)
             return -1;
         }
     /* Events of other proxies: a command waits for a mirror of each on its
-     * proxy (replica.c); anything else waits here, before taking our proxy. */
+     * proxy (mirror.c); anything else waits here, before taking our proxy. */
     for (cl_uint i = 0; i < c->wl_n; i++) {
         struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
         if (e && !vocl_on(e, c->px) && vocl_event_mirror(c, c->wl[i]) != 0) {
@@ -199,7 +199,7 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
     if (vocl_call_route(c))
         return -1;
     /* What comes after it on its queue may depend on anything enqueued
-     * until now (replica.c: which writes a command may depend on). */
+     * until now (coherence.c: which writes a command may depend on). */
     if (c->queue && c->wl_n)
         atomic_store(&vocl_as_queue(c->queue)->ordered_at, vocl_tick());
     /* A shared buffer's transfer needs its queue drained (memory.c). */
@@ -214,7 +214,7 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
             c->finish_tick = now;
     }
 #ifdef VOCL_TEST_HOOKS
-    if (vocl.post_delay_us && c->coherent) { /* (tests: the window replica.c closes) */
+    if (vocl.post_delay_us && c->coherent) { /* (tests: the window coherence.c closes) */
         struct timespec d = {vocl.post_delay_us / 1000000, vocl.post_delay_us % 1000000 * 1000};
         nanosleep(&d, NULL);
     }
@@ -380,7 +380,7 @@ int vocl_call_wait(struct vocl_call *c)
         else
             vocl_link_round_trip(&c->px->link, ns);
     }
-    /* What the queue had when a clFinish began has ended (replica.c). */
+    /* What the queue had when a clFinish began has ended (coherence.c). */
     if (c->finish_tick && c->queue && c->err == CL_SUCCESS)
         vocl_raise(&vocl_as_queue(c->queue)->finished_at, c->finish_tick);
     /* What its kernels printed came before the reply: on stdout by now. */

@@ -141,7 +141,7 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
      * report late anyway.  So the creation does not wait. */
     for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
         /* Host data goes to the context's first proxy; others get it when
-         * they need it (replica.c). */
+         * they need it (coherence.c). */
         void *data = rep == 0 ? host_ptr : NULL;
         c.async = !data && !properties;
         if (vocl_call_start(&c, VOCL_OP_clCreateBuffer))

@@ -55,7 +55,7 @@ struct vocl_writer {
      * one and the queue is in order (NULL: not known, or not yet).  While
      * the application holds it too, a move out of the replica waits for
      * that write, not for every command enqueued on the queue since
-     * (replica.c, after). */
+     * (coherence.c, after). */
     struct vocl_obj *event;
 };
 
@@ -68,7 +68,7 @@ struct vocl_rep {
     struct vocl_writer *writers;
     cl_uint nwriters, capwriters;
     uint64_t since; /* memory: the first of those writes the others' twins may lack (0: none) */
-    uint64_t twin;  /* memory: its twin there (unmerged writes: replica.c), or 0 */
+    uint64_t twin;  /* memory: its twin there (unmerged writes: coherence.c), or 0 */
     struct vocl_arrival *twin_made; /* memory: the twin's making, held while it lives */
 };
 
@@ -412,8 +412,8 @@ struct vocl_call {
     cl_uint nspread;
     bool routed;   /* vocl_call_route has run */
     bool coherent; /* holds the coherence lock, from its first vocl_mem_use until posted */
-    struct vocl_outgoing *outgoing; /* what its coherence decisions posted (replica.c) */
-    /* Writers it recorded (replica.c): which replica, and when (their
+    struct vocl_outgoing *outgoing; /* what its coherence decisions posted (coherence.c) */
+    /* Writers it recorded (coherence.c): which replica, and when (their
      * event is noted once the command has one: vocl_writes_done). */
     struct vocl_rep *wrote[4];
     uint64_t wrote_at[4];
@@ -502,7 +502,8 @@ void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t ke
 void vocl_info_know(struct vocl_obj *o, unsigned op, uint64_t param, const void *v, size_t n);
 void vocl_info_forget(struct vocl_obj *o);
 
-/* --- replicas and coherence (replica.c) ----------------------------------------------------- */
+/* --- replicas (replica.c), coherence (coherence.c), event mirrors (mirror.c) -------------------
+ */
 /* Whether o exists on px (an object of one proxy: px is its proxy). */
 bool vocl_on(const struct vocl_obj *o, const struct vocl_proxy *px);
 /* o's id on px (0: none). */
@@ -581,6 +582,29 @@ int vocl_event_mirror(struct vocl_call *c, cl_event event);
 void vocl_call_release_mirrors(struct vocl_call *c);
 /* Drops the arrivals the call held (vocl_call_end). */
 void vocl_call_drop_arrivals(struct vocl_call *c);
+/* Lets replica r's coherence state go (its writers, twin and arrivals):
+ * it moves, or its object goes. */
+void vocl_rep_clear(struct vocl_rep *r);
+/* Posts to px a request of no reply that fill fills: at once, or, while
+ * this thread's command holds the coherence lock, among what the command
+ * waits to have left (vocl_coherence_sent). */
+cl_int vocl_post_async(struct vocl_proxy *px, unsigned op,
+                       void (*fill)(struct vocl_call *, const void *), const void *arg);
+/* Releases id on px (an object the application never saw), without waiting. */
+void vocl_release_id(struct vocl_proxy *px, uint64_t id);
+/* c's command waits for the event id of its proxy too. */
+void vocl_call_add_wait(struct vocl_call *c, uint64_t id);
+/* Appends id to the growing array *v of *n (room for *cap); false: no memory. */
+bool vocl_ids_push(uint64_t **v, cl_uint *n, cl_uint *cap, uint64_t id);
+
+/* --- exchanges between two proxies (peer.c) ------------------------------------------------------
+ */
+/* The tag of the next exchange between two proxies on this client's behalf. */
+int vocl_peer_tag(void);
+/* The peers each side of an exchange from `from` to `to` names (VOCL_PEER_CLIENT:
+ * this process, which relays between them: true then). */
+bool vocl_peer_route(const struct vocl_proxy *from, const struct vocl_proxy *to, uint32_t *peer_out,
+                     uint32_t *peer_in);
 
 /* --- live migration (migrate.c, control.c) ------------------------------------------------------ */
 struct vocl_migration {

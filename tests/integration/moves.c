@@ -2,7 +2,7 @@
  * moves.c - a copy to device 1 that waits for a write on device 0 waits
  * for that write only, not for what device 0's queue runs after it, as
  * natively.  Through VOCL the buffer then moves from one proxy to the
- * other (libvocl/replica.c): the move must wait for the write's event,
+ * other (libvocl/coherence.c): the move must wait for the write's event,
  * not for a marker behind everything enqueued on the writer's queue.
  *
  * Device 0's queue: a kernel writes the buffer (its event kept), then a

@@ -4,7 +4,7 @@
  * the buffer must end with every device's last writes.
  *
  * Through VOCL, with the devices in three proxies, unordered writers keep
- * twins and merge diffs (libvocl/replica.c).  Device 0 writes part 0 with
+ * twins and merge diffs (libvocl/coherence.c).  Device 0 writes part 0 with
  * 1s behind a kernel that keeps it busy a while; device 1 writes part 1
  * meanwhile (0 and 1 get twins of the zeros); device 0's write ends,
  * unobserved (the host only sleeps); device 2 writes part 2 (it joins from
