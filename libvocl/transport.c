@@ -28,6 +28,14 @@
 
 void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t *n)
 {
+    if (px->rx_on) {
+        /* A reply cut short: MPI may still copy what had come into its
+         * buffer (a matched receive cannot be cancelled), so the buffer is
+         * left to it and px receives into a new one. */
+        MPI_Request_free(&px->rx_req);
+        vocl_wr_init(&px->rx);
+        px->rx_on = false;
+    }
     struct vocl_pending *pd = &px->pending;
     uint64_t *keep = inflight ? malloc((pd->n + 1) * sizeof(*keep)) : NULL;
     size_t nkeep = 0;
@@ -255,12 +263,29 @@ static void reap(struct vocl_proxy *px)
 }
 
 /* One pass of progress on px, under its lock: every reply that arrived goes
- * to its waiter, and done chunks complete.  Never waits. */
+ * to its waiter, and done chunks complete.  Never waits: a reply of several
+ * of MPI's fragments is received over as many passes as it takes (px->rx_on),
+ * so that a proxy that dies in the middle of one leaves its waiter free to
+ * see the death, where a blocking receive would wait for ever. */
 static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
 {
     if (px->local || px->dead)
         return;
     for (;;) {
+        if (px->rx_on) {
+            int done = 0;
+            if (MPI_Test(&px->rx_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                fail_locked(px, "receive failed");
+                return;
+            }
+            if (!done)
+                break;
+            px->rx_on = false;
+            dispatch(px, notes);
+            if (px->dead)
+                return;
+            continue;
+        }
         MPI_Message msg;
         MPI_Status st;
         int flag = 0, count = 0;
@@ -278,13 +303,11 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
             fail_locked(px, "reply too large");
             return;
         }
-        if (MPI_Mrecv(px->rx.buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        if (MPI_Imrecv(px->rx.buf, count, MPI_BYTE, &msg, &px->rx_req) != MPI_SUCCESS) {
             fail_locked(px, "receive failed");
             return;
         }
-        dispatch(px, notes);
-        if (px->dead)
-            return;
+        px->rx_on = true;
     }
     reap(px);
 }

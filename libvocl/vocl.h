@@ -122,6 +122,8 @@ struct vocl_proxy {
     struct vocl_pending pending;    /* under lock */
     struct vocl_waiter *waiters;    /* under lock */
     struct vocl_wr rx;              /* under lock: the message being received */
+    MPI_Request rx_req;             /* under lock: its receive, while rx_on */
+    bool rx_on;
     struct vocl_wr batch;           /* under lock: requests that wait to go as one (BATCH) */
     unsigned nbatch;                /* how many */
     struct exec_session *session;   /* in-process only */
@@ -714,8 +716,9 @@ void vocl_event_known_complete(struct vocl_obj *e);
 /* e is a non-blocking read's own event (struct vocl_event, lands). */
 void vocl_event_lands(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
-/* Under px->lock: everything posted to px is given up (reads not landed:
- * their tickets, in *inflight, *n, malloc'd, when inflight is not NULL). */
+/* Under px->lock: everything posted to px is given up, a reply cut short
+ * too (reads not landed: their tickets, in *inflight, *n, malloc'd, when
+ * inflight is not NULL). */
 void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t *n);
 /* Under px->lock, for a failover: n bytes sent to (or received from, into
  * dst, or into scratch when dst is NULL) px's rank on tag, pending with

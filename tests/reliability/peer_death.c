@@ -17,10 +17,12 @@
  * (its sessions end), prints PASS, then dies by SIGKILL: an application
  * killed at its very end.  The job must still end (vocl-run).
  *
- *   peer_death GATE DEAD_DEVICE --stream
+ *   peer_death GATE DEAD_DEVICE --stream | --replies
  * Does not stop at the gate: once GATE.ready.RANK is made it streams 4 MiB
  * writes and reads to DEAD_DEVICE until one fails (the test kills that
- * proxy meanwhile; at most 30 s), then goes on as above.  And it is an MPI
+ * proxy meanwhile; at most 30 s), then goes on as above.  --replies: the
+ * same with 60 KiB, whose reads come back inside their replies, each
+ * several of MPI's fragments.  And it is an MPI
  * program: it initialises MPI first, finalizes it when done with OpenCL,
  * then works on for 2 s (as one that writes its results would) before
  * its last line.
@@ -77,26 +79,26 @@ static cl_int round_on(struct dev *d, int seed)
     return rc;
 }
 
-/* Writes and reads of 4 MiB on d until one fails: its error (or CL_SUCCESS
- * after 30 s); *streamed: the bytes moved. */
-static cl_int stream_until_dead(struct dev *d, double *streamed)
+/* Writes and reads of n bytes (at most 4 MiB) on d until one fails: its
+ * error (or CL_SUCCESS after 30 s); *streamed: the bytes moved. */
+static cl_int stream_until_dead(struct dev *d, size_t n, double *streamed)
 {
     enum { BIG = 4 << 20 };
     static unsigned char data[BIG], back[BIG];
     cl_int rc;
-    cl_mem big = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, BIG, NULL, &rc);
+    cl_mem big = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, n, NULL, &rc);
     double until = now() + 30;
     for (int i = 0; rc == CL_SUCCESS && now() < until; i++) {
-        memset(data, i, BIG);
-        rc = clEnqueueWriteBuffer(d->q, big, CL_FALSE, 0, BIG, data, 0, NULL, NULL);
+        memset(data, i, n);
+        rc = clEnqueueWriteBuffer(d->q, big, CL_FALSE, 0, n, data, 0, NULL, NULL);
         if (rc == CL_SUCCESS)
-            rc = clEnqueueReadBuffer(d->q, big, CL_TRUE, 0, BIG, back, 0, NULL, NULL);
-        if (rc == CL_SUCCESS && memcmp(data, back, BIG)) {
+            rc = clEnqueueReadBuffer(d->q, big, CL_TRUE, 0, n, back, 0, NULL, NULL);
+        if (rc == CL_SUCCESS && memcmp(data, back, n)) {
             fprintf(stderr, "streamed data came back wrong\n");
             rc = CL_INVALID_VALUE;
         }
         if (rc == CL_SUCCESS)
-            *streamed += 2.0 * BIG;
+            *streamed += 2.0 * (double)n;
     }
     if (big)
         clReleaseMemObject(big);
@@ -105,10 +107,12 @@ static cl_int stream_until_dead(struct dev *d, double *streamed)
 
 int main(int argc, char **argv)
 {
-    bool stream = argc == 4 && !strcmp(argv[3], "--stream");
+    bool replies = argc == 4 && !strcmp(argv[3], "--replies");
+    bool stream = replies || (argc == 4 && !strcmp(argv[3], "--stream"));
     bool killed = argc == 4 && !strcmp(argv[3], "--killed-after-end");
     if (argc != 3 && !stream && !killed) {
-        fprintf(stderr, "usage: peer_death GATE DEAD_DEVICE [--stream | --killed-after-end]\n");
+        fprintf(stderr,
+                "usage: peer_death GATE DEAD_DEVICE [--stream | --replies | --killed-after-end]\n");
         return 2;
     }
     int provided = 0;
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
     cl_int rc;
     if (stream && dead >= 0) {
         double streamed = 0, t0 = now();
-        rc = stream_until_dead(&d[dead], &streamed);
+        rc = stream_until_dead(&d[dead], replies ? 60 << 10 : 4 << 20, &streamed);
         /* Once failed, a round there must fail (at once) below. */
         printf("streaming to device %d: error %d after %.0f MiB\n", dead, rc, streamed / 1048576);
         fprintf(stderr, "streamed for %.2f s\n", now() - t0);

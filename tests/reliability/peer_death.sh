@@ -17,6 +17,9 @@
 #     and reads to it (after a random 0.1-0.9 s): no crash, the program
 #     (here an MPI program, which works on for 2 s after MPI_Finalize)
 #     ends with its own status (0), and the job within 5 s of it.
+#   peer_death.sh VOCL_RUN PROGRAM replies
+#     as stream, with 60 KiB transfers: reads that come inside their
+#     replies, several of MPI's fragments each.
 set -uo pipefail
 vocl_run=$1 prog=$2 what=$3
 . "$(dirname "$0")/common.sh"
@@ -36,7 +39,7 @@ kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS... [-- PROGRAM-OPTION]
     await "$tmp/gate.ready.$gate" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
     victim=$(rank_pid "$victim_rank" "$name")
     [ -n "$victim" ] || { echo "peer_death: no rank $victim_rank ($name)" >&2; exit 1; }
-    [ "$what" = stream ] && sleep "0.$((RANDOM % 9 + 1))"
+    [ "$what" = stream ] || [ "$what" = replies ] && sleep "0.$((RANDOM % 9 + 1))"
     kill -9 "$victim"
     touch "$tmp/gate.go"
 }
@@ -48,11 +51,12 @@ proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
 # objects; rank 0 goes on, on every device.
 client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
 stream) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
+replies) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --replies ;;
 killed)
     VOCL_RUN_GRACE=2 "$vocl_run" -n 1 -d 1 -v -- "$prog" "$tmp/gate" -1 --killed-after-end \
         > "$tmp/out" 2> "$tmp/err" &
     job=$! ;;
-*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream|killed" >&2; exit 2 ;;
+*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream|replies|killed" >&2; exit 2 ;;
 esac
 
 # The job ends by itself: no wait outlives a dead peer.  Stream: within 5 s
@@ -60,7 +64,7 @@ esac
 await_job 30 || { cat "$tmp/out" "$tmp/err"; exit 1; }
 wait "$job"
 status=$?
-if [ "$what" = stream ]; then
+if [ "$what" = stream ] || [ "$what" = replies ]; then
     late=$(( $(date +%s) - $(stat -c %Y "$tmp/out") ))
     echo "job exit status: $status; the job ended ${late} s after the program's last line"
     [ "$status" -eq 0 ] || { echo "peer_death: the job did not end with the program's status (0)" >&2; fail=1; }
@@ -77,7 +81,7 @@ grep -v "info:" "$tmp/err" >&2
 
 expect "$tmp/out" '^PASS$' 1
 case "$what" in
-proxy | stream)
+proxy | stream | replies)
     expect "$tmp/err" 'proxy 1 \(rank 2\): its process is gone: it died' 1 ;;
 client)
     expect "$tmp/err" 'voclproxyd\[[23]\]: warning: client 1: session closed after it died' 2
