@@ -436,7 +436,7 @@ void vocl_failover_migrating(struct vocl_proxy *px, struct vocl_proxy *to)
         return;
     pthread_mutex_lock(&px->lock);
     uint64_t next = atomic_load(&px->next_id);
-    bool kept = !l->off;
+    bool kept = !l->off && !px->replaying; /* (not while a replay runs: it would end the hold) */
     if (kept) {
         l->mig_to = to;
         l->mig_thread = pthread_self();
