@@ -56,14 +56,6 @@ int vocl_xfer_send(struct vocl_call *c, const void *p, size_t n)
     return vocl_call_wait(c);
 }
 
-/* The most bytes a read's reply brings.  With failover, one fragment of
- * MPI's: a receive of a reply whose sender dies amid it never ends (the
- * application would hang), where a chunk's receive can be let go. */
-static size_t inline_in_max(const struct vocl_proxy *px)
-{
-    return px->flog ? VOCL_FAILOVER_INLINE_MAX : VOCL_INLINE_MAX;
-}
-
 /* Where the data of a read of n bytes to p goes (device to host).
  * Only a read with a reply can bring its data inside the reply. */
 struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
@@ -71,7 +63,7 @@ struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
     vocl_prof_bytes(n);
     if (c->px->local)
         return (struct vocl_data){.mode = VOCL_DATA_HOSTPTR, .arg = (uint64_t)(uintptr_t)p};
-    if (n <= inline_in_max(c->px) && !c->async)
+    if (n <= VOCL_INLINE_MAX && !c->async)
         return (struct vocl_data){.mode = VOCL_DATA_INLINE};
     return chunked(c, n);
 }
@@ -80,7 +72,7 @@ struct vocl_data vocl_xfer_in(struct vocl_call *c, void *p, size_t n)
  * first, straight into p; an async read leaves them pending. */
 int vocl_xfer_recv(struct vocl_call *c, void *p, size_t n)
 {
-    bool chunked = !c->px->local && (c->async || n > inline_in_max(c->px));
+    bool chunked = !c->px->local && (c->async || n > VOCL_INLINE_MAX);
     if (chunked && !c->err && vocl_xport_recv_data(c, p, n)) {
         vocl_call_error(c, CL_DEVICE_NOT_AVAILABLE);
         return -1;

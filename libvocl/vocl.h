@@ -628,9 +628,6 @@ void vocl_control_stop(void);
 
 /* --- failover (failover.c)
  * ------------------------------------------------------------------------ */
-/* The most bytes a read of a proxy with a failover log gets inside its
- * reply (memory.c): one fragment of MPI's (UCX's shared memory here). */
-#define VOCL_FAILOVER_INLINE_MAX (4u << 10)
 /* Reads VOCL_FAILOVER and VOCL_FAILOVER_LOG_MAX (vocl_init). */
 void vocl_failover_setup(void);
 /* px is a proxy whose requests are kept: starts its log (after HELLO). */
