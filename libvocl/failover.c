@@ -33,7 +33,9 @@
  * join the log, the migration's own calls fail) until the migration has
  * failed and released its doubles there; then the target becomes the
  * proxy, as any spare would.  The doubles' ids are far above the proxy's,
- * so the two never meet on the target.
+ * so the two never meet on the target.  Spares keep logs too: after a
+ * migration the target's holds what the migration made there, and the
+ * source's starts again empty.
  */
 #include "vocl.h"
 
@@ -94,7 +96,7 @@ void vocl_failover_setup(void)
 
 void vocl_failover_watch(struct vocl_proxy *px)
 {
-    if (!vocl.failover || px->local || px->spare)
+    if (!vocl.failover || px->local)
         return;
     px->flog = calloc(1, sizeof(*px->flog));
     if (!px->flog)
@@ -115,6 +117,18 @@ static void flog_off(struct vocl_proxy *px, const char *why)
     free(l->e);
     l->e = NULL;
     l->n = l->cap = l->bytes = 0;
+}
+
+/* The log starts again empty: px holds nothing of the application's (under
+ * lock; not while the replay runs). */
+static void flog_clear(struct vocl_proxy *px)
+{
+    struct vocl_flog *l = px->flog;
+    if (px->replaying)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->e[i]);
+    l->n = l->bytes = l->base = l->cursor = 0;
 }
 
 /* A new entry of n bytes at the log's end (NULL: none, the log is off). */
@@ -473,6 +487,8 @@ bool vocl_failover_migrated(struct vocl_proxy *px, struct vocl_proxy *to, bool m
     bool held = l->held[0];
     if (!held)
         l->mig_to = NULL;
+    if (!held && moved)
+        flog_clear(px); /* (its objects, and their history, are the target's now) */
     pthread_mutex_unlock(&px->lock);
     if (!held)
         return false;

@@ -31,7 +31,7 @@ want=$(kept "$tmp/plain")
 # status in $rc.
 run() {
     rm -f "$VOCL_CTL_DIR"/*.sock
-    timeout 100 "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
+    "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
     job=$!
     local victim
     [ -n "$(ctl_socket 30)" ] || fail "the application never made its first OpenCL call"
@@ -40,6 +40,7 @@ run() {
     [ -n "$victim" ] || fail "no proxy of rank 2"
     kill -0 "$job" 2>/dev/null || fail "the application ended before the kill: give it more work"
     kill -9 "$victim"
+    await_job 90 || fail "the job did not end"
     wait "$job"
     rc=$?
 }

@@ -24,12 +24,25 @@ await() { # FILE SECONDS
     return 1
 }
 
-# Waits at most SECONDS for the job to end by itself; fails if it does not.
+# The stacks of the job's processes' threads, on stderr (where gdb is): what
+# a job that a test gives up on was waiting for.
+job_stacks() {
+    command -v gdb >/dev/null || return 0
+    local p
+    for p in $(descendants "$job"); do
+        echo "--- process $p: $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-160)"
+        timeout 20 gdb -p "$p" -batch -ex 'thread apply all bt 16' 2>/dev/null | grep -E '^(Thread|#)'
+    done >&2
+}
+
+# Waits at most SECONDS for the job to end by itself; fails if it does not
+# (with the job's stacks).
 await_job() { # SECONDS
     local i
     for ((i = 0; i < $1 * 10; i++)); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$job" 2>/dev/null; then
-        echo "$(basename "$0"): the job still runs after $1 s" >&2
+        echo "$(basename "$0"): the job still runs after $1 s; its stacks:" >&2
+        job_stacks
         return 1
     fi
 }
