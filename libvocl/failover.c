@@ -338,12 +338,19 @@ static void *replay(void *arg)
     }
 }
 
+/* Whether px's session could go on on s: alive, with as many devices and
+ * the same chunk size. */
+static bool alike(const struct vocl_proxy *s, const struct vocl_proxy *px)
+{
+    return !atomic_load(&s->dead) && s->ndev == px->ndev && s->chunk == px->chunk;
+}
+
 /* The spare px's session can go on on (under px->lock): unused, alive, alike. */
 static struct vocl_proxy *pick_spare(const struct vocl_proxy *px)
 {
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *s = vocl.proxies[i];
-        if (!s->spare || s->dead || s->ndev != px->ndev || s->chunk != px->chunk)
+        if (!s->spare || !alike(s, px))
             continue;
         bool no = false;
         if (atomic_compare_exchange_strong(&s->used, &no, true))
@@ -503,7 +510,7 @@ bool vocl_failover_migrated(struct vocl_proxy *px, struct vocl_proxy *to, bool m
     l->mig_to = NULL;
     px->replaying = false;
     struct vocl_proxy *s = NULL;
-    if (ready && !atomic_load(&to->dead) && to->ndev == px->ndev && to->chunk == px->chunk)
+    if (ready && alike(to, px))
         s = to;
     else if (!moved)
         s = pick_spare(px);

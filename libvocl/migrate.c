@@ -646,6 +646,7 @@ static int copy_contents(struct mig *m)
     uint64_t *evs = calloc(m->n + 1, sizeof(*evs));
     cl_uint nev = 0;
     cl_int err = evs ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+    bool logged = vocl_failover_kept(m->from); /* (its log stays whole: through here) */
     for (size_t i = 0; i < m->n && err == CL_SUCCESS; i++) {
         struct vocl_obj *o = m->objs[i];
         const struct vocl_mem *mm = vocl_as_mem(o);
@@ -657,7 +658,7 @@ static int copy_contents(struct mig *m)
         /* Unmerged writes of several devices are merged by a read first;
          * images go through this process. */
         if (!mm->mem_type && !(o->reps && (mm->twinned & bit)) && !(m->from->shm && m->to->shm) &&
-            !vocl_failover_kept(m->from) &&
+            !logged &&
             vocl_copy_across(m->from, m->old_id[i], m->to, m->twin[i]->id, &evs[nev]) !=
                 CL_INVALID_OPERATION) {
             nev++;
