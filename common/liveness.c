@@ -24,6 +24,10 @@
 #define DEFAULT_TIMEOUT_S 3.0
 /* A ping this old to a peer of this node: its process is looked up. */
 #define LOOKUP_NS (5 * POLL_NS)
+/* A peer of this node whose process lives but that has answered no ping
+ * for this many timeouts is named in a warning (once a ping): it is still
+ * taken for alive, but a wait on it may never end (liveness.h). */
+#define SILENT_TIMEOUTS 10
 
 /* Where a rank runs: the same node key (kernel boot and PID namespace)
  * means its pid names its process here. */
@@ -48,6 +52,7 @@ static struct {
     pthread_mutex_t links_lock;
     _Atomic uint64_t *heard; /* per peer: when its last pong came */
     _Atomic uint64_t *asked; /* per peer: the ping it has not answered; 0: none */
+    _Atomic uint64_t *warned; /* per peer: the ping its silence was warned of */
     uint64_t timeout_ns;
     _Atomic uint64_t looked; /* every pong that came by then is taken */
     struct where *where;     /* per peer */
@@ -123,10 +128,20 @@ static int take(int tag)
     return peer;
 }
 
+/* How a peer is named in a message: a rank of the job, or a link. */
+static const char *kind_of(int peer)
+{
+    return peer < live.size ? "rank" : "link";
+}
+
 static void heard_from(int peer)
 {
-    atomic_store(&live.heard[peer], vocl_now_ns());
-    atomic_store(&live.asked[peer], 0);
+    uint64_t now = vocl_now_ns();
+    atomic_store(&live.heard[peer], now);
+    uint64_t asked = atomic_exchange(&live.asked[peer], 0);
+    if (asked && atomic_exchange(&live.warned[peer], 0) == asked)
+        vocl_warn("%s %d of this node answers again, after %.0f s", kind_of(peer),
+                  peer < live.size ? peer : peer - live.size, (double)(now - asked) / 1e9);
 }
 
 /* Takes the pongs that came; whether there was any. */
@@ -236,7 +251,8 @@ int vocl_live_start(MPI_Comm comm)
     live.where = calloc((size_t)npeers(), sizeof(*live.where));
     live.heard = calloc((size_t)npeers(), sizeof(*live.heard));
     live.asked = calloc((size_t)npeers(), sizeof(*live.asked));
-    if (!live.where || !live.heard || !live.asked)
+    live.warned = calloc((size_t)npeers(), sizeof(*live.warned));
+    if (!live.where || !live.heard || !live.asked || !live.warned)
         goto fail;
     /* Every rank of the job calls this on the same communicator, right
      * after making it: a collective is safe here. */
@@ -254,9 +270,10 @@ fail:
     free(live.where);
     free(live.heard);
     free(live.asked);
+    free(live.warned);
     free(live.links);
     live.where = NULL;
-    live.heard = live.asked = NULL;
+    live.heard = live.asked = live.warned = NULL;
     live.links = NULL;
     vocl_warn("no liveness thread: a peer that dies will not be noticed");
     return -1;
@@ -325,6 +342,7 @@ int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base
             live.where[peer] = far.where;
             atomic_store(&live.heard[peer], vocl_now_ns());
             atomic_store(&live.asked[peer], 0);
+            atomic_store(&live.warned[peer], 0);
             live.links[i] = inter;
             if (i >= live.nlinks)
                 live.nlinks = i + 1;
@@ -385,6 +403,22 @@ void vocl_live_begin(struct vocl_live *w, int rank)
     w->since = vocl_now_ns();
 }
 
+/* A peer of this node, alive but silent since the ping asked: warned of
+ * once that ping is SILENT_TIMEOUTS timeouts old. */
+static void silent_too_long(int peer, int64_t pid, uint64_t asked, uint64_t now)
+{
+    uint64_t none = 0;
+    if (now - asked < SILENT_TIMEOUTS * live.timeout_ns ||
+        !atomic_compare_exchange_strong(&live.warned[peer], &none, asked))
+        return;
+    vocl_warn("%s %d of this node (pid %lld) has answered no ping for %.0f s though its "
+              "process lives: it is stopped or starved, or MPI's path from it is blocked (with "
+              "UCX's shared memory, a rank of this node killed amid a send can do that: man "
+              "libvocl, BUGS); still waiting for it",
+              kind_of(peer), peer < live.size ? peer : peer - live.size, (long long)pid,
+              (double)(now - asked) / 1e9);
+}
+
 bool vocl_live_ok(struct vocl_live *w)
 {
     if (!live.running || w->rank < 0 || w->rank >= npeers())
@@ -406,8 +440,14 @@ bool vocl_live_ok(struct vocl_live *w)
     /* A peer of this node is dead when its process is gone, whatever the
      * time: a starved process is slow, not dead. */
     int64_t pid = pid_on_this_node(w->rank);
-    if (pid)
-        return now - asked < LOOKUP_NS || !process_gone(pid);
+    if (pid) {
+        if (now - asked < LOOKUP_NS)
+            return true;
+        if (process_gone(pid))
+            return false;
+        silent_too_long(w->rank, pid, asked, now);
+        return true;
+    }
     /* Elsewhere, dead once this process looked for the pong a whole timeout
      * after the ping and found none: a liveness thread of ours that got no
      * CPU (a loaded node, a sanitizer) is no silence of the peer's. */

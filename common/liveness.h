@@ -8,7 +8,9 @@
  * vocl_live_ok: once the peer has been silent for VOCL_LIVE_PING_NS, it is
  * pinged.  A peer on this node (the same kernel and PID namespace: the
  * ranks tell each other their pids at start) is dead when a ping is
- * unanswered and its process is gone: a starved peer is slow, not dead.
+ * unanswered and its process is gone: a starved peer is slow, not dead
+ * (silent for 10 timeouts, it is named in a warning: that wait may never
+ * end).
  * A peer elsewhere is dead when a ping is unanswered for the timeout
  * (VOCL_PEER_TIMEOUT seconds, default 3, counted until this process's own
  * thread looked for the answer: a starved process does not take its peers

@@ -20,6 +20,12 @@
 #   peer_death.sh VOCL_RUN PROGRAM replies
 #     as stream, with 60 KiB transfers: reads that come inside their
 #     replies, several of MPI's fragments each.
+#   peer_death.sh VOCL_RUN PROGRAM stopped
+#     the proxy of the last device is stopped (SIGSTOP), not killed: a
+#     proxy of this node whose process lives is never taken for dead, but
+#     after 10 timeouts of silence (VOCL_PEER_TIMEOUT=0.5: 5 s) the
+#     application names it in a warning; continued (SIGCONT), it answers
+#     again and every device verifies.
 set -uo pipefail
 vocl_run=$1 prog=$2 what=$3
 . "$(dirname "$0")/common.sh"
@@ -52,11 +58,24 @@ proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
 client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
 stream) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
 replies) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --replies ;;
+stopped)
+    VOCL_PEER_TIMEOUT=0.5 "$vocl_run" -n 2 -d 1 -v -- "$prog" "$tmp/gate" -1 > "$tmp/out" 2> "$tmp/err" &
+    job=$!
+    await "$tmp/gate.ready.0" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
+    victim=$(rank_pid 2 voclproxyd)
+    [ -n "$victim" ] || { echo "peer_death: no rank 2 (voclproxyd)" >&2; exit 1; }
+    kill -STOP "$victim"
+    touch "$tmp/gate.go"
+    for ((i = 0; i < 300; i++)); do
+        grep -q 'rank 2 of this node .* has answered no ping' "$tmp/err" && break
+        sleep 0.1
+    done
+    kill -CONT "$victim" ;;
 killed)
     VOCL_RUN_GRACE=2 "$vocl_run" -n 1 -d 1 -v -- "$prog" "$tmp/gate" -1 --killed-after-end \
         > "$tmp/out" 2> "$tmp/err" &
     job=$! ;;
-*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream|replies|killed" >&2; exit 2 ;;
+*) echo "usage: peer_death.sh VOCL_RUN PROGRAM proxy|client|stream|replies|stopped|killed" >&2; exit 2 ;;
 esac
 
 # The job ends by itself: no wait outlives a dead peer.  Stream: within 5 s
@@ -89,5 +108,10 @@ client)
     # each proxy holds nothing.
     expect "$tmp/err" 'session of rank 1: ended; released [1-9][0-9]* objects \([1-9][0-9]* bytes' 2
     expect "$tmp/err" 'session of rank 0: ended; .* the proxy holds 0 objects \(0 bytes\)' 2 ;;
+stopped)
+    expect "$tmp/err" 'libvocl: warning: rank 2 of this node \(pid [0-9]+\) has answered no ping for [0-9]+ s though its process lives' 1
+    expect "$tmp/err" 'libvocl: warning: rank 2 of this node answers again' 1
+    expect "$tmp/out" '^other devices: [0-9]+ rounds, verified$' 1
+    [ "$(grep -c 'died' "$tmp/err")" -eq 0 ] || { echo "peer_death: a stopped proxy was taken for dead" >&2; fail=1; } ;;
 esac
 exit $fail
