@@ -129,9 +129,13 @@ static int take(int tag)
 }
 
 /* How a peer is named in a message: a rank of the job, or a link. */
-static const char *kind_of(int peer)
+static const char *peer_name(int peer, char name[32])
 {
-    return peer < live.size ? "rank" : "link";
+    if (peer < live.size)
+        snprintf(name, 32, "rank %d", peer);
+    else
+        snprintf(name, 32, "link %d", peer - live.size);
+    return name;
 }
 
 static void heard_from(int peer)
@@ -139,9 +143,10 @@ static void heard_from(int peer)
     uint64_t now = vocl_now_ns();
     atomic_store(&live.heard[peer], now);
     uint64_t asked = atomic_exchange(&live.asked[peer], 0);
+    char name[32];
     if (asked && atomic_exchange(&live.warned[peer], 0) == asked)
-        vocl_warn("%s %d of this node answers again, after %.0f s", kind_of(peer),
-                  peer < live.size ? peer : peer - live.size, (double)(now - asked) / 1e9);
+        vocl_warn("%s of this node answers again, after %.0f s", peer_name(peer, name),
+                  (double)(now - asked) / 1e9);
 }
 
 /* Takes the pongs that came; whether there was any. */
@@ -411,12 +416,12 @@ static void silent_too_long(int peer, int64_t pid, uint64_t asked, uint64_t now)
     if (now - asked < SILENT_TIMEOUTS * live.timeout_ns ||
         !atomic_compare_exchange_strong(&live.warned[peer], &none, asked))
         return;
-    vocl_warn("%s %d of this node (pid %lld) has answered no ping for %.0f s though its "
-              "process lives: it is stopped or starved, or MPI's path from it is blocked (with "
-              "UCX's shared memory, a rank of this node killed amid a send can do that: man "
-              "libvocl, BUGS); still waiting for it",
-              kind_of(peer), peer < live.size ? peer : peer - live.size, (long long)pid,
-              (double)(now - asked) / 1e9);
+    char name[32];
+    vocl_warn("%s of this node (pid %lld) has answered no ping for %.0f s though its process "
+              "lives: it is stopped or starved, or MPI's path from it is blocked (with UCX's "
+              "shared memory, a rank of this node killed amid a send can do that: man libvocl, "
+              "BUGS); still waiting for it",
+              peer_name(peer, name), (long long)pid, (double)(now - asked) / 1e9);
 }
 
 bool vocl_live_ok(struct vocl_live *w)
