@@ -33,11 +33,11 @@ tmp=$(mktemp -d)
 trap 'kill -9 $(descendants $$) 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # Runs the program under vocl-run (options OPTS), waits until application
-# rank GATE is at its gate, kills rank VICTIM (a process named NAME) and
-# opens the gate.
-kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS... [-- PROGRAM-OPTION]
-    local gate=$1 victim_rank=$2 name=$3 dead=$4 victim opts=()
-    shift 4
+# rank GATE is at its gate, sends SIGNAL to rank VICTIM (a process named
+# NAME; its pid left in $victim) and opens the gate.
+signal_at_gate() { # SIGNAL GATE VICTIM NAME DEAD_DEVICE OPTS... [-- PROGRAM-OPTION]
+    local sig=$1 gate=$2 victim_rank=$3 name=$4 dead=$5 opts=()
+    shift 5
     while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     "$vocl_run" "${opts[@]}" -v -- "$prog" "$tmp/gate" "$dead" "$@" > "$tmp/out" 2> "$tmp/err" &
@@ -46,26 +46,20 @@ kill_at_gate() { # GATE VICTIM NAME DEAD_DEVICE OPTS... [-- PROGRAM-OPTION]
     victim=$(rank_pid "$victim_rank" "$name")
     [ -n "$victim" ] || { echo "peer_death: no rank $victim_rank ($name)" >&2; exit 1; }
     [ "$what" = stream ] || [ "$what" = replies ] && sleep "0.$((RANDOM % 9 + 1))"
-    kill -9 "$victim"
+    kill -"$sig" "$victim"
     touch "$tmp/gate.go"
 }
 
 case "$what" in
 # Rank 0 runs the program; ranks 1 and 2 are the proxies of devices 0 and 1.
-proxy) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 ;;
+proxy) signal_at_gate KILL 0 2 voclproxyd 1 -n 2 -d 1 ;;
 # Ranks 0 and 1 run the program; rank 1 is killed at its gate, holding its
 # objects; rank 0 goes on, on every device.
-client) kill_at_gate 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
-stream) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
-replies) kill_at_gate 0 2 voclproxyd 1 -n 2 -d 1 -- --replies ;;
+client) signal_at_gate KILL 1 1 peer_death -1 -a 2 -n 2 -d 1 ;;
+stream) signal_at_gate KILL 0 2 voclproxyd 1 -n 2 -d 1 -- --stream ;;
+replies) signal_at_gate KILL 0 2 voclproxyd 1 -n 2 -d 1 -- --replies ;;
 stopped)
-    VOCL_PEER_TIMEOUT=0.5 "$vocl_run" -n 2 -d 1 -v -- "$prog" "$tmp/gate" -1 > "$tmp/out" 2> "$tmp/err" &
-    job=$!
-    await "$tmp/gate.ready.0" 60 || { cat "$tmp/out" "$tmp/err"; exit 1; }
-    victim=$(rank_pid 2 voclproxyd)
-    [ -n "$victim" ] || { echo "peer_death: no rank 2 (voclproxyd)" >&2; exit 1; }
-    kill -STOP "$victim"
-    touch "$tmp/gate.go"
+    VOCL_PEER_TIMEOUT=0.5 signal_at_gate STOP 0 2 voclproxyd -1 -n 2 -d 1
     for ((i = 0; i < 300; i++)); do
         grep -q 'rank 2 of this node .* has answered no ping' "$tmp/err" && break
         sleep 0.1
