@@ -74,7 +74,8 @@ static void sleep_s(double s)
 
 /* --- the tenants --------------------------------------------------------------------------- */
 
-static char path_buf[4096];
+/* One per thread: tenant B's thread and tenant A's main thread both ask. */
+static _Thread_local char path_buf[4096];
 
 static const char *path(const char *dir, const char *name)
 {
