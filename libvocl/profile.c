@@ -151,6 +151,10 @@ void vocl_prof_shared(size_t n)
 
 /* --- the trace ------------------------------------------------------------------------------------ */
 
+/* The trace's process id of daemon i (VOCL_PROXIES' i-th name); a job's
+ * ranks are their MPI ranks. */
+#define TRACE_DAEMON_PID 1000000
+
 /* A proxy's events (protocol.h, TRACE). */
 static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
 {
@@ -165,9 +169,17 @@ static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
     if (answered) {
         struct vocl_msg_TRACE_rep rep;
         const char *why = vocl_dec_TRACE_rep(&c.r, &rep);
-        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
-                   "\"args\":{\"name\":\"voclproxyd rank %d\"}}",
-                *first ? "" : ",\n", px->rank, px->rank);
+        /* A daemon's rank is its own world's (0, as the application's may
+         * be): it is told apart by the proxy's index. */
+        int pid = px->name ? TRACE_DAEMON_PID + px->index : px->rank;
+        if (px->name)
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                       "\"args\":{\"name\":\"voclproxyd %s\"}}",
+                    *first ? "" : ",\n", pid, px->name);
+        else
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                       "\"args\":{\"name\":\"voclproxyd rank %d\"}}",
+                    *first ? "" : ",\n", pid, px->rank);
         *first = false;
         struct vocl_rd it;
         struct vocl_rec_trace_event e;
@@ -175,7 +187,7 @@ static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
         while (!why && vocl_next_trace_event(&it, &e))
             fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,"
                        "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
-                    e.thread ? "send chunk" : vocl_op_name(e.op), px->rank, (unsigned)e.thread,
+                    e.thread ? "send chunk" : vocl_op_name(e.op), pid, (unsigned)e.thread,
                     e.start * 1e-3, e.dur * 1e-3, (unsigned long long)e.bytes);
     }
     vocl_call_end(&c);

@@ -528,6 +528,15 @@ bench)
     grep -E 'first call, connecting to 4 daemons +\| +[0-9.]+ [mu]?s +\| +[0-9.]+ [mu]?s' \
         "$tmp/bench.out" || fail "no connect row: $(cat "$tmp/bench.out")"
     grep -E '^read 4 B, blocking' "$tmp/bench.out" || fail "no round trip row"
+    # --breakdown in daemon mode: the trace tells the daemon from the
+    # application (both are rank 0 of their worlds), so each part of the
+    # read has its figure.
+    "$hostile" --daemons 1 --breakdown --rounds 1 --quick >"$tmp/breakdown.out" 2>&1 ||
+        fail "vocl-bench --daemons 1 --breakdown: $(tail -20 "$tmp/breakdown.out")"
+    for part in "client: checks" "to the proxy" "proxy: decoding" "back: the reply"; do
+        grep -E "^$part.*\| +[0-9.]+ us +\|" "$tmp/breakdown.out" ||
+            fail "no figure for '$part': $(cat "$tmp/breakdown.out")"
+    done
     ;;
 stopped)
     # Two tenants of one daemon: vocl-bench-tenants' roles (its path in
