@@ -172,14 +172,14 @@ static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
         /* A daemon's rank is its own world's (0, as the application's may
          * be): it is told apart by the proxy's index. */
         int pid = px->name ? TRACE_DAEMON_PID + px->index : px->rank;
+        char name[96];
         if (px->name)
-            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
-                       "\"args\":{\"name\":\"voclproxyd %s\"}}",
-                    *first ? "" : ",\n", pid, px->name);
+            snprintf(name, sizeof(name), "voclproxyd %s", px->name);
         else
-            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
-                       "\"args\":{\"name\":\"voclproxyd rank %d\"}}",
-                    *first ? "" : ",\n", pid, px->rank);
+            snprintf(name, sizeof(name), "voclproxyd rank %d", px->rank);
+        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                   "\"args\":{\"name\":\"%s\"}}",
+                *first ? "" : ",\n", pid, name);
         *first = false;
         struct vocl_rd it;
         struct vocl_rec_trace_event e;
