@@ -182,6 +182,34 @@ overlap)
              "(sessions objects bytes); threads $3 after the first round, $(threads "$2") after the rest"
         [ "$(threads "$2")" -le "$3" ] || fail "daemon $1: threads $3 -> $(threads "$2")"
     done
+    # A user's file of proxies, as the README shows it: no VOCL_PROXIES and
+    # no VOCL_NAME_SERVER, the name server named in ~/.vocl/proxies; then
+    # VOCL_PROXIES_FILE before it (the name server from the environment);
+    # a file that names none is an error.
+    mkdir -p "$HOME/.vocl"
+    printf '# the GPU nodes\nname-server %s\n\nb   # one device\na\n' "$VOCL_NAME_SERVER" \
+        >"$HOME/.vocl/proxies"
+    printf 'a\n' >"$tmp/only-a"
+    printf '# nothing here\n' >"$tmp/none"
+    before_a=$(clients a) before_b=$(clients b)
+    env -u VOCL_NAME_SERVER LD_PRELOAD="$lib" clinfo -l >"$tmp/from-home" 2>&1 ||
+        fail "proxies from ~/.vocl/proxies: $(cat "$tmp/from-home")"
+    [ "$(grep -c 'Device #' "$tmp/from-home")" -eq 3 ] ||
+        fail "~/.vocl/proxies (b, a) should give 3 devices: $(cat "$tmp/from-home")"
+    VOCL_PROXIES_FILE="$tmp/only-a" LD_PRELOAD="$lib" "$examples/gemm" -n 64 -r 1 \
+        >"$tmp/from-file" 2>&1 ||
+        fail "VOCL_PROXIES_FILE: $(tail -3 "$tmp/from-file")"
+    verified "$tmp/from-file" "VOCL_PROXIES_FILE"
+    grep -q 'devices=2' "$tmp/from-file" || fail "VOCL_PROXIES_FILE (a): $(grep RESULT "$tmp/from-file")"
+    [ "$(clients a)" -eq $((before_a + 2)) ] && [ "$(clients b)" -eq $((before_b + 1)) ] ||
+        fail "the files' clients did not reach the daemons named"
+    if VOCL_PROXIES_FILE="$tmp/none" LD_PRELOAD="$lib" "$examples/gemm" -n 64 -r 1 \
+        >"$tmp/from-none" 2>&1; then
+        fail "a file that names no proxy ran: $(tail -3 "$tmp/from-none")"
+    fi
+    grep -q "$tmp/none names no proxy" "$tmp/from-none" ||
+        fail "a file that names no proxy: $(tail -3 "$tmp/from-none")"
+    echo "proxies from ~/.vocl/proxies (name server in it) and VOCL_PROXIES_FILE: served"
     ;;
 spanning)
     # One context over the devices of several daemons: what goes between
