@@ -28,7 +28,7 @@ for u in $units; do
     esac
     echo "$u: runs $exe, settings in $conf"
 done
-for f in voclproxyd vocl-run libvocl.so voclproxyd.8 libvocl.7; do
+for f in voclproxyd vocl-run libvocl.so voclproxyd.8 libvocl.7 ucx-force-close.so; do
     [ -n "$(find "$dest" -name "$f*" -print -quit)" ] || fail "$f not installed"
 done
 
