@@ -177,6 +177,9 @@ static void write_proxy_events(FILE *f, struct vocl_proxy *px, bool *first)
             snprintf(name, sizeof(name), "voclproxyd %s", px->name);
         else
             snprintf(name, sizeof(name), "voclproxyd rank %d", px->rank);
+        for (char *ch = name; *ch; ch++) /* (a user's name, inside a JSON string) */
+            if (*ch == '"' || *ch == '\\' || (unsigned char)*ch < ' ')
+                *ch = '_';
         fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
                    "\"args\":{\"name\":\"%s\"}}",
                 *first ? "" : ",\n", pid, name);
