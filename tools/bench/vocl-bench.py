@@ -785,6 +785,17 @@ def daemon_main(a, worker):
             runs = [native, one, every]
             for run in runs:
                 run_worker(run, a.timeout)
+            # Raw MPI between two programs started alone, as a client and
+            # its daemon meet: the yardstick of daemon mode's round trip.
+            pingpong = a.pingpong or find_first(PINGPONG_CANDIDATES)
+            mpi = None
+            if pingpong:
+                penv = dict(env, OMPI_MCA_pmix_server_uri="file:" + env["VOCL_NAME_SERVER"])
+                mpi = Run("raw MPI", [pingpong, "--connect", "vocl-bench-pingpong",
+                                      "--sizes", "4K"], penv)
+                mpi.peer = [pingpong, "--accept", "vocl-bench-pingpong", "--sizes", "4K"]
+                run_with_peer(mpi, tmp, a.timeout)
+                runs.append(mpi)
         finally:
             stop_all(procs)
         one.proxy_rss_kib = read_proxy_rusage(os.path.join(tmp, "rusage"))
@@ -793,6 +804,16 @@ def daemon_main(a, worker):
           "(daemon mode; the application alone under LD_PRELOAD, no mpiexec)"
           % (PROG, VERSION, device))
     rows = build_rows(native, one, None)
+    # Daemon mode's round-trip target is raw MPI's (two programs over TCP,
+    # not one job's shared memory) + 10 us where the device allows: the
+    # device's own read (the native row) comes out.
+    rtt = value_of(mpi, ("lat", "rtt4", "4"))
+    for row in rows:
+        if row.metric == "read 4 B, blocking" and row.native is not None and row.vocl is not None:
+            row.target = "<= MPI (%s) + %d us, less native" % (
+                fmt_value(rtt, "s") if rtt else "?", round(CLUSTER_LAT_EXTRA * 1e6))
+            row.verdict = verdict(row.vocl - row.native - rtt <= CLUSTER_LAT_EXTRA) \
+                if rtt else "n/a (no mpi-pingpong run)"
     first = ("call", "clGetPlatformIDs", "first")
     rows.insert(0, Row("call", "first call, connecting to %d daemons" % a.daemons, "first", "s",
                        value_of(native, first), value_of(every, first), None,
