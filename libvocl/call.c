@@ -202,9 +202,13 @@ int vocl_call_start(struct vocl_call *c, unsigned op)
      * until now (coherence.c: which writes a command may depend on). */
     if (c->queue && c->wl_n)
         atomic_store(&vocl_as_queue(c->queue)->ordered_at, vocl_tick());
-    /* A shared buffer's transfer needs its queue drained (memory.c). */
+    /* A shared buffer's transfer needs its queue drained (memory.c), and
+     * a clFinish may be answered here only if nothing was sent since the
+     * last one (vocl_hook_clFinish). */
+    uint64_t tick = vocl_tick();
     if (c->queue)
-        atomic_store(&vocl_as_queue(c->queue)->enqueued_at, vocl_tick());
+        atomic_store(&vocl_as_queue(c->queue)->enqueued_at, tick);
+    atomic_store(&c->px->called_at, tick);
     /* Calls that may tell the host that commands ended. */
     if (c->sync || op == VOCL_OP_clWaitForEvents || op == VOCL_OP_clGetEventInfo ||
         op == VOCL_OP_clGetEventProfilingInfo) {
@@ -387,6 +391,25 @@ int vocl_call_wait(struct vocl_call *c)
     if (c->op == VOCL_OP_clFinish || c->op == VOCL_OP_clWaitForEvents)
         vocl_output_write();
     return c->err != CL_SUCCESS;
+}
+
+/* clFinish of a queue that was named in no call, and whose proxy was sent
+ * no request, since its last clFinish returned: nothing can be pending on
+ * it, nor any deferred error of its proxy, so it returns at once, without
+ * a round trip (libvocl(7), DEFERRED ERRORS).  A transfer of a shared
+ * buffer is done by then (memory.c). */
+int vocl_hook_clFinish(cl_command_queue command_queue, cl_int *ret)
+{
+    struct vocl_obj *q = vocl_lookup(command_queue, VOCL_T_QUEUE);
+    if (!q || !q->px || q->px->local || atomic_load(&q->px->dead) || vocl.failover)
+        return 0; /* (with failover, a replay may be under way: asked as before) */
+    uint64_t done = atomic_load(&vocl_as_queue(q)->finished_at);
+    if (!done || atomic_load(&vocl_as_queue(q)->enqueued_at) >= done ||
+        atomic_load(&q->px->called_at) >= done)
+        return 0;
+    atomic_store(&vocl.synced_at, vocl_tick()); /* (as a clFinish sent would) */
+    *ret = CL_SUCCESS;
+    return 1;
 }
 
 int vocl_call_post_only(struct vocl_call *c)

@@ -109,6 +109,7 @@ struct vocl_proxy {
     bool local; /* in-process executor (local passthrough) */
     bool spare; /* VOCL_SPARE: its devices are listed by none, a migration's target */
     atomic_bool dead; /* the transport failed: every call fails fast */
+    atomic_uint_fast64_t called_at; /* when the last call sent to it began (vocl_tick) */
     /* Posting a request (its seq, message and chunks), the waiters, the
      * pending chunks and one pass of progress; never held while waiting. */
     pthread_mutex_t lock;

@@ -13,6 +13,9 @@
  *    proxy when the launch returns, and reaches it within 5 s with no call
  *    of the application's (VOCL_BATCH_US); with HELD 0 it reaches it within
  *    5 s too.  Then clFinish, and the sums again.
+ * 3. clFinish of a queue on which nothing was done since its last one
+ *    sends nothing; after a request to its proxy (a buffer made) it does,
+ *    since that request's error would be deferred to it.
  * Exits 1 with a message when not.
  */
 #include <CL/cl.h>
@@ -116,6 +119,24 @@ int main(int argc, char **argv)
         FAIL("the launch never reached the proxy");
     CHECK(clFinish(q));
     check_sums(q, buf, sum + 1);
+
+    CHECK(clFinish(q)); /* (check_sums read through q: this one goes) */
+    before = recorded();
+    for (int i = 0; i < 10; i++)
+        CHECK(clFinish(q));
+    int idle = recorded() - before;
+    cl_mem other = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &rc);
+    CHECK(rc);
+    before = recorded();
+    CHECK(clFinish(q));
+    int after_create = recorded() - before;
+    printf("batch: 10 clFinish of an idle queue: %d messages; after a buffer made: %d\n", idle,
+           after_create);
+    if (idle != 0)
+        FAIL("clFinish of an idle queue sent %d messages", idle);
+    if (after_create == 0)
+        FAIL("clFinish after a request to its proxy sent nothing");
+    CHECK(clReleaseMemObject(other));
 
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseMemObject(buf));

@@ -5,7 +5,8 @@
 #      messages; a launch with nothing after it waits in its batch, and the
 #      flusher sends it (VOCL_BATCH_US=1000000: after a second);
 #   2. VOCL_BATCH=10: in 11 messages (10 full batches, then the clFinish);
-#   3. VOCL_BATCH=0 (no batching): in 101 messages, each request at once.
+#   3. VOCL_BATCH=0 (no batching): in 101 messages, each request at once;
+#   and in each, clFinish of an idle queue sends nothing (batch.c, 3).
 #   batch.sh VOCL_RUN BATCH_PROGRAM
 set -euo pipefail
 vocl_run=$1 prog=$2
