@@ -4,7 +4,9 @@
  * (SIGUSR1); job mode (the clients are ranks of the job) and connect mode
  * (clients accepted on an MPI port, with a token).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <pthread.h>
@@ -712,6 +714,27 @@ static void publish(struct acceptor *a, const char *name)
     vocl_info("published as %s", a->service);
 }
 
+/* port into path, whole or not at all: written beside it and renamed, so
+ * a client never reads half a port.  0, or -1 with a message. */
+static int write_port_file(const char *path, const char *port)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp)) {
+        vocl_error("--port-file %.40s...: path too long", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fprintf(f, "%s\n", port) > 0;
+    if (f && fclose(f))
+        ok = false;
+    if (!ok || rename(tmp, path)) {
+        vocl_error("--port-file %s: cannot write it (%s)", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 /* The name this proxy goes by: --name, else the host's. */
 /*
  * vocl-ctl's requests (common/ctlsock.h, proxy-NAME.sock): "drain" refuses
@@ -796,13 +819,9 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
             return 1;
         }
         vocl_info("worker: waiting for its client on %s", a.port);
-    } else if (o->port_file) {
-        FILE *f = fopen(o->port_file, "w");
-        if (!f || fprintf(f, "%s\n", a.port) < 0 || fclose(f)) {
-            vocl_error("cannot write %s", o->port_file);
-            MPI_Close_port(a.port);
-            return 1;
-        }
+    } else if (o->port_file && write_port_file(o->port_file, a.port)) {
+        MPI_Close_port(a.port);
+        return 1;
     }
     char host[256];
     if (!sv.worker) {

@@ -10,7 +10,8 @@
 # (vocl-bench-tenants' two roles, given there too), midchunk
 # (vocl-bench-worker, there too), isolate (crasher, there too), drain or
 # balance (vocl-ctl, there too), spanning (contexts over devices of several
-# daemons: tests/integration's programs, their directory there).
+# daemons: tests/integration's programs, their directory there), ports
+# (port files and vocl-smi --watch: VOCL-SMI in HOSTILE's place).
 # Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
@@ -210,6 +211,91 @@ overlap)
     grep -q "$tmp/none names no proxy" "$tmp/from-none" ||
         fail "a file that names no proxy: $(tail -3 "$tmp/from-none")"
     echo "proxies from ~/.vocl/proxies (name server in it) and VOCL_PROXIES_FILE: served"
+    ;;
+ports)
+    # A daemon found by its port file (a name with a '/'), as with no name
+    # service reachable from the client; then vocl-smi --watch over it; a
+    # stopped daemon's port file is removed.
+    smi=$hostile
+    mkdir -p "$tmp/run"
+    start_daemon c 2 --port-file "$tmp/run/c.port"; pc=$dpid
+    port=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$tmp/c.log")
+    [ -s "$tmp/run/c.port" ] && [ "$(cat "$tmp/run/c.port")" = "$port" ] ||
+        fail "port file: '$(cat "$tmp/run/c.port" 2>&1)', the daemon listens on '$port'"
+    ls "$tmp/run" | grep -q '\.tmp$' && fail "a temporary file left beside the port file: $(ls "$tmp/run")"
+    app "$tmp/by-file" "$tmp/run/c.port" "$examples/gemm" -n 128 -r 1 ||
+        fail "by port file: $(tail -3 "$tmp/by-file")"
+    verified "$tmp/by-file" "the application given the port file"
+    grep -q 'devices=2' "$tmp/by-file" || fail "by port file: $(grep RESULT "$tmp/by-file")"
+    app "$tmp/by-port" "port:$port" "$examples/gemm" -n 64 -r 1 ||
+        fail "by port:PORT: $(tail -3 "$tmp/by-port")"
+    verified "$tmp/by-port" "the application given port:PORT"
+    [ "$(clients c)" -eq 2 ] || fail "daemon c took $(clients c) clients, not 2"
+    echo "by port file and by port:PORT: both served"
+
+    # vocl-smi --watch: one connection, a round each 0.5 s, --count rounds.
+    start=$(ms)
+    "$smi" --watch 0.5 --count 3 "$tmp/run/c.port" >"$tmp/watch" 2>&1 ||
+        fail "vocl-smi --watch: $(cat "$tmp/watch")"
+    took=$(($(ms) - start))
+    [ "$(grep -c '^vocl-smi  ' "$tmp/watch")" -eq 3 ] &&
+        [ "$(grep -c "^proxy $tmp/run/c.port: 2 devices, 0 sessions" "$tmp/watch")" -eq 3 ] ||
+        fail "vocl-smi --watch 0.5 --count 3: $(cat "$tmp/watch")"
+    [ "$took" -ge 1000 ] || fail "vocl-smi --watch 0.5 --count 3 took $took ms: two waits are 1000"
+    [ "$(clients c)" -eq 3 ] || fail "vocl-smi --watch connected $(($(clients c) - 2)) times, not once"
+    echo "vocl-smi --watch 0.5 --count 3: 3 rounds in $took ms, one connection"
+    # An application that starts while vocl-smi watches appears in a later round.
+    "$smi" -w 0.3 -c 40 "$tmp/run/c.port" >"$tmp/watch2" 2>&1 & w=$!
+    pids+=("$w")
+    for _ in $(seq 100); do [ "$(grep -c '^vocl-smi  ' "$tmp/watch2")" -ge 2 ] && break; sleep 0.1; done
+    VOCL_PROXIES=$tmp/run/c.port LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 \
+        >"$tmp/watched" 2>&1 & n=$!
+    pids+=("$n")
+    for _ in $(seq 200); do
+        grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$n " "$tmp/watch2" && break
+        kill -0 $n 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$n " "$tmp/watch2" ||
+        fail "vocl-smi --watch never listed process $n: $(tail -20 "$tmp/watch2")"
+    grep -q ' 0 sessions' "$tmp/watch2" || fail "vocl-smi --watch: no round before the application"
+    wait $n || fail "the watched application: $(tail -3 "$tmp/watched")"
+    verified "$tmp/watched" "the watched application"
+    wait $w || fail "vocl-smi -w 0.3 -c 40: exit $?: $(tail -5 "$tmp/watch2")"
+    echo "vocl-smi --watch listed process $n in round" \
+         "$(awk -v n="$n" '/^vocl-smi  /{r++} $4 == n && !f {f = r} END{print f}' "$tmp/watch2") of 40"
+    # Bad usage: exit 2 with the reason, nothing connected to.
+    before=$(clients c)
+    for bad in "-w 0" "-w abc" "-w -1" "-w 0.5 -c 0" "-c x"; do
+        rc=0
+        # shellcheck disable=SC2086
+        "$smi" $bad "$tmp/run/c.port" >"$tmp/bad" 2>&1 || rc=$?
+        [ "$rc" -eq 2 ] || fail "vocl-smi $bad: exit $rc, not 2: $(cat "$tmp/bad")"
+    done
+    [ "$(clients c)" -eq "$before" ] || fail "vocl-smi with bad usage connected"
+
+    # A port file that is not there: a clear error at once.
+    rc=0
+    start=$(ms)
+    app "$tmp/nofile" "$tmp/run/none.port" "$examples/gemm" -n 64 -r 1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "an application given a missing port file succeeded"
+    grep -q "proxy $tmp/run/none.port: cannot read its port file (No such file or directory)" \
+        "$tmp/nofile" || fail "a missing port file: $(tail -3 "$tmp/nofile")"
+    echo "a missing port file: exit $rc after $(($(ms) - start)) ms: $(grep 'port file' "$tmp/nofile")"
+
+    # SIGTERM: the daemon stops and takes its port file with it.
+    kill -TERM "$pc"
+    for _ in $(seq 100); do kill -0 "$pc" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pc" 2>/dev/null && fail "daemon c still runs 10 s after SIGTERM"
+    [ ! -e "$tmp/run/c.port" ] || fail "the stopped daemon left its port file"
+    echo "SIGTERM: daemon c stopped, its port file removed"
+    # A port file it cannot write: a clear error, and no daemon.
+    rc=0
+    POCL_DEVICES=pthread timeout 30 "$proxyd" --listen --name d --port-file "$tmp/nodir/d.port" \
+        >"$tmp/d.log" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && grep -q -- "--port-file $tmp/nodir/d.port: cannot write it (No such file" "$tmp/d.log" ||
+        fail "an unwritable port file: exit $rc: $(cat "$tmp/d.log")"
+    echo "an unwritable port file: exit $rc: $(grep -- '--port-file' "$tmp/d.log")"
     ;;
 spanning)
     # One context over the devices of several daemons: what goes between

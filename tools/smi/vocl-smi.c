@@ -125,17 +125,26 @@ int main(int argc, char **argv)
     double watch = 0;
     long count = -1;
     int c;
+    char *end;
     while ((c = getopt_long(argc, argv, "w:c:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'w': watch = atof(optarg); break;
-        case 'c': count = atol(optarg); break;
+        case 'w':
+            watch = strtod(optarg, &end);
+            if (end == optarg || *end || !(watch >= 0.001 && watch <= 86400)) {
+                fprintf(stderr, "vocl-smi: --watch %s: seconds from 0.001 to 86400\n", optarg);
+                return 2;
+            }
+            break;
+        case 'c':
+            count = strtol(optarg, &end, 10);
+            if (end == optarg || *end || count < 1) {
+                fprintf(stderr, "vocl-smi: --count %s: a number of rounds, 1 or more\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
-    }
-    if (watch < 0 || (optarg && c == 'w' && watch == 0) || count == 0) {
-        usage(stderr);
-        return 2;
     }
     if (optind < argc) { /* the names given, as VOCL_PROXIES */
         size_t n = 1;
