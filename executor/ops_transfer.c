@@ -16,7 +16,8 @@
  *            of chunk k runs (on the driver's threads) while chunk k+1
  *            crosses the network (on this thread for writes, on the stream
  *            thread for reads: stream.c);
- *   serial   VOCL_PIPELINE=0: one staging buffer, each stage waited for.
+ *   serial   VOCL_PIPELINE=0: one staging buffer, each stage after the one
+ *            before (a read's device copies gated on the sends: user events).
  *
  * No request, blocking or not, may leave this thread waiting on a queue
  * that a user event not yet set may hold (the client would be waiting for
@@ -205,6 +206,17 @@ void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *m
     }
 }
 
+/* A user event of queue's context, for a read chunk that waits for the
+ * memory of the one before (NULL: none could be made). */
+static cl_event reuse_gate(struct exec_req *q, cl_command_queue queue)
+{
+    cl_context ctx;
+    if (q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) !=
+        CL_SUCCESS)
+        return NULL;
+    return q->cl->clCreateUserEvent(ctx, NULL);
+}
+
 /* Reads [offset, offset+size) of buf through queue and sends it as x's chunks. */
 static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf, size_t offset,
                           const struct exec_xfer *x, cl_uint nwl, const cl_event *wl,
@@ -249,29 +261,43 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
     }
     struct exec_pool *pool = exec_queue_pool(q->s->node, queue);
     bool own = !may_block(q) || !pool; /* memory of its own, not the pool */
-    cl_bool serial = !q->s->node->xfer.pipeline && may_block(q);
+    bool serial = !q->s->node->xfer.pipeline && may_block(q);
+    /* Each chunk is queued on the stream once the next one's read is
+     * enqueued: that read may reuse its memory (held). */
+    struct exec_stream_chunk held = {0};
     rc = CL_SUCCESS;
     for (size_t done = 0; done < x->size; done += x->chunk) {
         size_t n = chunk_len(x, done);
         struct exec_stream_chunk c = {.s = q->s, .n = n, .depth = x->depth};
-        unsigned slot = 0;
         if (rc == CL_SUCCESS) {
-            /* A staging buffer if one is free, else memory of its own; the
-             * buffer in turn is waited for only where there is no memory,
-             * or with VOCL_PIPELINE=0 (one buffer, each stage waited for). */
-            uint8_t *stage = own ? NULL : exec_pool_try(pool, &slot);
-            bool own_now = own || (!stage && !serial);
-            if (own_now)
-                stage = exec_host_alloc(q->s, n);
-            if (!stage && !own) {
-                own_now = false;
-                stage = exec_pool_take(pool, &slot);
+            /* A staging buffer if one is free, else memory of its own, else
+             * (no memory left, or VOCL_PIPELINE=0: one buffer, each stage
+             * after the one before) the chunk before's, once it is sent:
+             * its gate.  Only a first chunk with none of these waits for a
+             * staging buffer. */
+            unsigned slot = 0;
+            uint8_t *stage = NULL;
+            cl_event gate = NULL;
+            if (!(serial && held.ok)) {
+                stage = own ? NULL : exec_pool_try(pool, &slot);
+                if (stage)
+                    c.slot = exec_pool_hold(pool, slot);
+                else if ((stage = exec_host_alloc(q->s, n)))
+                    c.free_after = stage;
             }
-            cl_event prev = e;
+            if (!stage && held.ok && (gate = reuse_gate(q, queue))) {
+                stage = (uint8_t *)held.data;
+                c.slot = held.slot, held.slot = NULL;
+                c.free_after = held.free_after, held.free_after = NULL;
+                held.gate = gate;
+            }
+            if (!stage && !own && (stage = exec_pool_take(pool, &slot)))
+                c.slot = exec_pool_hold(pool, slot);
+            cl_event prev = e, wait[2] = {e, gate};
             e = NULL;
-            rc = stage ? q->cl->clEnqueueReadBuffer(queue, buf, serial, offset + done, n, stage,
-                                                    prev ? 1 : nwl, prev ? &prev : wl, &e)
-                       : CL_OUT_OF_HOST_MEMORY;
+            rc = !stage ? CL_OUT_OF_HOST_MEMORY
+                        : q->cl->clEnqueueReadBuffer(queue, buf, CL_FALSE, offset + done, n, stage,
+                                                     prev ? 1 + !!gate : nwl, prev ? wait : wl, &e);
             if (prev)
                 q->cl->clReleaseEvent(prev);
             if (rc == CL_SUCCESS) {
@@ -279,18 +305,20 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
                 c.data = stage;
                 c.ready = e;
                 q->cl->clRetainEvent(e);
-                if (own_now)
-                    c.free_after = stage;
-                else
-                    c.slot = exec_pool_hold(pool, slot);
-            } else if (own_now) {
-                exec_host_free(stage);
-            } else if (stage) {
-                exec_pool_give(pool, slot);
+            } else {
+                if (c.slot)
+                    atomic_store(c.slot, 0); /* (given back unused) */
+                exec_host_free(c.free_after);
+                c.slot = NULL;
+                c.free_after = NULL;
             }
         }
-        exec_stream_send(q->s->node, &c);
+        if (done)
+            exec_stream_send(q->s->node, &held);
+        held = c;
     }
+    if (x->size)
+        exec_stream_send(q->s->node, &held);
     return exec_finish_cmd(q, rc, e, blocking, ev);
 }
 
