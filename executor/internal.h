@@ -128,7 +128,8 @@ struct exec_stream_chunk {
     const void *data;
     size_t n;
     bool ok;          /* false, or ready failed: sent empty (the read failed) */
-    atomic_int *slot; /* a pool buffer, given back once sent */
+    struct exec_pool *pool; /* with slot: a pool buffer, given back once sent */
+    unsigned slot;
     int tag;          /* the transfer's (set by exec_stream_send) */
     unsigned depth;   /* the transfer's chunks in flight at most (0: 1) */
     cl_event gate;    /* a user event completed once sent (then released) */
@@ -180,20 +181,22 @@ void exec_ctx_pool_early(struct exec_session *s, cl_context ctx, cl_device_id de
 void exec_ctx_pool_due(struct exec_session *s);
 /* The client released ctx: its pool is freed once no buffer is in use. */
 void exec_ctx_pool_drop(struct exec_node *node, cl_context ctx);
-/* The next buffer in turn, taken: exec_pool_take waits until the device
- * command using it is done and the stream has sent it; exec_pool_try
- * does not (NULL: not free yet). */
-uint8_t *exec_pool_take(struct exec_pool *p, unsigned *slot);
+/* The next buffer in turn, taken if it is free (its last device copy
+ * done, not held); NULL: not free yet. */
 uint8_t *exec_pool_try(struct exec_pool *p, unsigned *slot);
+/* The next buffer in turn, taken whatever its state: a device command
+ * that fills it must wait for *wait (the caller's to release): gate, a
+ * user event completed once the buffer's holder gives it up (failed if
+ * the memory was lost meanwhile), or its last device copy, or NULL.  NULL:
+ * no memory to note the wait in, or the buffer is lost for good. */
+uint8_t *exec_pool_take_after(struct exec_pool *p, unsigned *slot, cl_event gate, cl_event *wait);
 /* A taken buffer, filled: in use until ev completes (NULL: free now). */
 void exec_pool_busy(struct exec_pool *p, unsigned slot, cl_event ev);
-/* A taken buffer, given back unused. */
+/* A taken buffer, given back (sent, or unused). */
 void exec_pool_give(struct exec_pool *p, unsigned slot);
 /* A taken buffer that something may still write into for good (a receive
  * never finished): left alone, and the slot given new memory. */
 void exec_pool_lose(struct exec_pool *p, unsigned slot);
-/* A taken buffer, queued on the stream: free once it clears the flag returned. */
-atomic_int *exec_pool_hold(struct exec_pool *p, unsigned slot);
 /* Frees mem (exec_host_alloc'd) once ev completes; -1 when it cannot be tracked (mem is not taken).
  */
 int exec_keep(struct exec_node *node, cl_event ev, void *mem);

@@ -272,32 +272,43 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
         if (rc == CL_SUCCESS) {
             /* A staging buffer if one is free, else memory of its own, else
              * (no memory left, or VOCL_PIPELINE=0: one buffer, each stage
-             * after the one before) the chunk before's, once it is sent:
-             * its gate.  Only a first chunk with none of these waits for a
-             * staging buffer. */
+             * after the one before) the chunk before's, once it is sent
+             * (gate); a first chunk with none of these takes the next
+             * staging buffer once its holder gives it up (after). */
             unsigned slot = 0;
             uint8_t *stage = NULL;
-            cl_event gate = NULL;
+            cl_event gate = NULL, after = NULL;
             if (!(serial && held.ok)) {
                 stage = own ? NULL : exec_pool_try(pool, &slot);
                 if (stage)
-                    c.slot = exec_pool_hold(pool, slot);
+                    c.pool = pool, c.slot = slot;
                 else if ((stage = exec_host_alloc(q->s, n)))
                     c.free_after = stage;
             }
             if (!stage && held.ok && (gate = reuse_gate(q, queue))) {
                 stage = (uint8_t *)held.data;
-                c.slot = held.slot, held.slot = NULL;
-                c.free_after = held.free_after, held.free_after = NULL;
-                held.gate = gate;
+                c.pool = held.pool, c.slot = held.slot, c.free_after = held.free_after;
+                held.pool = NULL, held.free_after = NULL;
+                held.gate = gate; /* (set and let go once held is sent) */
+            } else if (!stage && !own && !held.ok && (gate = reuse_gate(q, queue))) {
+                stage = exec_pool_take_after(pool, &slot, gate, &after);
+                q->cl->clReleaseEvent(gate);
+                gate = NULL;
+                if (stage)
+                    c.pool = pool, c.slot = slot;
             }
-            if (!stage && !own && (stage = exec_pool_take(pool, &slot)))
-                c.slot = exec_pool_hold(pool, slot);
-            cl_event prev = e, wait[2] = {e, gate};
+            cl_event prev = e, *wait = prev ? (cl_event[]){prev, gate} : NULL;
+            cl_uint nwait = prev ? 1 + !!gate : nwl;
+            if (!prev && after && (wait = exec_tmp(q, (nwl + 1) * sizeof(cl_event)))) {
+                for (cl_uint i = 0; i < nwl; i++)
+                    wait[i] = wl[i];
+                wait[nwait++] = after;
+            }
             e = NULL;
-            rc = !stage ? CL_OUT_OF_HOST_MEMORY
-                        : q->cl->clEnqueueReadBuffer(queue, buf, CL_FALSE, offset + done, n, stage,
-                                                     prev ? 1 + !!gate : nwl, prev ? wait : wl, &e);
+            rc = !stage || (after && !wait)
+                     ? CL_OUT_OF_HOST_MEMORY
+                     : q->cl->clEnqueueReadBuffer(queue, buf, CL_FALSE, offset + done, n, stage,
+                                                  nwait, wait ? wait : wl, &e);
             if (prev)
                 q->cl->clReleaseEvent(prev);
             if (rc == CL_SUCCESS) {
@@ -305,13 +316,20 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
                 c.data = stage;
                 c.ready = e;
                 q->cl->clRetainEvent(e);
+            } else if (gate) { /* the chunk before's memory: its again */
+                held.pool = c.pool, held.slot = c.slot, held.free_after = c.free_after;
+                c.pool = NULL, c.free_after = NULL;
+            } else if (c.pool && after) { /* not the read's yet: given back once it is */
+                c.ready = after;
+                after = NULL;
             } else {
-                if (c.slot)
-                    atomic_store(c.slot, 0); /* (given back unused) */
+                if (c.pool)
+                    exec_pool_give(c.pool, c.slot);
                 exec_host_free(c.free_after);
-                c.slot = NULL;
-                c.free_after = NULL;
+                c.pool = NULL, c.free_after = NULL;
             }
+            if (after)
+                q->cl->clReleaseEvent(after);
         }
         if (done)
             exec_stream_send(q->s->node, &held);

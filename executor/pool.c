@@ -12,20 +12,37 @@
  * for good through a queue of the pool's (NVIDIA's best practice for pinned
  * memory).  Where that cannot be made, the node's pool serves: malloc'd,
  * and locked in memory where the system allows it.
+ *
+ * A read with nowhere else to stage its first chunk takes the next buffer
+ * whatever its state, as its holder's heir: the read's device copy waits
+ * for a user event that completes once the holder gives the buffer up
+ * (the stream has sent it, or a write's copy from it is done).  Nothing
+ * waits for a buffer on the serving thread.
  */
 #include "internal.h"
 
 #include "backoff.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+/* A taker the buffer passes to when its holder gives it up. */
+struct pool_heir {
+    const struct vocl_native_api *cl;
+    cl_event gate; /* completed then (failed: the memory it was given was lost) */
+    uint8_t *mem;  /* the buffer's memory when it was taken */
+    struct pool_heir *next;
+};
 
 struct pool_buf {
     uint8_t *mem;
     cl_event busy;   /* the last device command using the buffer, or NULL */
     atomic_int held; /* taken: being filled, or queued on the stream until sent */
     bool own;        /* mem is a block of its own (else: part of the driver's buffer) */
+    bool dead;       /* lost with nothing to replace it: held for good */
+    struct pool_heir *heirs, *last_heir; /* first first (under the pool's lock) */
 };
 
 struct exec_pool {
@@ -39,6 +56,9 @@ struct exec_pool {
     cl_mem mem;
     void *base;
     struct exec_pool *retired_next; /* on the node's list of pools to free */
+    /* The heirs, and held and mem where a buffer may have heirs: the
+     * stream thread gives buffers back, the serving thread takes them. */
+    pthread_mutex_t lock;
     struct pool_buf buf[];
 };
 
@@ -51,6 +71,7 @@ static struct exec_pool *pool_alloc(const struct vocl_native_api *cl, unsigned n
         p->size = size;
         p->n = n;
         p->pinned = true;
+        pthread_mutex_init(&p->lock, NULL);
     }
     return p;
 }
@@ -108,7 +129,7 @@ struct exec_pool *exec_pool_new_driver(const struct vocl_native_api *cl, cl_cont
 static void buf_wait(struct exec_pool *p, struct pool_buf *b)
 {
     uint64_t start = vocl_now_ns();
-    while (atomic_load(&b->held))
+    while (atomic_load(&b->held) && !b->dead)
         vocl_backoff(start, 20000);
     if (b->busy) {
         p->cl->clWaitForEvents(1, &b->busy);
@@ -139,6 +160,7 @@ void exec_pool_free(struct exec_pool *p)
         p->cl->clReleaseCommandQueue(p->queue);
         vocl_debug("pool of a context: freed");
     }
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
@@ -260,52 +282,135 @@ static uint8_t *take(struct exec_pool *p, unsigned *slot)
     return b->mem;
 }
 
-uint8_t *exec_pool_take(struct exec_pool *p, unsigned *slot)
-{
-    buf_wait(p, &p->buf[p->next]);
-    return take(p, slot);
-}
-
 uint8_t *exec_pool_try(struct exec_pool *p, unsigned *slot)
 {
     return buf_free(p, &p->buf[p->next]) ? take(p, slot) : NULL;
 }
 
+uint8_t *exec_pool_take_after(struct exec_pool *p, unsigned *slot, cl_event gate, cl_event *wait)
+{
+    struct pool_buf *b = &p->buf[p->next];
+    struct pool_heir *h = malloc(sizeof(*h));
+    uint8_t *mem = NULL;
+    *wait = NULL;
+    if (!h || p->cl->clRetainEvent(gate) != CL_SUCCESS) {
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (b->dead) {
+        /* (nothing: never given back) */
+    } else if (!atomic_load(&b->held)) {
+        atomic_store(&b->held, 1);
+        *wait = b->busy; /* (its reference, now the caller's) */
+        b->busy = NULL;
+        mem = b->mem;
+    } else {
+        *h = (struct pool_heir){.cl = p->cl, .gate = gate, .mem = b->mem};
+        if (b->last_heir)
+            b->last_heir->next = h;
+        else
+            b->heirs = h;
+        b->last_heir = h;
+        h = NULL;
+        *wait = gate;
+        mem = b->mem;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (h) {
+        p->cl->clReleaseEvent(gate);
+        free(h);
+    } else {
+        p->cl->clRetainEvent(gate); /* (the caller's reference to *wait) */
+    }
+    if (mem) {
+        *slot = p->next;
+        p->next = (p->next + 1) % p->n;
+    }
+    return mem;
+}
+
+/* An heir's gate, set to status and let go (h freed). */
+static void heir_go(struct pool_heir *h, cl_int status)
+{
+    h->cl->clSetUserEventStatus(h->gate, status);
+    h->cl->clReleaseEvent(h->gate);
+    free(h);
+}
+
+/* The buffer's last device copy, which its heir waited for, is done. */
+static void heir_after(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev, (void)status;
+    heir_go(arg, CL_COMPLETE);
+}
+
+/* b's holder gives it up, its last device copy after (NULL: none): it
+ * passes to its first heir (once after completes), or is free. */
+static void give_up(struct exec_pool *p, struct pool_buf *b, cl_event after)
+{
+    pthread_mutex_lock(&p->lock);
+    struct pool_heir *h = b->heirs;
+    bool same = h && h->mem == b->mem;
+    if (h) {
+        b->heirs = h->next;
+        if (!b->heirs)
+            b->last_heir = NULL;
+    } else if (!b->dead) {
+        if (after && p->cl->clRetainEvent(after) == CL_SUCCESS)
+            b->busy = after;
+        atomic_store(&b->held, 0);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!h)
+        return;
+    if (!same)
+        heir_go(h, CL_OUT_OF_RESOURCES); /* its memory was lost meanwhile: its command fails */
+    else if (!after)
+        heir_go(h, CL_COMPLETE);
+    else if (exec_watch(p->cl, after, false, heir_after, h) != CL_SUCCESS)
+        heir_go(h, CL_OUT_OF_RESOURCES); /* (not to be waited for here) */
+}
+
 void exec_pool_busy(struct exec_pool *p, unsigned slot, cl_event ev)
 {
-    struct pool_buf *b = &p->buf[slot];
-    if (ev && p->cl->clRetainEvent(ev) == CL_SUCCESS)
-        b->busy = ev;
-    atomic_store(&b->held, 0);
+    give_up(p, &p->buf[slot], ev);
 }
 
 void exec_pool_give(struct exec_pool *p, unsigned slot)
 {
-    atomic_store(&p->buf[slot].held, 0);
+    give_up(p, &p->buf[slot], NULL);
 }
 
 void exec_pool_lose(struct exec_pool *p, unsigned slot)
 {
     /* The lost block is never freed (nor the driver's buffer it is part
-     * of); the slot goes on with a block of its own, not locked. */
+     * of); the slot goes on with a block of its own, not locked.  Its
+     * heirs were given the lost block: each one's command fails. */
     struct pool_buf *b = &p->buf[slot];
     void *m = NULL;
     if (posix_memalign(&m, 4096, p->size)) {
-        vocl_error("a staging buffer is lost, and no memory to replace it: the pool is held");
+        vocl_error("a staging buffer is lost, and no memory to replace it: it is held for good");
+        pthread_mutex_lock(&p->lock);
+        b->dead = true;
+        struct pool_heir *h = b->heirs;
+        b->heirs = b->last_heir = NULL;
+        pthread_mutex_unlock(&p->lock);
+        for (struct pool_heir *next; h; h = next) {
+            next = h->next;
+            heir_go(h, CL_OUT_OF_RESOURCES);
+        }
         return;
     }
+    pthread_mutex_lock(&p->lock);
     if (!b->own)
         p->lost = true;
     else if (p->pinned)
         munlock(b->mem, p->size); /* (its pages need not stay in memory) */
     b->mem = m;
     b->own = true;
-    atomic_store(&b->held, 0);
-}
-
-atomic_int *exec_pool_hold(struct exec_pool *p, unsigned slot)
-{
-    return &p->buf[slot].held; /* (held since taken) */
+    pthread_mutex_unlock(&p->lock);
+    give_up(p, b, NULL);
 }
 
 /* --- host memory kept until a device command is done with it ---------------------------------- */

@@ -100,8 +100,8 @@ static void end_job(const struct vocl_native_api *cl, struct job *j)
     struct exec_stream_chunk *c = &j->c;
     if (c->s->trace)
         exec_trace_add(c->s->trace, 0, 1, j->start, j->sent);
-    if (c->slot)
-        atomic_store(c->slot, 0);
+    if (c->pool)
+        exec_pool_give(c->pool, c->slot);
     if (c->gate) {
         cl->clSetUserEventStatus(c->gate, CL_COMPLETE);
         cl->clReleaseEvent(c->gate);

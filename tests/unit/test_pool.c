@@ -3,12 +3,14 @@
  * first contexts gets its own, the others share the node's; a released
  * context's pool is freed once no buffer of it is in use, and with it the
  * references it held on the context; a GPU's context gets its pool as soon
- * as its reply has gone.
+ * as its reply has gone; a buffer taken while held passes to its taker
+ * when its holder gives it up.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -106,18 +108,99 @@ static void busy_pool_outlives_its_context(void **state)
     struct exec_pool *p = exec_queue_pool(&node, queues[1]);
     assert_ptr_not_equal(p, exec_node_pool(&node));
     unsigned slot;
-    uint8_t *mem = exec_pool_take(p, &slot);
+    uint8_t *mem = exec_pool_try(p, &slot);
     assert_non_null(mem);
     memset(mem, 0x5a, node.xfer.pool_size); /* the driver's memory, mapped for writing */
-    atomic_int *held = exec_pool_hold(p, slot);
 
     exec_ctx_pool_drop(&node, ctxs[1]);
     exec_reap(&node, false);
     assert_true(refcount(ctxs[1]) > before); /* still held: not freed */
     assert_int_equal(mem[node.xfer.pool_size - 1], 0x5a);
-    atomic_store(held, 0); /* the stream sent it */
+    exec_pool_give(p, slot); /* the stream sent it */
     exec_reap(&node, false);
     assert_int_equal(settled_refcount(ctxs[1], before), before);
+    close_contexts();
+}
+
+static cl_int status_of(cl_event e)
+{
+    cl_int st = CL_QUEUED;
+    assert_int_equal(
+        cl->clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL),
+        CL_SUCCESS);
+    return st;
+}
+
+/* e's status once it is no longer want_not, or after 5 s (a watch's
+ * callback comes from the driver's thread). */
+static cl_int settled_status(cl_event e, cl_int want_not)
+{
+    cl_int st = status_of(e);
+    for (int i = 0; i < 500 && st == want_not; i++) {
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+        st = status_of(e);
+    }
+    return st;
+}
+
+/* Buffers taken whatever their state: each passes to its heir when its
+ * holder gives it up (the heir's gate completes), after the device copy
+ * its holder leaves running; an heir of memory lost meanwhile fails. */
+static void heirs_take_in_turn(void **state)
+{
+    (void)state;
+    open_contexts();
+    /* (The node's pool: a context's would keep its context for good once
+     * a part of its buffer is lost.) */
+    struct exec_pool *p = exec_node_pool(&node);
+    unsigned n = exec_pool_n(&node), slot, first = 0;
+    assert_true(n >= 3);
+    for (unsigned i = 0; i < n; i++) {
+        assert_non_null(exec_pool_try(p, &slot));
+        if (i == 0)
+            first = slot;
+    }
+    assert_null(exec_pool_try(p, &slot)); /* all held */
+
+    cl_int rc;
+    cl_event gate[3], wait[3];
+    unsigned got[3];
+    uint8_t *mem[3];
+    for (int i = 0; i < 3; i++) {
+        gate[i] = cl->clCreateUserEvent(ctxs[2], &rc);
+        assert_int_equal(rc, CL_SUCCESS);
+        assert_non_null(mem[i] = exec_pool_take_after(p, &got[i], gate[i], &wait[i]));
+        assert_ptr_equal(wait[i], gate[i]); /* held: its heir waits for the gate */
+        assert_int_equal(got[i], (first + (unsigned)i) % n);
+        assert_int_equal(status_of(gate[i]), CL_SUBMITTED);
+    }
+    /* Given up: the heir's at once. */
+    exec_pool_give(p, got[0]);
+    assert_int_equal(status_of(gate[0]), CL_COMPLETE);
+    /* Lost (a receive into it never ended): its heir's command fails. */
+    exec_pool_lose(p, got[1]);
+    assert_true(status_of(gate[1]) < 0);
+    free(mem[1]); /* (a proxy never frees it: MPI may still write into it; here nothing does) */
+    /* Filled, its device copy running: the heir's once the copy is done. */
+    cl_event copy = cl->clCreateUserEvent(ctxs[2], &rc);
+    assert_int_equal(rc, CL_SUCCESS);
+    exec_pool_busy(p, got[2], copy);
+    assert_int_equal(status_of(gate[2]), CL_SUBMITTED);
+    cl->clSetUserEventStatus(copy, CL_COMPLETE);
+    assert_int_equal(settled_status(gate[2], CL_SUBMITTED), CL_COMPLETE);
+    cl->clReleaseEvent(copy);
+
+    /* The heirs and the other holders give theirs back: all free again. */
+    for (unsigned i = 0; i < n; i++)
+        exec_pool_give(p, i);
+    for (unsigned i = 0; i < n; i++)
+        assert_non_null(exec_pool_try(p, &slot));
+    for (unsigned i = 0; i < n; i++)
+        exec_pool_give(p, i);
+    for (int i = 0; i < 3; i++) {
+        cl->clReleaseEvent(wait[i]);
+        cl->clReleaseEvent(gate[i]);
+    }
     close_contexts();
 }
 
@@ -210,6 +293,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(first_contexts_get_their_own),
         cmocka_unit_test(busy_pool_outlives_its_context),
+        cmocka_unit_test(heirs_take_in_turn),
         cmocka_unit_test(driver_staging_off),
         cmocka_unit_test(release_request_drops_the_pool),
         cmocka_unit_test(gpu_context_gets_its_pool_early),
