@@ -250,9 +250,8 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
             q->cl->clReleaseEvent(mapped);
             return exec_finish_cmd(q, CL_SUCCESS, e, blocking, ev);
         }
-        if (mapped) { /* mapped but not unmapped: give it back */
-            q->cl->clWaitForEvents(1, &mapped);
-            q->cl->clEnqueueUnmapMemObject(queue, buf, p, 0, NULL, NULL);
+        if (mapped) { /* mapped but not unmapped: give it back (once mapped) */
+            q->cl->clEnqueueUnmapMemObject(queue, buf, p, 1, &mapped, NULL);
             q->cl->clReleaseEvent(mapped);
         }
         q->cl->clSetUserEventStatus(gate, CL_COMPLETE);
@@ -290,25 +289,32 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
                 c.pool = held.pool, c.slot = held.slot, c.free_after = held.free_after;
                 held.pool = NULL, held.free_after = NULL;
                 held.gate = gate; /* (set and let go once held is sent) */
-            } else if (!stage && !own && !held.ok && (gate = reuse_gate(q, queue))) {
+            } else if (!stage && !own && !held.ok && q->s->node->stream &&
+                       (gate = reuse_gate(q, queue))) {
+                /* (Not without a stream: the chunk would be sent on this
+                 * thread, which may be what gives the buffer up.) */
                 stage = exec_pool_take_after(pool, &slot, gate, &after);
                 q->cl->clReleaseEvent(gate);
                 gate = NULL;
                 if (stage)
                     c.pool = pool, c.slot = slot;
             }
-            cl_event prev = e, *wait = prev ? (cl_event[]){prev, gate} : NULL;
+            /* It waits for the chunk before (and its gate), or for the
+             * client's wait list (and the buffer's holder). */
+            cl_event prev = e, pair[2] = {prev, gate}, *more = NULL;
+            const cl_event *wait = prev ? pair : wl;
             cl_uint nwait = prev ? 1 + !!gate : nwl;
-            if (!prev && after && (wait = exec_tmp(q, (nwl + 1) * sizeof(cl_event)))) {
+            if (after && (more = exec_tmp(q, (nwl + 1) * sizeof(cl_event)))) {
                 for (cl_uint i = 0; i < nwl; i++)
-                    wait[i] = wl[i];
-                wait[nwait++] = after;
+                    more[i] = wl[i];
+                more[nwait++] = after;
+                wait = more;
             }
             e = NULL;
-            rc = !stage || (after && !wait)
+            rc = !stage || (after && !more)
                      ? CL_OUT_OF_HOST_MEMORY
                      : q->cl->clEnqueueReadBuffer(queue, buf, CL_FALSE, offset + done, n, stage,
-                                                  nwait, wait ? wait : wl, &e);
+                                                  nwait, wait, &e);
             if (prev)
                 q->cl->clReleaseEvent(prev);
             if (rc == CL_SUCCESS) {
