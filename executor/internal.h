@@ -147,8 +147,10 @@ bool exec_stream_busy(struct exec_node *node, const struct exec_session *s);
  * (status CL_COMPLETE, or the command's error), from the driver's callback
  * or from a thread that looks at the event (with look soon and often, else
  * every 100 ms: a net for a callback that never comes), whichever is first;
- * it may run before exec_watch returns.  CL_SUCCESS, or
- * clSetEventCallback's error (then fn is never called). */
+ * it may run before exec_watch returns.  Where the driver takes no
+ * callback, the thread alone tells, looking soon and often.  CL_SUCCESS,
+ * or (no memory, no thread and no callback) an error: then fn is never
+ * called. */
 typedef void exec_watch_fn(cl_event ev, cl_int status, void *arg);
 cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec_watch_fn *fn,
                   void *arg);

@@ -195,15 +195,23 @@ static cl_int reply_with_data(struct exec_req *q, cl_int rc, cl_event e, void *o
     return rc;
 }
 
-/* Host memory a non-blocking write reads from: freed when the write is done. */
+static void free_when_done(cl_event ev, cl_int status, void *mem)
+{
+    (void)ev, (void)status;
+    exec_host_free(mem);
+}
+
+/* Host memory a non-blocking write reads from: freed when the write is
+ * done (noted, or else watched; never waited for here). */
 void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *mem)
 {
-    if (rc != CL_SUCCESS || !e) {
+    if (rc != CL_SUCCESS || !e)
         exec_host_free(mem);
-    } else if (exec_keep(s->node, e, mem)) {
-        s->node->cl->clWaitForEvents(1, &e); /* (no memory to note it in) */
-        exec_host_free(mem);
-    }
+    else if (exec_keep(s->node, e, mem) &&
+             exec_watch(s->node->cl, e, false, free_when_done, mem) != CL_SUCCESS)
+        vocl_warn("client %d: no memory to note when a write is done: its host copy is kept "
+                  "for good",
+                  s->who);
 }
 
 /* A user event of queue's context, for a read chunk that waits for the

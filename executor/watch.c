@@ -149,10 +149,10 @@ static void *watch_thread(void *arg)
         for (unsigned i = 0; i < n; i++) {
             struct watch *x = due[i];
             cl_int st = CL_QUEUED;
-            if (x->cl->clGetEventInfo(x->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-                                      NULL) == CL_SUCCESS &&
-                st <= CL_COMPLETE)
-                tell(x, st);
+            cl_int rc = x->cl->clGetEventInfo(x->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+                                              &st, NULL);
+            if (rc != CL_SUCCESS || st <= CL_COMPLETE)
+                tell(x, rc != CL_SUCCESS ? rc : st); /* (an event it cannot ask about: failed) */
             x->look_at = next_look(x, vocl_now_ns());
         }
         pthread_mutex_lock(&w.lock);
@@ -196,6 +196,17 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec
     cl_int rc = cl->clSetEventCallback(ev, CL_COMPLETE, on_complete, x);
     if (rc == CL_SUCCESS) {
         atomic_store(&x->armed, true);
+    } else if (listed) {
+        /* No callback will come: the thread alone tells, looking soon and
+         * often (the callback's part is put here). */
+        pthread_mutex_lock(&w.lock);
+        x->net = false;
+        x->look_at = now + WATCH_FIRST_NS;
+        atomic_store(&x->armed, true);
+        pthread_cond_signal(&w.wake);
+        pthread_mutex_unlock(&w.lock);
+        put(x);
+        rc = CL_SUCCESS;
     } else {
         /* No callback will come, and the thread told nothing (not armed):
          * it lets the watch go, and the callback's part is put here. */
