@@ -166,6 +166,16 @@ static void *build_thread(void *arg)
     return NULL;
 }
 
+bool exec_builds_start(void)
+{
+    pthread_mutex_lock(&jobs.lock);
+    if (!jobs.thread)
+        jobs.thread = vocl_thread_detached(build_thread, NULL) == 0;
+    bool ok = jobs.thread;
+    pthread_mutex_unlock(&jobs.lock);
+    return ok;
+}
+
 /* Queues j for the build thread (started on first use); false where it
  * cannot start. */
 static bool queue_job(struct job *j)

@@ -125,6 +125,16 @@ static void *deliver_thread(void *arg)
     return NULL;
 }
 
+bool exec_replies_start(void)
+{
+    pthread_mutex_lock(&done.lock);
+    if (!done.running)
+        done.running = vocl_thread_detached(deliver_thread, NULL) == 0;
+    bool ok = done.running;
+    pthread_mutex_unlock(&done.lock);
+    return ok;
+}
+
 /* The last event completed: the reply goes out from the thread. */
 static void queue_reply(struct later *l)
 {

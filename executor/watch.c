@@ -160,6 +160,17 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
+bool exec_watch_start(void)
+{
+    pthread_once(&w.once, setup);
+    pthread_mutex_lock(&w.lock);
+    if (!w.running)
+        w.running = vocl_thread_detached(watch_thread, NULL) == 0;
+    bool ok = w.running;
+    pthread_mutex_unlock(&w.lock);
+    return ok;
+}
+
 cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec_watch_fn *fn,
                   void *arg)
 {

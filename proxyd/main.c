@@ -448,9 +448,16 @@ int main(int argc, char **argv)
     node.poll_ns = o.poll_ns;
     node.busy_share = o.busy_share;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
-     * which may wait for a device: this thread never must. */
-    if (!(node.stream = exec_stream_start(cl)))
-        vocl_warn("no stream thread: reads will not overlap the network and the device");
+     * which may wait for a device: this thread never must.  Without it, or
+     * the threads that answer later, build and watch, the serving thread
+     * would do their waiting: the proxy does not start. */
+    if (!(node.stream = exec_stream_start(cl)) || !exec_replies_start() || !exec_builds_start() ||
+        !exec_watch_start()) {
+        vocl_error("cannot start the proxy's threads (out of memory, or ulimit -u): it would "
+                   "serve its clients on one thread that waits");
+        MPI_Finalize();
+        return 1;
+    }
     vocl_info("serving %u devices; staging %u x %zu KiB%s%s%s", node.ndev,
               o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,
               o.xfer.driver_staging ? " per context" : "",

@@ -312,6 +312,13 @@ uint64_t exec_notify_posted(void);
  * node (without one, chunks are sent by the request's thread). */
 struct exec_stream *exec_stream_start(const struct vocl_native_api *cl);
 void exec_stream_stop(struct exec_stream *st);
+/* The threads that answer requests later (complete.c), build programs
+ * (build.c) and watch events (watch.c), started now rather than at their
+ * first use, where the fallbacks would run on the serving thread: false
+ * where one cannot be started. */
+bool exec_replies_start(void);
+bool exec_builds_start(void);
+bool exec_watch_start(void);
 
 /* Host memory that device commands still read, and the pools of released
  * contexts (pool.c): frees what completed (wait: everything, waiting for it). */
