@@ -180,19 +180,16 @@ bool exec_builds_start(void)
  * cannot start. */
 static bool queue_job(struct job *j)
 {
+    if (!exec_builds_start())
+        return false;
     pthread_mutex_lock(&jobs.lock);
-    if (!jobs.thread)
-        jobs.thread = vocl_thread_detached(build_thread, NULL) == 0;
-    bool ok = jobs.thread;
-    if (ok) {
-        j->next = NULL;
-        *jobs.todo_tail = j;
-        jobs.todo_tail = &j->next;
-        atomic_fetch_add(&jobs.running, 1);
-        pthread_cond_signal(&jobs.wake);
-    }
+    j->next = NULL;
+    *jobs.todo_tail = j;
+    jobs.todo_tail = &j->next;
+    atomic_fetch_add(&jobs.running, 1);
+    pthread_cond_signal(&jobs.wake);
     pthread_mutex_unlock(&jobs.lock);
-    return ok;
+    return true;
 }
 
 void exec_build(struct exec_req *q, const struct exec_build *b)

@@ -138,9 +138,8 @@ bool exec_replies_start(void)
 /* The last event completed: the reply goes out from the thread. */
 static void queue_reply(struct later *l)
 {
+    exec_replies_start(); /* (the proxy's is running: started with it) */
     pthread_mutex_lock(&done.lock);
-    if (!done.running)
-        done.running = vocl_thread_detached(deliver_thread, NULL) == 0;
     l->next = NULL;
     *done.tail = l;
     done.tail = &l->next;

@@ -174,7 +174,6 @@ bool exec_watch_start(void)
 cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec_watch_fn *fn,
                   void *arg)
 {
-    pthread_once(&w.once, setup);
     struct watch *x = malloc(sizeof(*x));
     if (!x)
         return CL_OUT_OF_HOST_MEMORY;
@@ -188,18 +187,15 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec
     cl->clRetainEvent(ev);
     /* Listed before the callback is registered: the callback may come at
      * once, and a watch is let go only by both. */
-    bool listed = false;
-    pthread_mutex_lock(&w.lock);
-    if (!w.running)
-        w.running = vocl_thread_detached(watch_thread, NULL) == 0;
-    if (w.running) {
-        listed = true;
+    bool listed = exec_watch_start();
+    if (listed) {
+        pthread_mutex_lock(&w.lock);
         x->next = w.list;
         w.list = x;
         if (x->look_at < w.until) /* (it sleeps past the first look) */
             pthread_cond_signal(&w.wake);
+        pthread_mutex_unlock(&w.lock);
     }
-    pthread_mutex_unlock(&w.lock);
     if (!listed)
         atomic_fetch_sub(&x->refs, 1); /* (not looked at: the callback alone tells) */
     /* The callback may come, and the thread let the watch go, before
