@@ -214,9 +214,9 @@ void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *m
                   s->who);
 }
 
-/* A user event of queue's context, for a read chunk that waits for the
- * memory of the one before (NULL: none could be made). */
-static cl_event reuse_gate(struct exec_req *q, cl_command_queue queue)
+/* A user event of queue's context, to gate a read's commands on its
+ * chunks' sends (NULL: none could be made). */
+static cl_event send_gate(struct exec_req *q, cl_command_queue queue)
 {
     cl_context ctx;
     if (q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) !=
@@ -232,12 +232,8 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
 {
     cl_event e = NULL;
     cl_int rc = CL_SUCCESS;
-    cl_context ctx;
     cl_event gate = NULL, mapped = NULL;
-    if (exec_xfer_direct(q, queue) &&
-        q->cl->clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) ==
-            CL_SUCCESS &&
-        (gate = q->cl->clCreateUserEvent(ctx, &rc))) {
+    if (exec_xfer_direct(q, queue) && (gate = send_gate(q, queue))) {
         /* The unmap waits for the stream to send the last chunk (gate), so
          * the commands after the read cannot touch the region before. */
         uint8_t *p = q->cl->clEnqueueMapBuffer(queue, buf, CL_FALSE, CL_MAP_READ, offset, x->size,
@@ -292,13 +288,13 @@ static cl_int read_chunks(struct exec_req *q, cl_command_queue queue, cl_mem buf
                 else if ((stage = exec_host_alloc(q->s, n)))
                     c.free_after = stage;
             }
-            if (!stage && held.ok && (gate = reuse_gate(q, queue))) {
+            if (!stage && held.ok && (gate = send_gate(q, queue))) {
                 stage = (uint8_t *)held.data;
                 c.pool = held.pool, c.slot = held.slot, c.free_after = held.free_after;
                 held.pool = NULL, held.free_after = NULL;
                 held.gate = gate; /* (set and let go once held is sent) */
             } else if (!stage && !own && !held.ok && q->s->node->stream &&
-                       (gate = reuse_gate(q, queue))) {
+                       (gate = send_gate(q, queue))) {
                 /* (Not without a stream: the chunk would be sent on this
                  * thread, which may be what gives the buffer up.) */
                 stage = exec_pool_take_after(pool, &slot, gate, &after);

@@ -403,9 +403,9 @@ int vocl_hook_clFinish(cl_command_queue command_queue, cl_int *ret)
     struct vocl_obj *q = vocl_lookup(command_queue, VOCL_T_QUEUE);
     if (!q || !q->px || q->px->local || atomic_load(&q->px->dead) || vocl.failover)
         return 0; /* (with failover, a replay may be under way: asked as before) */
-    uint64_t done = atomic_load(&vocl_as_queue(q)->finished_at);
-    if (!done || atomic_load(&vocl_as_queue(q)->enqueued_at) >= done ||
-        atomic_load(&q->px->called_at) >= done)
+    struct vocl_queue *vq = vocl_as_queue(q);
+    if (!vocl_queue_finished_since_used(vq) ||
+        atomic_load(&q->px->called_at) >= atomic_load(&vq->finished_at))
         return 0;
     atomic_store(&vocl.synced_at, vocl_tick()); /* (as a clFinish sent would) */
     *ret = CL_SUCCESS;

@@ -437,8 +437,7 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
         offset > m->mem_size || size > m->mem_size - offset ||
         vocl_host_forbids(&m->obj, !write, write) || (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
-    bool drained = atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at) ||
-                   !atomic_load(&q->enqueued_at);
+    bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
         return false;
     void *shared = shared_memory(m);

@@ -260,6 +260,13 @@ static inline struct vocl_queue *vocl_as_queue(const struct vocl_obj *o)
 {
     return o && o->type == VOCL_T_QUEUE ? (struct vocl_queue *)o : NULL;
 }
+
+/* Whether a clFinish of q returned after the last call that named q began
+ * (nothing sent since can be pending on it). */
+static inline bool vocl_queue_finished_since_used(struct vocl_queue *q)
+{
+    return atomic_load(&q->enqueued_at) < atomic_load(&q->finished_at);
+}
 static inline struct vocl_mem *vocl_as_mem(const struct vocl_obj *o)
 {
     return o && o->type == VOCL_T_MEM ? (struct vocl_mem *)o : NULL;

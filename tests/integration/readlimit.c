@@ -30,15 +30,10 @@ int main(void)
     cl_int rc;
     if (first_devices(&dev, 1) < 1)
         return 1;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &rc);
-    CHECK(rc);
+    cl_context ctx = context_on(dev);
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
     CHECK(rc);
-    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &rc);
-    CHECK(rc);
-    CHECK(clBuildProgram(p, 0, NULL, NULL, NULL, NULL));
-    cl_kernel fill = clCreateKernel(p, "fill", &rc);
-    CHECK(rc);
+    cl_kernel fill = build_kernel(ctx, dev, src, "fill");
     cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, WORDS * 4, NULL, &rc);
     CHECK(rc);
     cl_uint seed = 777;
@@ -71,7 +66,6 @@ int main(void)
     }
     clReleaseMemObject(buf);
     clReleaseKernel(fill);
-    clReleaseProgram(p);
     clReleaseCommandQueue(q);
     clReleaseContext(ctx);
     return wrong ? 1 : 0;

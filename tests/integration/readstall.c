@@ -72,11 +72,8 @@ static void *reader(void *arg)
 
 int main(void)
 {
-    cl_platform_id plat;
-    cl_uint n = 0;
     cl_int rc;
-    CHECK(clGetPlatformIDs(1, &plat, NULL));
-    CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 2, dev, &n));
+    cl_uint n = first_devices(dev, 2);
     if (n < 2) {
         fprintf(stderr, "readstall: needs 2 devices, has %u\n", n);
         return 1;
@@ -85,13 +82,8 @@ int main(void)
     CHECK(rc);
     cl_command_queue q = clCreateCommandQueue(ctx, dev[0], 0, &rc);
     CHECK(rc);
-    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &rc);
-    CHECK(rc);
-    CHECK(clBuildProgram(p, 0, NULL, NULL, NULL, NULL));
-    cl_kernel fill = clCreateKernel(p, "fill", &rc);
-    CHECK(rc);
-    cl_kernel spin = clCreateKernel(p, "spin", &rc);
-    CHECK(rc);
+    cl_kernel fill = build_kernel(ctx, dev[0], src, "fill");
+    cl_kernel spin = build_kernel(ctx, dev[0], src, "spin");
     cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, WORDS * 4, NULL, &rc);
     CHECK(rc);
     cl_mem out = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4, NULL, &rc);
@@ -166,7 +158,6 @@ int main(void)
     clReleaseMemObject(out);
     clReleaseKernel(fill);
     clReleaseKernel(spin);
-    clReleaseProgram(p);
     clReleaseCommandQueue(q);
     clReleaseContext(ctx);
     return ok && long_enough && !stalled ? 0 : 1;
