@@ -209,7 +209,7 @@ bool exec_poll_events(struct exec_req *q, cl_uint n, const cl_event *evs, cl_int
     }
 }
 
-bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *payload,
+bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void **payload,
                       size_t npayload, cl_int *status)
 {
     cl_int failed = CL_SUCCESS;
@@ -217,11 +217,24 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
         *status = failed;
         return false;
     }
-    struct later *l = q->s->reply ? calloc(1, sizeof(*l) + n * sizeof(cl_event)) : NULL;
-    if (!l) {
-        /* Nothing to answer later with: wait here, as a driver would. */
+    if (!q->s->reply) {
+        /* No transport to answer later through (a test's session): wait. */
         cl_int rc = n ? q->cl->clWaitForEvents(n, evs) : CL_SUCCESS;
         *status = rc == CL_SUCCESS ? CL_SUCCESS : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+        return false;
+    }
+    void *data = payload ? *payload : NULL;
+    struct later *l = calloc(1, sizeof(*l) + n * sizeof(cl_event));
+    if (!l) {
+        /* No memory to answer later with: the error now, never a wait here.
+         * What the command still writes into is kept until it is done. */
+        vocl_warn("client %d: no memory to answer %s once its commands complete: it fails now",
+                  q->s->who, vocl_op_name(q->op));
+        if (data) {
+            exec_keep_until_done(q->s, CL_SUCCESS, evs[0], data);
+            *payload = NULL;
+        }
+        *status = CL_OUT_OF_HOST_MEMORY;
         return false;
     }
     *l = (struct later){.s = q->s, .cl = q->cl, .op = q->op, .seq = q->seq, .nev = n};
@@ -235,23 +248,32 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
         l->ev[i] = evs[i];
         q->cl->clRetainEvent(evs[i]);
     }
+    bool unwatched = false;
     for (cl_uint i = 0; i < n; i++)
         if (exec_watch(q->cl, evs[i], q->s->node->look_at_events, on_event, l) != CL_SUCCESS) {
-            /* Not an event the driver can call back on: wait for it here. */
-            cl_int st = CL_COMPLETE;
-            q->cl->clWaitForEvents(1, &evs[i]);
-            q->cl->clGetEventInfo(evs[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
-            on_event(evs[i], st, l);
+            /* No memory to watch it: the reply says so, once the others
+             * are done (the guard below keeps left above 0 here). */
+            int ok = CL_SUCCESS;
+            atomic_compare_exchange_strong(&l->failed, &ok, CL_OUT_OF_HOST_MEMORY);
+            atomic_fetch_sub(&l->left, 1);
+            unwatched = true;
         }
+    if (data && unwatched) {
+        /* The reply may go before the command is done: not with its memory. */
+        exec_keep_until_done(q->s, CL_SUCCESS, evs[0], data);
+        *payload = data = NULL;
+    }
     /* Everything the reply needs is in l before the guard goes: the last
      * callback may send it at once.  An error an earlier request deferred
      * is this synchronisation's to report. */
-    l->payload = payload;
+    l->payload = data;
     l->npayload = npayload;
     l->deferred = q->s->deferred;
     if (atomic_fetch_sub(&l->left, 1) != 1) {
         exec_take_deferred(q); /* l has it (if the wait fails, its own error wins) */
         q->later = true;
+        if (payload)
+            *payload = NULL; /* l's */
         return true;
     }
     l->payload = NULL; /* still the caller's */

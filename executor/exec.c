@@ -589,6 +589,7 @@ int exec_request(struct exec_session *s, const void *msg, size_t len, struct voc
     struct vocl_msg_hdr h;
 
     exec_after_reply(s); /* (where the transport did not) */
+    exec_peer_starts();  /* (links that wait for a thread; in process, no loop starts them) */
     exec_record(msg, len);
     if (!vocl_hdr_get(msg, len, &h)) {
         vocl_warn("client %d: malformed message header (%zu bytes): session ended", s->who, len);

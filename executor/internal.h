@@ -202,6 +202,9 @@ void exec_pool_lose(struct exec_pool *p, unsigned slot);
 /* Frees mem (exec_host_alloc'd) once ev completes; -1 when it cannot be tracked (mem is not taken).
  */
 int exec_keep(struct exec_node *node, cl_event ev, void *mem);
+/* Host memory (exec_host_alloc'd) a command reads or writes: freed once e
+ * completes (now where rc failed), never waited for (ops_transfer.c). */
+void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *mem);
 
 /*
  * Host memory held for a session (hostmem.c), counted against its limit
@@ -239,14 +242,17 @@ bool exec_may_poll(const struct exec_req *q);
 bool exec_poll_events(struct exec_req *q, cl_uint n, const cl_event *evs, cl_int *failed);
 
 /*
- * A reply that waits for the n events (complete.c): false when they are all
- * complete already (then *status is CL_SUCCESS or
- * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, and the handler answers,
- * payload still its own); true when the reply (that status, then payload's
- * npayload bytes if it is CL_SUCCESS) will be sent once they complete: the
- * handler writes nothing, and payload (exec_host_alloc'd, may be NULL) is freed then.
+ * A reply that waits for the n events (complete.c): false when it is to be
+ * answered now: the events are all complete already (then *status is
+ * CL_SUCCESS or CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST), or there is
+ * no memory to answer later with (CL_OUT_OF_HOST_MEMORY).  True when the
+ * reply (that status, then the payload's npayload bytes if it is
+ * CL_SUCCESS) will be sent once they complete: the handler writes nothing.
+ * payload (may be NULL; *payload exec_host_alloc'd, with n == 1: what the
+ * command writes) is taken, set to NULL, where the reply or the kept
+ * memory frees it; else it is still the caller's.
  */
-bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *payload,
+bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void **payload,
                       size_t npayload, cl_int *status);
 /* A build, compile or link, as decoded (pointers into the request). */
 struct exec_build {
@@ -315,6 +321,10 @@ struct exec_peer_link {
     bool sane; /* peer and tag are: the receiver can be told of a failure */
     bool
         counted; /* one of the session's EXEC_RELAYS_MAX (and a hold on it), until exec_peer_drop */
+    /* While its thread could not start yet (exec_peer_start): */
+    void *(*fn)(void *);
+    void *arg;
+    struct exec_peer_link *next;
 };
 /* Checks the peer (a rank, or VOCL_PEER_CLIENT) and the tag of q, a
  * migration's or (event) an event link's request; fails q if they are not
@@ -325,6 +335,10 @@ void exec_peer_set(struct exec_req *q, struct exec_peer_link *l, uint32_t peer, 
 void exec_peer_drop(struct exec_peer_link *l);
 /* The peer, for messages: "rank N", or "the client" (a relay). */
 const char *exec_peer_who(const struct exec_peer_link *l, char who[24]);
+/* Runs fn(arg), the work of l (it waits for the peer), on a thread of its
+ * own: now, or where no thread can be had (ulimit -u, no memory), as soon
+ * as exec_peer_starts (executor.h) can start one.  Never on the caller's thread. */
+void exec_peer_start(struct exec_peer_link *l, void *(*fn)(void *), void *arg);
 int exec_peer_send(const struct exec_peer_link *l, const void *buf, size_t n);
 int exec_peer_recv(const struct exec_peer_link *l, void *buf, size_t n, size_t *got);
 /* Little-endian u64s of the migrations' own messages (a diff's length, its runs). */

@@ -3,7 +3,6 @@
  * event of another (libvocl/mirror.c, vocl_event_mirror).
  */
 #include "internal.h"
-#include "thread.h"
 
 #include <stdlib.h>
 
@@ -12,7 +11,8 @@
  * (OUT).  IN makes a user event for it; a thread receives the event's final
  * status from the peer and sets it.  OUT has a thread wait for the event and
  * send that status.  No request thread waits; the client only relays the
- * status between two daemons.
+ * status between two daemons.  Where no thread can be had, the work waits
+ * for one (exec_peer_start), never runs on the serving thread.
  */
 struct event_link {
     struct exec_peer_link l;
@@ -77,11 +77,12 @@ void exec_op_event_out(struct exec_req *q)
     if (exec_req_begin(q) && q->cl->clRetainEvent(ev) == CL_SUCCESS)
         l->ev = ev;
     cl_int rc = l->ev ? CL_SUCCESS : CL_INVALID_EVENT; /* l is the thread's from here */
-    /* Without the event, the peer hears at once (a failure). */
+    /* Without the event, the thread tells the peer of a failure at once
+     * (even that send may wait for a relaying client that is slow). */
     if (!l->l.sane)
         link_free(l);
-    else if (!l->ev || vocl_thread_detached(event_out_thread, l))
-        event_out_thread(l);
+    else
+        exec_peer_start(&l->l, event_out_thread, l);
     if (!q->fail)
         vocl_wr_i32(q->w, rc);
 }
@@ -106,8 +107,7 @@ void exec_op_event_in(struct exec_req *q)
     if (l->ev) {
         q->cl->clRetainEvent(l->ev); /* one for the session, one for the thread */
         exec_put_new(q, ev_id, VOCL_T_EVENT, l->ev);
-        if (vocl_thread_detached(event_in_thread, l))
-            event_in_thread(l); /* waits for the peer here: it is on its way */
+        exec_peer_start(&l->l, event_in_thread, l);
     } else {
         link_free(l);
     }

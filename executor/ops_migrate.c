@@ -24,7 +24,6 @@
  * DIFF_IN patches it into the buffer here (the runs: diff.c).
  */
 #include "internal.h"
-#include "thread.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -395,10 +394,12 @@ static void op_out(struct exec_req *q, bool diff)
     if ((diff || twin_id) && image)
         exec_fail(q, "a twin of an image");
     if (!exec_req_begin(q) || !a.writers || !a.list) {
-        /* The receiver waits for this peer: tell it, if the peer is sane. */
+        /* The receiver waits for this peer: the thread tells it (no read:
+         * a failure), if the peer is sane. */
         if (m->l.sane)
-            exec_peer_send(&m->l, NULL, 0);
-        migration_free(m);
+            exec_peer_start(&m->l, diff ? diff_out_thread : out_thread, m);
+        else
+            migration_free(m);
         return;
     }
     cl_int rc = CL_OUT_OF_RESOURCES;
@@ -437,9 +438,8 @@ static void op_out(struct exec_req *q, bool diff)
         q->cl->clReleaseEvent(m->ev);
         m->ev = NULL;
     }
-    void *(*send)(void *) = diff ? diff_out_thread : out_thread;
-    if (vocl_thread_detached(send, m))
-        send(m); /* a failure goes at once; data waits for the read (it is on its way) */
+    /* (A failure goes at once; data waits for the read.) */
+    exec_peer_start(&m->l, diff ? diff_out_thread : out_thread, m);
     vocl_wr_i32(q->w, rc);
 }
 
@@ -530,19 +530,16 @@ static void op_in(struct exec_req *q, bool diff)
             q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
             exec_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
         }
-        if (vocl_thread_detached(diff ? diff_in_thread : in_thread, m) == 0) {
-            vocl_wr_i32(q->w, rc);
-            return;
-        }
-        rc = CL_OUT_OF_HOST_MEMORY;
+        exec_peer_start(&m->l, diff ? diff_in_thread : in_thread, m);
+        vocl_wr_i32(q->w, rc);
+        return;
     }
     /* Nothing will take the data: fail the write, and have a thread drain
      * what the sender sends, so that it is not left waiting. */
     if (m->gate)
         q->cl->clSetUserEventStatus(m->gate, -1);
     m->diff = diff;
-    if (vocl_thread_detached(drain_thread, m))
-        drain_thread(m); /* (no thread to be had: the drain waits here) */
+    exec_peer_start(&m->l, drain_thread, m);
     vocl_wr_i32(q->w, rc);
 }
 

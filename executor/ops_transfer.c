@@ -185,7 +185,7 @@ cl_int exec_finish_cmd(struct exec_req *q, cl_int rc, cl_event e, cl_bool blocki
 static cl_int reply_with_data(struct exec_req *q, cl_int rc, cl_event e, void *out, size_t size,
                               cl_event *ev)
 {
-    if (rc == CL_SUCCESS && exec_reply_after(q, 1, &e, out, size, &rc))
+    if (rc == CL_SUCCESS && exec_reply_after(q, 1, &e, &out, size, &rc))
         return exec_finish_cmd(q, CL_SUCCESS, e, CL_FALSE, ev);
     rc = exec_finish_cmd(q, rc, e, CL_FALSE, ev);
     vocl_wr_i32(q->w, rc);
@@ -201,16 +201,16 @@ static void free_when_done(cl_event ev, cl_int status, void *mem)
     exec_host_free(mem);
 }
 
-/* Host memory a non-blocking write reads from: freed when the write is
- * done (noted, or else watched; never waited for here). */
+/* Host memory a command uses (a write's copy, a read's landing place):
+ * freed when it is done (noted, or else watched; never waited for here). */
 void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *mem)
 {
     if (rc != CL_SUCCESS || !e)
         exec_host_free(mem);
     else if (exec_keep(s->node, e, mem) &&
              exec_watch(s->node->cl, e, false, free_when_done, mem) != CL_SUCCESS)
-        vocl_warn("client %d: no memory to note when a write is done: its host copy is kept "
-                  "for good",
+        vocl_warn("client %d: no memory to note when a command is done: its host memory is "
+                  "kept for good",
                   s->who);
 }
 

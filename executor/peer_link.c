@@ -5,7 +5,9 @@
  * comes; a relay counts against the session's EXEC_RELAYS_MAX.
  */
 #include "internal.h"
+#include "thread.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 /* (The reasons are literals: exec_fail keeps the pointer.) */
@@ -54,6 +56,59 @@ const char *exec_peer_who(const struct exec_peer_link *l, char who[24])
         return "the client";
     snprintf(who, 24, "rank %d", l->peer);
     return who;
+}
+
+/* The links whose threads could not start yet, oldest first. */
+static struct {
+    pthread_mutex_t lock;
+    struct exec_peer_link *head, **tail;
+    atomic_uint n;
+} waiting = {PTHREAD_MUTEX_INITIALIZER, NULL, &waiting.head, 0};
+
+void exec_peer_start(struct exec_peer_link *l, void *(*fn)(void *), void *arg)
+{
+    if (vocl_thread_detached(fn, arg) == 0)
+        return;
+    l->fn = fn;
+    l->arg = arg;
+    l->next = NULL;
+    pthread_mutex_lock(&waiting.lock);
+    bool first = !waiting.head;
+    *waiting.tail = l;
+    waiting.tail = &l->next;
+    atomic_fetch_add(&waiting.n, 1);
+    pthread_mutex_unlock(&waiting.lock);
+    if (first)
+        vocl_warn("no thread to be had for a migration or an event link (ulimit -u, or memory):"
+                  " it starts once one can");
+}
+
+unsigned exec_peer_starts(void)
+{
+    if (!atomic_load_explicit(&waiting.n, memory_order_relaxed))
+        return 0;
+    for (;;) {
+        /* Taken off the list to start it (the lock is not held meanwhile),
+         * put back in front where it cannot start yet. */
+        pthread_mutex_lock(&waiting.lock);
+        struct exec_peer_link *l = waiting.head;
+        if (l && !(waiting.head = l->next))
+            waiting.tail = &waiting.head;
+        pthread_mutex_unlock(&waiting.lock);
+        if (!l)
+            return 0;
+        if (vocl_thread_detached(l->fn, l->arg) == 0) { /* (l may be freed already) */
+            atomic_fetch_sub(&waiting.n, 1);
+            continue;
+        }
+        pthread_mutex_lock(&waiting.lock);
+        if (!(l->next = waiting.head))
+            waiting.tail = &l->next;
+        waiting.head = l;
+        unsigned left = atomic_load(&waiting.n);
+        pthread_mutex_unlock(&waiting.lock);
+        return left;
+    }
 }
 
 int exec_peer_send(const struct exec_peer_link *l, const void *buf, size_t n)

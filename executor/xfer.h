@@ -46,8 +46,6 @@ bool exec_xfer_direct(struct exec_req *q, cl_command_queue queue);
 /* The end of a command (status rc, event e, taken): a blocking one answered
  * once e completes (complete.c); its event handed over in *ev if asked. */
 cl_int exec_finish_cmd(struct exec_req *q, cl_int rc, cl_event e, cl_bool blocking, cl_event *ev);
-/* Host memory (exec_host_alloc'd) a command reads: freed once e completes. */
-void exec_keep_until_done(struct exec_session *s, cl_int rc, cl_event e, void *mem);
 
 /* Spans: the host rows of rectangular transfers and images.  Where the
  * bytes are for the native call (*owned: to free), what follows it, and

@@ -541,6 +541,7 @@ static void serve(struct server *sv)
             report_state(sv);
         release_clients(sv);
         exec_reap(sv->node, false); /* (kept memory, pools of released contexts) */
+        exec_peer_starts();         /* (links that wait for a thread) */
         bool built = exec_builds_answer(&sv->reply) > 0;
         if (poll_once(sv) || built) {
             idle_since = vocl_now_ns();

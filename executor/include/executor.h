@@ -324,6 +324,11 @@ bool exec_watch_start(void);
  * contexts (pool.c): frees what completed (wait: everything, waiting for it). */
 void exec_reap(struct exec_node *node, bool wait);
 
+/* The threads of migrations and event links (peer_link.c) that could not
+ * start when their requests came (ulimit -u, no memory): started now,
+ * while they start; how many still wait.  The serving loop calls it. */
+unsigned exec_peer_starts(void);
+
 /* Builds run on threads of their own (build.c).  From the serving thread:
  * answers the builds that ended (w: scratch); how many. */
 unsigned exec_builds_answer(struct vocl_wr *w);
