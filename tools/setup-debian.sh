@@ -6,6 +6,8 @@ pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libcmocka-dev clinfo man-db"
 # The external suite: independently written OpenCL clients (tests/external).
 pkgs="$pkgs piglit clpeak clblast-tests hashcat python3-pyopencl python3-numpy"
+# PyOpenCL's own tests (suite pyopencl-upstream).
+pkgs="$pkgs python-pyopencl-doc python3-pytest"
 # The HEP runtime's events files (examples/hep).
 pkgs="$pkgs libhdf5-dev"
 # vocl-report's plots.
