@@ -123,6 +123,25 @@ static void open_with_peer(struct exec_session *s)
     s->data = &peer_data;
 }
 
+/* Runs the request in w while no thread can be had; its error code. */
+static cl_int run_threadless(struct exec_session *s, struct vocl_wr *w)
+{
+    struct reply rep;
+    atomic_store(&no_threads, true);
+    cl_int rc = run(s, w, &rep);
+    vocl_wr_free(&rep.w);
+    return rc;
+}
+
+/* The one piece of work that waits for a thread still waits while none
+ * can be had, and starts once one can. */
+static void threads_come_back(void)
+{
+    assert_int_equal(exec_peer_starts(), 1);
+    atomic_store(&no_threads, false);
+    assert_int_equal(exec_peer_starts(), 0);
+}
+
 /* An event link in each direction and a migration's failure, with no
  * thread to be had: nothing of the peer's on the serving thread; the work
  * waits for a thread and is done once one can be had. */
@@ -131,59 +150,46 @@ static void links_wait_for_a_thread(void **state)
     (void)state;
     struct exec_session s;
     struct vocl_wr w;
-    struct reply rep;
     open_with_peer(&s);
     uint64_t ctx = create_context(&s, VOCL_ID_CLIENT_MIN), ev = VOCL_ID_CLIENT_MIN + 1;
     vocl_wr_init(&w);
 
     /* IN: the user event is made and answered; the peer is not waited for. */
-    atomic_store(&no_threads, true);
     begin(&w, VOCL_OP_EVENT_IN);
     vocl_enc_EVENT_IN_req(&w,
                           &(struct vocl_msg_EVENT_IN_req){
                               .context = ctx, .peer = 5, .tag = VOCL_TAG_PEER_MIN, .event = ev});
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&rep.w);
+    assert_int_equal(run_threadless(&s, &w), CL_SUCCESS);
     assert_int_equal(atomic_load(&peer.on_serving), 0);
     assert_int_equal(atomic_load(&peer.recvs), 0);
     assert_int_equal(status_of(&s, ev), CL_SUBMITTED);
-    assert_int_equal(exec_peer_starts(), 1); /* still no thread: it still waits */
-    atomic_store(&no_threads, false);
-    assert_int_equal(exec_peer_starts(), 0);
+    threads_come_back();
     assert_int_equal(wait_for(&peer.recvs, 1), 1);
     for (int i = 0; i < 5000 && status_of(&s, ev) != CL_COMPLETE; i++)
         nanosleep(&(struct timespec){0, 1000000L}, NULL);
     assert_int_equal(status_of(&s, ev), CL_COMPLETE);
 
     /* OUT, of that (complete) event: its status goes from a thread. */
-    atomic_store(&no_threads, true);
     begin(&w, VOCL_OP_EVENT_OUT);
     vocl_enc_EVENT_OUT_req(
         &w, &(struct vocl_msg_EVENT_OUT_req){.event = ev, .peer = 5, .tag = VOCL_TAG_PEER_MIN + 1});
-    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&rep.w);
+    assert_int_equal(run_threadless(&s, &w), CL_SUCCESS);
     assert_int_equal(atomic_load(&peer.sends), 0);
-    assert_int_equal(exec_peer_starts(), 1);
-    atomic_store(&no_threads, false);
-    assert_int_equal(exec_peer_starts(), 0);
+    threads_come_back();
     assert_int_equal(wait_for(&peer.sends, 1), 1);
     assert_int_equal(atomic_load(&peer.status), CL_COMPLETE);
     assert_int_equal(atomic_load(&peer.tag), VOCL_TAG_PEER_MIN + 1);
 
     /* A migration out of an object that is not there: the peer is told
      * of the failure (an empty message), from a thread too. */
-    atomic_store(&no_threads, true);
     begin(&w, VOCL_OP_MIGRATE_OUT);
     vocl_enc_MIGRATE_OUT_req(&w, &(struct vocl_msg_MIGRATE_OUT_req){.mem = VOCL_ID_CLIENT_MIN + 2,
                                                                     .peer = 5,
                                                                     .tag = VOCL_TAG_PEER_MIN + 2,
                                                                     .chunk = EXEC_CHUNK_MIN});
-    assert_int_not_equal(run(&s, &w, &rep), CL_SUCCESS);
-    vocl_wr_free(&rep.w);
+    assert_int_not_equal(run_threadless(&s, &w), CL_SUCCESS);
     assert_int_equal(atomic_load(&peer.sends), 1);
-    assert_int_equal(exec_peer_starts(), 1);
-    atomic_store(&no_threads, false);
-    assert_int_equal(exec_peer_starts(), 0);
+    threads_come_back();
     assert_int_equal(wait_for(&peer.sends, 2), 2);
     assert_int_equal(atomic_load(&peer.sent), 0);
     assert_int_equal(atomic_load(&peer.tag), VOCL_TAG_PEER_MIN + 2);
