@@ -209,6 +209,16 @@ bool exec_poll_events(struct exec_req *q, cl_uint n, const cl_event *evs, cl_int
     }
 }
 
+/* A read's landing place (*payload, if any), where the reply goes without
+ * it while the command may still write it: kept until ev is done. */
+static void keep_payload(struct exec_req *q, cl_event ev, void **payload)
+{
+    if (payload && *payload) {
+        exec_keep_until_done(q->s, CL_SUCCESS, ev, *payload);
+        *payload = NULL;
+    }
+}
+
 bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void **payload,
                       size_t npayload, cl_int *status)
 {
@@ -223,17 +233,12 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
         *status = rc == CL_SUCCESS ? CL_SUCCESS : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
         return false;
     }
-    void *data = payload ? *payload : NULL;
     struct later *l = calloc(1, sizeof(*l) + n * sizeof(cl_event));
     if (!l) {
-        /* No memory to answer later with: the error now, never a wait here.
-         * What the command still writes into is kept until it is done. */
+        /* No memory to answer later with: the error now, never a wait here. */
         vocl_warn("client %d: no memory to answer %s once its commands complete: it fails now",
                   q->s->who, vocl_op_name(q->op));
-        if (data) {
-            exec_keep_until_done(q->s, CL_SUCCESS, evs[0], data);
-            *payload = NULL;
-        }
+        keep_payload(q, evs[0], payload);
         *status = CL_OUT_OF_HOST_MEMORY;
         return false;
     }
@@ -258,15 +263,12 @@ bool exec_reply_after(struct exec_req *q, cl_uint n, const cl_event *evs, void *
             atomic_fetch_sub(&l->left, 1);
             unwatched = true;
         }
-    if (data && unwatched) {
-        /* The reply may go before the command is done: not with its memory. */
-        exec_keep_until_done(q->s, CL_SUCCESS, evs[0], data);
-        *payload = data = NULL;
-    }
+    if (unwatched) /* (the reply may go before the command is done) */
+        keep_payload(q, evs[0], payload);
     /* Everything the reply needs is in l before the guard goes: the last
      * callback may send it at once.  An error an earlier request deferred
      * is this synchronisation's to report. */
-    l->payload = data;
+    l->payload = payload ? *payload : NULL;
     l->npayload = npayload;
     l->deferred = q->s->deferred;
     if (atomic_fetch_sub(&l->left, 1) != 1) {
