@@ -203,6 +203,67 @@ const uint64_t *exec_newids(struct exec_req *q, const struct vocl_ids *list, uin
     return ids;
 }
 
+/*
+ * A batch's commands start together.  A driver starts a command on an idle
+ * queue as it is enqueued: a batch of a write, a launch and a read would
+ * wake the device's threads three times, and on a CPU device each wake-up
+ * takes this thread's core, so that the next command finds the queue idle
+ * again.  So, while more commands of the batch follow, the first command
+ * the batch enqueues on a queue goes behind a barrier on a user event that
+ * is set once the batch has run (exec_gates_open), or before a flush or a
+ * request that wants a reply (which may look at its commands here:
+ * complete.c).  Nothing else on this thread waits for a command but a read
+ * chunk with no memory to queue it, which opens the gates first (stream.c):
+ * a gate cannot hold up its own opener.  Where a gate cannot be made, the
+ * commands run as they come.
+ */
+static bool is_command(unsigned op)
+{
+    return strncmp(vocl_op_name(op), "clEnqueue", 9) == 0;
+}
+
+static void gate_queue(struct exec_req *q)
+{
+    struct exec_session *s = q->s;
+    if (!s->gating || q->queue_type != VOCL_T_QUEUE || !q->queue || !is_command(q->op) ||
+        s->ngates == sizeof(s->gates) / sizeof(s->gates[0]))
+        return;
+    for (unsigned i = 0; i < s->ngates; i++)
+        if (s->gates[i].queue == q->queue)
+            return;
+    cl_context ctx;
+    if (q->cl->clGetCommandQueueInfo(q->queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL))
+        return;
+    cl_event gate = q->cl->clCreateUserEvent(ctx, NULL);
+    if (!gate)
+        return;
+    if (q->cl->clEnqueueBarrierWithWaitList(q->queue, 1, &gate, NULL) != CL_SUCCESS) {
+        q->cl->clReleaseEvent(gate);
+        return;
+    }
+    s->gates[s->ngates].queue = q->queue;
+    s->gates[s->ngates++].ev = gate;
+}
+
+/* Whether the batch's next request, at p, is a command that starts later. */
+static bool command_follows(const uint8_t *p, const uint8_t *end)
+{
+    struct vocl_msg_hdr next;
+    const uint8_t *msg;
+    return vocl_batch_next(&p, end, &next, &msg) && is_command(next.opcode) &&
+           !(next.flags & VOCL_F_REPLY);
+}
+
+void exec_gates_open(struct exec_session *s)
+{
+    const struct vocl_native_api *cl = s->node->cl;
+    for (unsigned i = 0; i < s->ngates; i++) {
+        cl->clSetUserEventStatus(s->gates[i].ev, CL_COMPLETE);
+        cl->clReleaseEvent(s->gates[i].ev);
+    }
+    s->ngates = 0;
+}
+
 int exec_req_begin(struct exec_req *q)
 {
     if (q->r->fail)
@@ -218,6 +279,7 @@ int exec_req_begin(struct exec_req *q)
         vocl_wr_i32(q->w, q->err);
         return 0;
     }
+    gate_queue(q);
     return 1;
 }
 
@@ -562,20 +624,29 @@ static int execute_batch(struct exec_session *s, const struct vocl_msg_hdr *h, c
                                     : NULL;
         if (why) {
             vocl_warn("client %d: batch: %s: session ended", s->who, why);
-            return -1;
+            rc = -1;
+            break;
         }
+        if (in.flags & VOCL_F_REPLY || in.opcode == VOCL_OP_clFlush)
+            exec_gates_open(s);
+        s->gating = s->node->gate_batches && command_follows(p, end);
         rc = execute_one(s, &in, one, reply);
         if (rc < 0)
-            return rc;
+            break;
         if (exec_session_parked(s) && p != end) {
             /* A chunked write comes last (its chunks follow the message). */
             vocl_warn("client %d: batch: a request after a chunked write: session ended",
                       s->who);
-            return -1;
+            rc = -1;
+            break;
         }
         replied = in.flags & VOCL_F_REPLY;
         n++;
     }
+    s->gating = false;
+    exec_gates_open(s);
+    if (rc < 0)
+        return rc;
     if (p != end || n == 0) {
         vocl_warn("client %d: batch: %s: session ended", s->who,
                   n ? "a malformed request in it" : "empty");

@@ -65,6 +65,10 @@ struct exec_req {
     size_t tmp_bytes;          /* their sizes, bounded (exec_tmp) */
 };
 
+/* Sets the user events that hold the commands of the batch being run
+ * (exec.c, gate_queue): before anything on its thread waits for one. */
+void exec_gates_open(struct exec_session *s);
+
 /* VOCL_RECORD_REQUESTS=DIR: writes msg to DIR/<pid>-<n>.bin (record.c). */
 void exec_record(const void *msg, size_t len);
 

@@ -28,6 +28,7 @@ int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
                                         .direct = true,
                                         .driver_staging = true};
     node->poll_ns = EXEC_POLL_NS;
+    node->gate_batches = true;
     _Static_assert(sizeof(node->node_name) == VOCL_NODE_NAME_MAX + 1, "a node name and its NUL");
     const char *named = getenv("VOCL_NODE_NAME");
     if (named && !vocl_node_name_ok(named, strlen(named))) {

@@ -270,6 +270,7 @@ void exec_stream_send(struct exec_node *node, const struct exec_stream_chunk *c)
     struct exec_stream *st = node->stream;
     struct job *j = st ? malloc(sizeof(*j)) : NULL;
     if (!j) {
+        exec_gates_open(c->s); /* (ready may be behind a gate of this batch) */
         struct job now = {.c = *c};
         now.c.tag = c->s->data_tag;
         post_job(node->cl, &now);

@@ -84,6 +84,8 @@ static void usage(FILE *f)
             "      --poll-us N         how long a command a client waits for is polled\n"
             "                          before its reply is left to the driver's\n"
             "                          callback; 0: never (default %u)\n"
+            "      --no-batch-gate     start each command of a client's batch as it is\n"
+            "                          run, not all together once the batch has run\n"
             "  -v, --verbose           more messages on stderr (repeat for more)\n"
             "  -q, --quiet             errors only\n"
             "  -h, --help              this help\n"
@@ -94,7 +96,7 @@ static void usage(FILE *f)
             "--no-direct and --no-driver-staging;\n"
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
             "VOCL_MAX_SESSION_MEM, _OBJECTS and _HOST: defaults of the limits;\n"
-            "VOCL_POLL_US: default of --poll-us;\n"
+            "VOCL_POLL_US: default of --poll-us; VOCL_BATCH_GATE=0: as --no-batch-gate;\n"
             "VOCL_PEER_TIMEOUT: seconds a silent client or proxy has to answer a ping\n"
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
@@ -230,6 +232,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         OPT_MAX_OBJS,
         OPT_MAX_HOST,
         OPT_POLL,
+        OPT_NO_BATCH_GATE,
         OPT_NAME_SERVER,
         OPT_ISOLATE,
         OPT_NO_ISOLATE,
@@ -257,6 +260,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"max-session-objects", required_argument, NULL, OPT_MAX_OBJS},
         {"max-session-host", required_argument, NULL, OPT_MAX_HOST},
         {"poll-us", required_argument, NULL, OPT_POLL},
+        {"no-batch-gate", no_argument, NULL, OPT_NO_BATCH_GATE},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -287,6 +291,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         return 2;
     const char *poll = getenv("VOCL_POLL_US");
     o->poll_ns = EXEC_POLL_NS;
+    o->gate_batches = !env_off("VOCL_BATCH_GATE");
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
     while ((c = getopt_long(argc, argv, "t:lp:n:k:u:b:s:vqhV", longopts, NULL)) != -1) {
@@ -324,6 +329,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_NO_PIPELINE: o->xfer.pipeline = false; break;
         case OPT_NO_DIRECT: o->xfer.direct = false; break;
         case OPT_NO_DRIVER_STAGING: o->xfer.driver_staging = false; break;
+        case OPT_NO_BATCH_GATE:
+            o->gate_batches = false;
+            break;
         case OPT_MAX_MEM:
             if (set_limit(&o->limits.mem, "--max-session-mem", optarg, true))
                 return 2;
@@ -446,6 +454,7 @@ int main(int argc, char **argv)
     default_limits(&o.limits, o.listen, &node);
     node.limits = o.limits;
     node.poll_ns = o.poll_ns;
+    node.gate_batches = o.gate_batches;
     node.busy_share = o.busy_share;
     /* Even serial (one staging buffer) reads are sent by the stream thread,
      * which may wait for a device: this thread never must.  Without it, or

@@ -101,6 +101,9 @@ struct exec_node {
      * waits for, before the reply is left to the driver's callback
      * (complete.c); 0: never polls. */
     uint64_t poll_ns;
+    /* Whether a batch's commands start together, once it has been run
+     * (exec.c, gate_queue); --no-batch-gate turns it off. */
+    bool gate_batches;
     /* Whether the commands' ends are also looked for, not only called back
      * (watch.c): where the node has a device that is not a CPU. */
     bool look_at_events;
@@ -240,6 +243,13 @@ struct exec_session {
     const void *msg;
     size_t msg_len;
     void *preloaded;
+    /* While a batch runs: the queues whose commands wait behind a barrier
+     * on a user event until its end (exec.c, gate_queue). */
+    bool gating;
+    unsigned ngates;
+    struct {
+        void *queue, *ev; /* cl_command_queue, the user event (cl_event) */
+    } gates[4];
 };
 
 /* Host memory the proxy holds for s (hostmem.c). */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -466,6 +467,118 @@ static void batches(void **state)
     exec_session_end(&s);
 }
 
+/*
+ * A batch's commands start together, once it has run (exec.c, gate_queue):
+ * a write followed by more commands of its batch has not started when the
+ * driver's clEnqueueWriteBuffer returns, however long the batch takes;
+ * with --no-batch-gate it has.  A request that wants a reply opens the
+ * gates first (here a blocking read, which the in-process harness answers
+ * by waiting for it: a gate left shut would hang it).
+ */
+static struct vocl_native_api spy_cl;
+static int writes_started; /* writes complete within 300 ms of their enqueue */
+
+static cl_int CL_API_CALL spy_write(cl_command_queue queue, cl_mem buf, cl_bool blocking,
+                                    size_t offset, size_t size, const void *ptr, cl_uint nwl,
+                                    const cl_event *wl, cl_event *ev)
+{
+    cl_int rc = cl->clEnqueueWriteBuffer(queue, buf, blocking, offset, size, ptr, nwl, wl, ev);
+    cl_int st = CL_QUEUED;
+    for (int ms = 0; rc == CL_SUCCESS && ev && ms < 300 && st != CL_COMPLETE; ms++) {
+        nanosleep(&(struct timespec){0, 1000000L}, NULL);
+        cl->clGetEventInfo(*ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+    }
+    writes_started += st == CL_COMPLETE;
+    return rc;
+}
+
+/* A non-blocking write of one int, its data inline, into the batch. */
+static void batch_write(struct vocl_wr *batch, uint64_t q, uint64_t buf, int index,
+                        const int *value)
+{
+    struct vocl_wr w;
+    vocl_wr_init(&w);
+    vocl_wr_begin(&w, VOCL_OP_clEnqueueWriteBuffer, 0, 30);
+    vocl_enc_clEnqueueWriteBuffer_req(
+        &w, &(struct vocl_msg_clEnqueueWriteBuffer_req){
+                .queue = q,
+                .buffer = buf,
+                .offset = index * sizeof(int),
+                .size = sizeof(int),
+                .data = {.mode = VOCL_DATA_INLINE, .p = value, .len = sizeof(int)}});
+    vocl_wr_finish(&w);
+    vocl_batch_add(batch, &w);
+    vocl_wr_free(&w);
+}
+
+static void batch_commands_start_together(void **state)
+{
+    struct exec_session s;
+    struct vocl_wr w, batch;
+    struct reply rep;
+    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, buf = ctx + 2;
+    const int values[3] = {7, 9, 11};
+    int got[3];
+    (void)state;
+    session_open(&s, 0);
+    create_context(&s, ctx);
+    create_queue(&s, ctx, q);
+    vocl_wr_init(&w);
+    vocl_wr_init(&batch);
+    begin(&w, VOCL_OP_clCreateBuffer);
+    vocl_enc_clCreateBuffer_req(&w, &(struct vocl_msg_clCreateBuffer_req){
+                                        .context = ctx, .size = sizeof(got), .new_id = buf});
+    assert_int_equal(run(&s, &w, &rep), CL_SUCCESS);
+    vocl_wr_free(&rep.w);
+
+    spy_cl = *cl;
+    spy_cl.clEnqueueWriteBuffer = spy_write;
+    node.cl = &spy_cl;
+    for (int gate = 1; gate >= 0; gate--) {
+        node.gate_batches = gate;
+        writes_started = 0;
+        /* Two writes, nothing waited for: no reply. */
+        vocl_wr_reset(&batch);
+        batch_write(&batch, q, buf, 0, &values[0]);
+        batch_write(&batch, q, buf, 1, &values[1]);
+        vocl_wr_finish(&batch);
+        vocl_wr_init(&rep.w);
+        assert_int_equal(exec_request(&s, batch.buf, batch.len, &rep.w), 0);
+        vocl_wr_free(&rep.w);
+        /* Gated, neither starts before the batch has run (the second
+         * is behind the first's gate); else both do. */
+        assert_int_equal(writes_started, gate ? 0 : 2);
+
+        /* A write, then a blocking read: the read sees the write. */
+        vocl_wr_reset(&batch);
+        batch_write(&batch, q, buf, 2, &values[2]);
+        begin(&w, VOCL_OP_clEnqueueReadBuffer);
+        vocl_enc_clEnqueueReadBuffer_req(
+            &w, &(struct vocl_msg_clEnqueueReadBuffer_req){.queue = q,
+                                                           .buffer = buf,
+                                                           .blocking = 1,
+                                                           .size = sizeof(got),
+                                                           .data = {.mode = VOCL_DATA_INLINE}});
+        vocl_wr_finish(&w);
+        vocl_batch_add(&batch, &w);
+        assert_int_equal(run(&s, &batch, &rep), CL_SUCCESS);
+        size_t n;
+        const void *bytes = vocl_rd_bytes(&rep.r, &n);
+        assert_int_equal(n, sizeof(got));
+        memcpy(got, bytes, n);
+        vocl_wr_free(&rep.w);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(got[i], values[i]);
+        memset(got, 0, sizeof(got));
+    }
+    node.cl = cl;
+    node.gate_batches = true;
+
+    vocl_wr_free(&w);
+    vocl_wr_free(&batch);
+    exec_session_end(&s);
+}
+
 /* A real sequence, as libvocl would send it: c = a + b on the device. */
 /* A blocking read of size bytes of buf through queue q, its data inline. */
 static void read_whole(struct exec_session *s, uint64_t q, uint64_t buf, void *out, size_t size)
@@ -623,6 +736,7 @@ int main(void)
         cmocka_unit_test(chunked_read_past_the_end),
         cmocka_unit_test(deferred_errors),
         cmocka_unit_test(batches),
+        cmocka_unit_test(batch_commands_start_together),
         cmocka_unit_test(compute_through_requests),
     };
     return cmocka_run_group_tests(tests, harness_setup, harness_teardown);

@@ -6,7 +6,10 @@
 #   docs/report/small-commands/run.sh [OUT_DIR]   (default docs/report/small-commands)
 #
 # Environment: BEFORE and AFTER are build directories (default: AFTER=build,
-# BEFORE=../base/build, a build of the commit before); ROUNDS (default 5)
+# BEFORE=../base/build, a build of the commit before); BEFORE_ENV and
+# AFTER_ENV, NAME=VALUE words each set for its VOCL runs (for one build
+# with a setting off and on: BEFORE=build BEFORE_ENV=VOCL_BATCH_GATE=0
+# AFTER=build); ROUNDS (default 5)
 # rounds, in each of which every configuration runs once, natively first;
 # GENOME (default: made here) a kmer-gen output prefix.
 #
@@ -35,20 +38,20 @@ record() { # LABEL SECONDS
     echo "$1: $2"
 }
 
-launches() { # LABEL BUILD|native
+launches() { # LABEL BUILD|native [ENV]
     local label=$1 b=$2 line
     local worker=$after/tools/bench/vocl-bench-worker
     if [[ $b == native ]]; then
         line=$(POCL_DEVICES=pthread "$worker" --sections launch | grep '^launch,')
     else
-        line=$("$b/tools/vocl-run" -n 1 -d 1 -- "$worker" --sections launch 2>/dev/null |
+        line=$(env ${3:-} "$b/tools/vocl-run" -n 1 -d 1 -- "$worker" --sections launch 2>/dev/null |
             grep '^launch,')
     fi
     [[ -n $line ]] || { echo "failed: $label" >&2; exit 1; }
     record "$label" "$(cut -d, -f4 <<<"$line")"
 }
 
-kmer() { # LABEL BUILD|native PROXIES DEVICES
+kmer() { # LABEL BUILD|native PROXIES DEVICES [ENV]
     local label=$1 b=$2 p=$3 d=$4 line devs
     local args=(--genome "$genome.fa" "$genome.txt")
     if [[ $b == native ]]; then
@@ -56,7 +59,7 @@ kmer() { # LABEL BUILD|native PROXIES DEVICES
         line=$(POCL_DEVICES=${devs% } "$after/examples/kmer/kmer-assemble" "${args[@]}" 2>&1 |
             grep '^RESULT')
     else
-        line=$(timeout 600 "$b/tools/vocl-run" -n "$p" -d "$d" -- \
+        line=$(env ${5:-} timeout 600 "$b/tools/vocl-run" -n "$p" -d "$d" -- \
             "$after/examples/kmer/kmer-assemble" "${args[@]}" 2>&1 | grep "^RESULT")
     fi
     [[ $line == *verified=yes* ]] || { echo "not verified: $label: $line" >&2; exit 1; }
@@ -66,13 +69,13 @@ kmer() { # LABEL BUILD|native PROXIES DEVICES
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r of $rounds"
     launches "launch native" native
-    launches "launch before" "$before"
-    launches "launch after" "$after"
+    launches "launch before" "$before" "${BEFORE_ENV:-}"
+    launches "launch after" "$after" "${AFTER_ENV:-}"
     for pd in "1 2" "2 1" "16 2"; do
         set -- $pd
         kmer "kmer $1x$2 native" native "$1" "$2"
-        kmer "kmer $1x$2 before" "$before" "$1" "$2"
-        kmer "kmer $1x$2 after" "$after" "$1" "$2"
+        kmer "kmer $1x$2 before" "$before" "$1" "$2" "${BEFORE_ENV:-}"
+        kmer "kmer $1x$2 after" "$after" "$1" "$2" "${AFTER_ENV:-}"
     done
 done
 python3 "$(dirname "$0")/tabulate.py" "$runs"
