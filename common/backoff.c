@@ -11,9 +11,9 @@
 
 #define SPIN_NS 50000
 #define YIELD_NS 2000000
-#define CROWDED_YIELD_NS 100000
+#define CROWDED_SPIN_NS 5000
 
-static atomic_uint_fast64_t yield_ns = YIELD_NS;
+static atomic_uint_fast64_t spin_ns = SPIN_NS, yield_ns = YIELD_NS;
 
 static long env_count(const char *name)
 {
@@ -25,21 +25,23 @@ static long env_count(const char *name)
 
 void vocl_backoff_setup(void)
 {
-    long us = env_count("VOCL_YIELD_US");
-    if (us >= 0) {
-        atomic_store(&yield_ns, (uint64_t)(us < 1000000 ? us : 1000000) * 1000);
-        vocl_info("waits yield for %ld us, then sleep (VOCL_YIELD_US)", us);
-        return;
-    }
+    atomic_store(&spin_ns, SPIN_NS);
+    atomic_store(&yield_ns, YIELD_NS);
     long ranks = env_count("MPI_LOCALNRANKS");
     if (ranks < 0)
         ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
     cpu_set_t set;
     long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
     if (ranks > 2 * cores && cores > 0) {
-        atomic_store(&yield_ns, CROWDED_YIELD_NS);
-        vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us",
-                  ranks, cores, CROWDED_YIELD_NS / 1000);
+        atomic_store(&spin_ns, CROWDED_SPIN_NS);
+        atomic_store(&yield_ns, 0);
+        vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us", ranks,
+                  cores, CROWDED_SPIN_NS / 1000);
+    }
+    long us = env_count("VOCL_YIELD_US");
+    if (us >= 0) {
+        atomic_store(&yield_ns, (uint64_t)(us < 1000000 ? us : 1000000) * 1000);
+        vocl_info("waits yield until %ld us, then sleep (VOCL_YIELD_US)", us);
     }
 }
 
@@ -53,7 +55,7 @@ uint64_t vocl_now_ns(void)
 void vocl_backoff(uint64_t start, long sleep_ns)
 {
     uint64_t waited = vocl_now_ns() - start;
-    if (waited < SPIN_NS)
+    if (waited < atomic_load_explicit(&spin_ns, memory_order_relaxed))
         return;
     if (waited < atomic_load_explicit(&yield_ns, memory_order_relaxed)) {
         sched_yield();

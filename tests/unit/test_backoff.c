@@ -1,0 +1,132 @@
+/*
+ * test_backoff.c - what a wait does between its polls (common/backoff.c):
+ * it polls on for 50 us, yields until 2 ms and then sleeps; on a crowded
+ * node (more ranks of the job than twice the cores) it polls for 5 us and
+ * then sleeps at once; VOCL_YIELD_US sets the yield.  sched_yield and
+ * nanosleep are wrapped (-Wl,--wrap): counted, and nothing sleeps.
+ */
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "backoff.h"
+
+static int yields, sleeps;
+static long slept_ns;
+
+int __wrap_sched_yield(void);
+int __wrap_sched_yield(void)
+{
+    yields++;
+    return 0;
+}
+
+int __wrap_nanosleep(const struct timespec *req, struct timespec *rem);
+int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    (void)rem;
+    sleeps++;
+    slept_ns = req->tv_nsec + req->tv_sec * 1000000000L;
+    return 0;
+}
+
+/* What one call does in a wait that began waited_us ago: 'p' polls on,
+ * 'y' yields, 's' sleeps.  Time only grows between the two clock readings:
+ * a step before a boundary is tried up to 10 times, so that a test
+ * preempted there does not see the next stage. */
+static char step_once(long waited_us)
+{
+    yields = sleeps = 0;
+    vocl_backoff(vocl_now_ns() - (uint64_t)waited_us * 1000, 100000);
+    assert_true(yields + sleeps <= 1);
+    return yields ? 'y' : sleeps ? 's' : 'p';
+}
+
+static char step(long waited_us)
+{
+    static const char stages[] = "pys"; /* in the order a wait goes through them */
+    int earliest = 2;
+    for (int i = 0; i < 10 && earliest > 0; i++) {
+        int at = (int)(strchr(stages, step_once(waited_us)) - stages);
+        earliest = at < earliest ? at : earliest;
+    }
+    return stages[earliest];
+}
+
+/* The job's ranks on this node, as MPICH tells them: twice the cores and
+ * one more is crowded. */
+static void ranks_here(int crowded)
+{
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+    char n[32];
+    snprintf(n, sizeof(n), "%d", crowded ? 2 * CPU_COUNT(&set) + 1 : 2 * CPU_COUNT(&set));
+    setenv("MPI_LOCALNRANKS", n, 1);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("VOCL_YIELD_US");
+}
+
+static void uncrowded_polls_yields_then_sleeps(void **state)
+{
+    (void)state;
+    ranks_here(0);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 'p');
+    assert_int_equal(step(40), 'p');
+    assert_int_equal(step(60), 'y');
+    assert_int_equal(step(1900), 'y');
+    assert_int_equal(step(2100), 's');
+    assert_int_equal(slept_ns, 100000);
+    assert_int_equal(step(32000), 's'); /* a long wait sleeps 1/64 of it, */
+    assert_true(slept_ns >= 500000 && slept_ns < 510000);
+    assert_int_equal(step(640000), 's'); /* at most 1 ms */
+    assert_int_equal(slept_ns, 1000000);
+}
+
+static void crowded_sleeps_after_5us(void **state)
+{
+    (void)state;
+    ranks_here(1);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 's');
+    assert_int_equal(step(1900), 's');
+    /* The setting is the node's, not kept from before. */
+    ranks_here(0);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 'p');
+    assert_int_equal(step(60), 'y');
+}
+
+static void yield_us_sets_the_yield(void **state)
+{
+    (void)state;
+    ranks_here(1);
+    setenv("VOCL_YIELD_US", "500", 1);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 'y'); /* (crowded: polls 5 us) */
+    assert_int_equal(step(400), 'y');
+    assert_int_equal(step(600), 's');
+    ranks_here(0);
+    setenv("VOCL_YIELD_US", "0", 1);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 'p');
+    assert_int_equal(step(60), 's');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(uncrowded_polls_yields_then_sleeps),
+        cmocka_unit_test(crowded_sleeps_after_5us),
+        cmocka_unit_test(yield_us_sets_the_yield),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
