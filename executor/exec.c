@@ -209,13 +209,13 @@ const uint64_t *exec_newids(struct exec_req *q, const struct vocl_ids *list, uin
  * wake the device's threads three times, and on a CPU device each wake-up
  * takes this thread's core, so that the next command finds the queue idle
  * again.  So, while more commands of the batch follow, the first command
- * the batch enqueues on a queue goes behind a barrier on a user event that
- * is set once the batch has run (exec_gates_open), or before a flush or a
- * request that wants a reply (which may look at its commands here:
- * complete.c).  Nothing else on this thread waits for a command but a read
- * chunk with no memory to queue it, which opens the gates first (stream.c):
- * a gate cannot hold up its own opener.  Where a gate cannot be made, the
- * commands run as they come.
+ * the batch enqueues on an in-order queue goes behind a barrier on a user
+ * event that is set once the batch has run (exec_gates_open), or before a
+ * flush or a request that wants a reply (which may look at its commands
+ * here: complete.c).  Nothing else on this thread waits for a command but
+ * a read chunk with no memory to queue it, which opens the gates first
+ * (stream.c): a gate cannot hold up its own opener.  Where a gate cannot
+ * be made, the commands run as they come.
  */
 static bool is_command(unsigned op)
 {
@@ -231,8 +231,13 @@ static void gate_queue(struct exec_req *q)
     for (unsigned i = 0; i < s->ngates; i++)
         if (s->gates[i].queue == q->queue)
             return;
+    /* (On an out-of-order queue the barrier would also hold the batch's
+     * commands behind every earlier one: those run as they come.) */
+    cl_command_queue_properties props;
     cl_context ctx;
-    if (q->cl->clGetCommandQueueInfo(q->queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL))
+    if (q->cl->clGetCommandQueueInfo(q->queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, NULL) ||
+        props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE ||
+        q->cl->clGetCommandQueueInfo(q->queue, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL))
         return;
     cl_event gate = q->cl->clCreateUserEvent(ctx, NULL);
     if (!gate)

@@ -117,8 +117,8 @@ static void unknown_opcode_and_bad_header(void **state)
     exec_session_end(&s);
 }
 
-/* A queue on the first device of context ctx. */
-static void create_queue(struct exec_session *s, uint64_t ctx, uint64_t q)
+/* A queue with properties props on the first device of context ctx. */
+static void create_queue_with(struct exec_session *s, uint64_t ctx, uint64_t q, uint64_t props)
 {
     struct vocl_wr w;
     struct reply rep;
@@ -126,11 +126,16 @@ static void create_queue(struct exec_session *s, uint64_t ctx, uint64_t q)
     begin(&w, VOCL_OP_clCreateCommandQueue);
     vocl_wr_u64(&w, ctx);
     vocl_wr_u64(&w, 1);
-    vocl_wr_u64(&w, 0);
+    vocl_wr_u64(&w, props);
     vocl_wr_u64(&w, q);
     assert_int_equal(run(s, &w, &rep), CL_SUCCESS);
     vocl_wr_free(&rep.w);
     vocl_wr_free(&w);
+}
+
+static void create_queue(struct exec_session *s, uint64_t ctx, uint64_t q)
+{
+    create_queue_with(s, ctx, q, 0);
 }
 
 /*
@@ -471,9 +476,9 @@ static void batches(void **state)
  * A batch's commands start together, once it has run (exec.c, gate_queue):
  * a write followed by more commands of its batch has not started when the
  * driver's clEnqueueWriteBuffer returns, however long the batch takes;
- * with --no-batch-gate it has.  A request that wants a reply opens the
- * gates first (here a blocking read, which the in-process harness answers
- * by waiting for it: a gate left shut would hang it).
+ * with --no-batch-gate, or on an out-of-order queue, it has.  A request that wants a reply opens
+ * the gates first (here a blocking read, which the in-process harness answers by waiting for it: a
+ * gate left shut would hang it).
  */
 static struct vocl_native_api spy_cl;
 static int writes_started; /* writes complete within 300 ms of their enqueue */
@@ -516,13 +521,14 @@ static void batch_commands_start_together(void **state)
     struct exec_session s;
     struct vocl_wr w, batch;
     struct reply rep;
-    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, buf = ctx + 2;
+    const uint64_t ctx = VOCL_ID_CLIENT_MIN, q = ctx + 1, buf = ctx + 2, ooo = ctx + 3;
     const int values[3] = {7, 9, 11};
     int got[3];
     (void)state;
     session_open(&s, 0);
     create_context(&s, ctx);
     create_queue(&s, ctx, q);
+    create_queue_with(&s, ctx, ooo, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     vocl_wr_init(&w);
     vocl_wr_init(&batch);
     begin(&w, VOCL_OP_clCreateBuffer);
@@ -534,20 +540,23 @@ static void batch_commands_start_together(void **state)
     spy_cl = *cl;
     spy_cl.clEnqueueWriteBuffer = spy_write;
     node.cl = &spy_cl;
-    for (int gate = 1; gate >= 0; gate--) {
+    for (int pass = 0; pass < 3; pass++) {
+        bool gate = pass != 1, in_order = pass != 2;
         node.gate_batches = gate;
         writes_started = 0;
         /* Two writes, nothing waited for: no reply. */
         vocl_wr_reset(&batch);
-        batch_write(&batch, q, buf, 0, &values[0]);
-        batch_write(&batch, q, buf, 1, &values[1]);
+        batch_write(&batch, in_order ? q : ooo, buf, 0, &values[0]);
+        batch_write(&batch, in_order ? q : ooo, buf, 1, &values[1]);
         vocl_wr_finish(&batch);
         vocl_wr_init(&rep.w);
         assert_int_equal(exec_request(&s, batch.buf, batch.len, &rep.w), 0);
         vocl_wr_free(&rep.w);
         /* Gated, neither starts before the batch has run (the second
          * is behind the first's gate); else both do. */
-        assert_int_equal(writes_started, gate ? 0 : 2);
+        assert_int_equal(writes_started, gate && in_order ? 0 : 2);
+        if (!in_order)
+            continue;
 
         /* A write, then a blocking read: the read sees the write. */
         vocl_wr_reset(&batch);
