@@ -10,8 +10,8 @@
 #include <time.h>
 
 #define SPIN_NS 50000
-#define YIELD_NS 2000000
-#define CROWDED_SPIN_NS 5000
+#define SHORT_SPIN_NS 5000 /* a proxy's, and on a crowded node */
+#define YIELD_NS      2000000
 
 static atomic_uint_fast64_t spin_ns = SPIN_NS, yield_ns = YIELD_NS;
 
@@ -23,9 +23,9 @@ static long env_count(const char *name)
     return n >= 0 && v && *end == 0 ? n : -1;
 }
 
-void vocl_backoff_setup(void)
+void vocl_backoff_setup(bool proxy)
 {
-    atomic_store(&spin_ns, SPIN_NS);
+    atomic_store(&spin_ns, proxy ? SHORT_SPIN_NS : SPIN_NS);
     atomic_store(&yield_ns, YIELD_NS);
     long ranks = env_count("MPI_LOCALNRANKS");
     if (ranks < 0)
@@ -33,10 +33,10 @@ void vocl_backoff_setup(void)
     cpu_set_t set;
     long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
     if (ranks > 2 * cores && cores > 0) {
-        atomic_store(&spin_ns, CROWDED_SPIN_NS);
+        atomic_store(&spin_ns, SHORT_SPIN_NS);
         atomic_store(&yield_ns, 0);
         vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us", ranks,
-                  cores, CROWDED_SPIN_NS / 1000);
+                  cores, SHORT_SPIN_NS / 1000);
     }
     long us = env_count("VOCL_YIELD_US");
     if (us >= 0) {

@@ -1,8 +1,9 @@
 /*
  * test_backoff.c - what a wait does between its polls (common/backoff.c):
- * it polls on for 50 us, yields until 2 ms and then sleeps; on a crowded
- * node (more ranks of the job than twice the cores) it polls for 5 us and
- * then sleeps at once; VOCL_YIELD_US sets the yield.  sched_yield and
+ * an application's polls on for 50 us, a proxy's for 5 us, then both
+ * yield until 2 ms and then sleep; on a crowded node (more ranks of the
+ * job than twice the cores) both poll for 5 us and then sleep at once;
+ * VOCL_YIELD_US sets the yield.  sched_yield and
  * nanosleep are wrapped (-Wl,--wrap): counted, and nothing sleeps.
  */
 #include <sched.h>
@@ -78,7 +79,7 @@ static void uncrowded_polls_yields_then_sleeps(void **state)
 {
     (void)state;
     ranks_here(0);
-    vocl_backoff_setup();
+    vocl_backoff_setup(false);
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(40), 'p');
     assert_int_equal(step(60), 'y');
@@ -91,16 +92,29 @@ static void uncrowded_polls_yields_then_sleeps(void **state)
     assert_int_equal(slept_ns, 1000000);
 }
 
+static void a_proxy_yields_after_5us(void **state)
+{
+    (void)state;
+    ranks_here(0);
+    vocl_backoff_setup(true);
+    assert_int_equal(step(10), 'y');
+    assert_int_equal(step(1900), 'y');
+    assert_int_equal(step(2100), 's');
+    ranks_here(1);
+    vocl_backoff_setup(true);
+    assert_int_equal(step(10), 's');
+}
+
 static void crowded_sleeps_after_5us(void **state)
 {
     (void)state;
     ranks_here(1);
-    vocl_backoff_setup();
+    vocl_backoff_setup(false);
     assert_int_equal(step(10), 's');
     assert_int_equal(step(1900), 's');
     /* The setting is the node's, not kept from before. */
     ranks_here(0);
-    vocl_backoff_setup();
+    vocl_backoff_setup(false);
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(60), 'y');
 }
@@ -110,13 +124,13 @@ static void yield_us_sets_the_yield(void **state)
     (void)state;
     ranks_here(1);
     setenv("VOCL_YIELD_US", "500", 1);
-    vocl_backoff_setup();
+    vocl_backoff_setup(false);
     assert_int_equal(step(10), 'y'); /* (crowded: polls 5 us) */
     assert_int_equal(step(400), 'y');
     assert_int_equal(step(600), 's');
     ranks_here(0);
     setenv("VOCL_YIELD_US", "0", 1);
-    vocl_backoff_setup();
+    vocl_backoff_setup(false);
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(60), 's');
 }
@@ -125,6 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uncrowded_polls_yields_then_sleeps),
+        cmocka_unit_test(a_proxy_yields_after_5us),
         cmocka_unit_test(crowded_sleeps_after_5us),
         cmocka_unit_test(yield_us_sets_the_yield),
     };
