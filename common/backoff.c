@@ -10,7 +10,7 @@
 #include <time.h>
 
 #define SPIN_NS 50000
-#define SHORT_SPIN_NS 5000 /* a proxy's, and on a crowded node */
+#define SHORT_SPIN_NS 5000 /* an idle proxy's, and on a crowded node */
 #define YIELD_NS      2000000
 
 static atomic_uint_fast64_t spin_ns = SPIN_NS, yield_ns = YIELD_NS;
@@ -23,9 +23,9 @@ static long env_count(const char *name)
     return n >= 0 && v && *end == 0 ? n : -1;
 }
 
-void vocl_backoff_setup(bool proxy)
+void vocl_backoff_setup(void)
 {
-    atomic_store(&spin_ns, proxy ? SHORT_SPIN_NS : SPIN_NS);
+    atomic_store(&spin_ns, SPIN_NS);
     atomic_store(&yield_ns, YIELD_NS);
     long ranks = env_count("MPI_LOCALNRANKS");
     if (ranks < 0)
@@ -52,10 +52,10 @@ uint64_t vocl_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void vocl_backoff(uint64_t start, long sleep_ns)
+static void backoff(uint64_t start, long sleep_ns, uint64_t spin)
 {
     uint64_t waited = vocl_now_ns() - start;
-    if (waited < atomic_load_explicit(&spin_ns, memory_order_relaxed))
+    if (waited < spin)
         return;
     if (waited < atomic_load_explicit(&yield_ns, memory_order_relaxed)) {
         sched_yield();
@@ -69,4 +69,15 @@ void vocl_backoff(uint64_t start, long sleep_ns)
         sleep_ns = grown < 1000000 ? grown : 1000000;
     struct timespec ts = {0, sleep_ns};
     nanosleep(&ts, NULL);
+}
+
+void vocl_backoff(uint64_t start, long sleep_ns)
+{
+    backoff(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed));
+}
+
+void vocl_backoff_idle(uint64_t start, long sleep_ns)
+{
+    uint64_t spin = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    backoff(start, sleep_ns, spin < SHORT_SPIN_NS ? spin : SHORT_SPIN_NS);
 }

@@ -8,25 +8,25 @@
 #ifndef VOCL_BACKOFF_H
 #define VOCL_BACKOFF_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 uint64_t vocl_now_ns(void);
 /* Called between polls of a wait that began at start (vocl_now_ns()):
- * returns at once for 50 us (a proxy's: 5 us), yields until 2 ms, then
- * sleeps sleep_ns, or 1/64 of the time waited so far once that is longer
- * (at most 1 ms); on a crowded node (vocl_backoff_setup) it returns at
- * once for 5 us, then sleeps. */
+ * returns at once for 50 us, yields until 2 ms, then sleeps sleep_ns, or
+ * 1/64 of the time waited so far once that is longer (at most 1 ms); on a
+ * crowded node (vocl_backoff_setup) it returns at once for 5 us, then
+ * sleeps. */
 void vocl_backoff(uint64_t start, long sleep_ns);
-/* At start: how long waits of this process poll and yield.  A proxy's
- * threads share the node with the devices' own (on a CPU device, the ones
- * that compute), so its waits yield after 5 us; an application's poll for
- * 50 us, the latency of a short round trip.  On a node where the job has
- * more than twice as many ranks as this process has cores
- * (MPI_LOCALNRANKS, OMPI_COMM_WORLD_LOCAL_SIZE), a rank that polls or
+/* The same for a proxy with no request to serve: it yields after 5 us.
+ * The devices' own threads share its node (on a CPU device, the threads
+ * that compute): the proxy that ran a batch gives them its core at once. */
+void vocl_backoff_idle(uint64_t start, long sleep_ns);
+/* At start: how long waits of this process poll and yield.  On a node
+ * where the job has more than twice as many ranks as this process has
+ * cores (MPI_LOCALNRANKS, OMPI_COMM_WORLD_LOCAL_SIZE), a rank that polls or
  * yields takes a turn from one that works: there waits poll for 5 us and
  * then sleep.  VOCL_YIELD_US sets how long they yield.  Says what it chose
  * (log.h, info). */
-void vocl_backoff_setup(bool proxy);
+void vocl_backoff_setup(void);
 
 #endif

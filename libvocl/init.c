@@ -388,7 +388,7 @@ static cl_int do_init(void)
     long spares = env_long("VOCL_SPARE", 0);
     vocl.spares = spares > 0 ? (int)(spares < 4096 ? spares : 4096) : 0;
     vocl_failover_setup();
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     vocl.platform = vocl_obj_new(VOCL_T_PLATFORM, NULL, 0, NULL, NULL);
     if (!vocl.platform)
         return CL_OUT_OF_HOST_MEMORY;

@@ -438,7 +438,7 @@ int main(int argc, char **argv)
         snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
         vocl_log_set_prefix(prefix);
     }
-    vocl_backoff_setup(true);
+    vocl_backoff_setup();
     proxyd_self_rank = rank;
     if (!getenv("VOCL_PROXY_STDOUT"))
         proxyd_output_capture();

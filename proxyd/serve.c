@@ -555,7 +555,7 @@ static void serve(struct server *sv)
         if (!sv->job_mode && clients_now(sv) == 0)
             nanosleep(&(struct timespec){0, EMPTY_SLEEP_NS}, NULL);
         else
-            vocl_backoff(idle_since, 100000); /* idle: poll, yield, then sleep */
+            vocl_backoff_idle(idle_since, 100000); /* idle: poll, yield, then sleep */
     }
 }
 

@@ -1,14 +1,15 @@
 /*
  * test_backoff.c - what a wait does between its polls (common/backoff.c):
- * an application's polls on for 50 us, a proxy's for 5 us, then both
- * yield until 2 ms and then sleep; on a crowded node (more ranks of the
- * job than twice the cores) both poll for 5 us and then sleep at once;
+ * it polls on for 50 us (an idle proxy's, vocl_backoff_idle: 5 us), yields
+ * until 2 ms and then sleeps; on a crowded node (more ranks of the job
+ * than twice the cores) every wait polls for 5 us and then sleeps at once;
  * VOCL_YIELD_US sets the yield.  sched_yield and
  * nanosleep are wrapped (-Wl,--wrap): counted, and nothing sleeps.
  */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,10 +44,16 @@ int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
  * 'y' yields, 's' sleeps.  Time only grows between the two clock readings:
  * a step before a boundary is tried up to 10 times, so that a test
  * preempted there does not see the next stage. */
+static bool idle; /* the wait is an idle proxy's */
+
 static char step_once(long waited_us)
 {
     yields = sleeps = 0;
-    vocl_backoff(vocl_now_ns() - (uint64_t)waited_us * 1000, 100000);
+    uint64_t start = vocl_now_ns() - (uint64_t)waited_us * 1000;
+    if (idle)
+        vocl_backoff_idle(start, 100000);
+    else
+        vocl_backoff(start, 100000);
     assert_true(yields + sleeps <= 1);
     return yields ? 'y' : sleeps ? 's' : 'p';
 }
@@ -79,7 +86,7 @@ static void uncrowded_polls_yields_then_sleeps(void **state)
 {
     (void)state;
     ranks_here(0);
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(40), 'p');
     assert_int_equal(step(60), 'y');
@@ -92,29 +99,31 @@ static void uncrowded_polls_yields_then_sleeps(void **state)
     assert_int_equal(slept_ns, 1000000);
 }
 
-static void a_proxy_yields_after_5us(void **state)
+static void an_idle_proxy_yields_after_5us(void **state)
 {
     (void)state;
     ranks_here(0);
-    vocl_backoff_setup(true);
+    vocl_backoff_setup();
+    idle = true;
     assert_int_equal(step(10), 'y');
     assert_int_equal(step(1900), 'y');
     assert_int_equal(step(2100), 's');
     ranks_here(1);
-    vocl_backoff_setup(true);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 's');
+    idle = false;
 }
 
 static void crowded_sleeps_after_5us(void **state)
 {
     (void)state;
     ranks_here(1);
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 's');
     assert_int_equal(step(1900), 's');
     /* The setting is the node's, not kept from before. */
     ranks_here(0);
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(60), 'y');
 }
@@ -124,13 +133,13 @@ static void yield_us_sets_the_yield(void **state)
     (void)state;
     ranks_here(1);
     setenv("VOCL_YIELD_US", "500", 1);
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 'y'); /* (crowded: polls 5 us) */
     assert_int_equal(step(400), 'y');
     assert_int_equal(step(600), 's');
     ranks_here(0);
     setenv("VOCL_YIELD_US", "0", 1);
-    vocl_backoff_setup(false);
+    vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(60), 's');
 }
@@ -139,7 +148,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uncrowded_polls_yields_then_sleeps),
-        cmocka_unit_test(a_proxy_yields_after_5us),
+        cmocka_unit_test(an_idle_proxy_yields_after_5us),
         cmocka_unit_test(crowded_sleeps_after_5us),
         cmocka_unit_test(yield_us_sets_the_yield),
     };
