@@ -3,8 +3,8 @@
  * it polls on for 50 us (an idle proxy's, vocl_backoff_idle: 5 us), yields
  * until 2 ms and then sleeps; on a crowded node (more ranks of the job
  * than twice the cores) every wait polls for 5 us and then sleeps at once;
- * VOCL_YIELD_US sets the yield.  sched_yield and
- * nanosleep are wrapped (-Wl,--wrap): counted, and nothing sleeps.
+ * VOCL_YIELD_US sets the yield.  sched_yield and nanosleep are wrapped
+ * (-Wl,--wrap): counted, and nothing sleeps.
  */
 #include <sched.h>
 #include <setjmp.h>
@@ -40,12 +40,10 @@ int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
     return 0;
 }
 
-/* What one call does in a wait that began waited_us ago: 'p' polls on,
- * 'y' yields, 's' sleeps.  Time only grows between the two clock readings:
- * a step before a boundary is tried up to 10 times, so that a test
- * preempted there does not see the next stage. */
-static bool idle; /* the wait is an idle proxy's */
+static bool idle; /* the wait is an idle proxy's (vocl_backoff_idle) */
 
+/* What one call does in a wait that began waited_us ago: 'p' polls on,
+ * 'y' yields, 's' sleeps. */
 static char step_once(long waited_us)
 {
     yields = sleeps = 0;
@@ -58,6 +56,9 @@ static char step_once(long waited_us)
     return yields ? 'y' : sleeps ? 's' : 'p';
 }
 
+/* The earliest stage of up to 10 tries.  Time only grows between the two
+ * clock readings: a test preempted before a boundary would see the next
+ * stage once, not ten times. */
 static char step(long waited_us)
 {
     static const char stages[] = "pys"; /* in the order a wait goes through them */
