@@ -217,6 +217,7 @@ const uint64_t *exec_newids(struct exec_req *q, const struct vocl_ids *list, uin
  * (stream.c): a gate cannot hold up its own opener.  Where a gate cannot
  * be made, the commands run as they come.
  */
+/* Whether op is a command a queue runs (clEnqueue...). */
 static bool is_command(unsigned op)
 {
     return strncmp(vocl_op_name(op), "clEnqueue", 9) == 0;
@@ -753,7 +754,7 @@ static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, co
     } else if (exec_dispatch_api(&q, h.opcode) != 0) {
         vocl_warn("client %d: unknown opcode %u", s->who, h.opcode);
         vocl_wr_i32(reply, CL_INVALID_OPERATION);
-    } else if (s->node->busy && q.queue_obj && !strncmp(vocl_op_name(h.opcode), "clEnqueue", 9)) {
+    } else if (s->node->busy && q.queue_obj && is_command(h.opcode)) {
         exec_busy_command(s->node, q.queue_obj); /* (a command: its device is busy) */
     }
     return exec_req_end(&q, start);
