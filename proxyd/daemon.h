@@ -29,6 +29,7 @@ struct options {
     struct exec_limits limits;
     uint64_t poll_ns;
     bool gate_batches; /* --no-batch-gate: false */
+    bool sched_batch;  /* --no-sched-batch: false */
     bool isolate;  /* connect mode: each client served by a worker process (workers.c) */
     bool busy_share; /* --busy-share: each device's busy share measured (executor/busy.c) */
     int worker_fd; /* a worker: its port goes there (-1: not a worker) */

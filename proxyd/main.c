@@ -31,6 +31,7 @@
 #include "mpi_start.h"
 #include "native.h"
 #include "protocol.h"
+#include "thread.h"
 #include "wire.h"
 
 #define VOCLPROXYD_VERSION "0.1.0"
@@ -86,6 +87,8 @@ static void usage(FILE *f)
             "                          callback; 0: never (default %u)\n"
             "      --no-batch-gate     start each command of a client's batch as it is\n"
             "                          run, not all together once the batch has run\n"
+            "      --no-sched-batch    leave a CPU driver's threads in the default\n"
+            "                          scheduling class (SCHED_OTHER), not SCHED_BATCH\n"
             "  -v, --verbose           more messages on stderr (repeat for more)\n"
             "  -q, --quiet             errors only\n"
             "  -h, --help              this help\n"
@@ -97,6 +100,7 @@ static void usage(FILE *f)
             "VOCL_POOL_BUFFERS and VOCL_POOL_SIZE: defaults of -b and -s;\n"
             "VOCL_MAX_SESSION_MEM, _OBJECTS and _HOST: defaults of the limits;\n"
             "VOCL_POLL_US: default of --poll-us; VOCL_BATCH_GATE=0: as --no-batch-gate;\n"
+            "VOCL_SCHED_BATCH=0: as --no-sched-batch;\n"
             "VOCL_PEER_TIMEOUT: seconds a silent client or proxy has to answer a ping\n"
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
@@ -233,6 +237,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         OPT_MAX_HOST,
         OPT_POLL,
         OPT_NO_BATCH_GATE,
+        OPT_NO_SCHED_BATCH,
         OPT_NAME_SERVER,
         OPT_ISOLATE,
         OPT_NO_ISOLATE,
@@ -261,6 +266,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"max-session-host", required_argument, NULL, OPT_MAX_HOST},
         {"poll-us", required_argument, NULL, OPT_POLL},
         {"no-batch-gate", no_argument, NULL, OPT_NO_BATCH_GATE},
+        {"no-sched-batch", no_argument, NULL, OPT_NO_SCHED_BATCH},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -292,6 +298,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     const char *poll = getenv("VOCL_POLL_US");
     o->poll_ns = EXEC_POLL_NS;
     o->gate_batches = !env_off("VOCL_BATCH_GATE");
+    o->sched_batch = !env_off("VOCL_SCHED_BATCH");
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
     while ((c = getopt_long(argc, argv, "t:lp:n:k:u:b:s:vqhV", longopts, NULL)) != -1) {
@@ -331,6 +338,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_NO_DRIVER_STAGING: o->xfer.driver_staging = false; break;
         case OPT_NO_BATCH_GATE:
             o->gate_batches = false;
+            break;
+        case OPT_NO_SCHED_BATCH:
+            o->sched_batch = false;
             break;
         case OPT_MAX_MEM:
             if (set_limit(&o->limits.mem, "--max-session-mem", optarg, true))
@@ -385,6 +395,33 @@ static void report_rusage(int rank)
     fclose(f);
 }
 
+/*
+ * A CPU device's driver runs the kernels on threads of its own, beside the
+ * thread that serves the clients, on the same cores.  Woken by a command
+ * (this thread's enqueue, a gate it opens), one would take that thread's
+ * core at once, before it has read the requests that follow: measured on
+ * 2 cores, the two devices of one proxy then ran one after the other, with
+ * some 20 switches between threads a round of kmer-assemble.  Under
+ * SCHED_BATCH a woken thread waits for the running one's turn to end, and
+ * gets the same share of the processor.  Only where every device is a
+ * CPU: a GPU driver's threads call back the ends of commands, and those
+ * should run at once.  The driver's threads are those that came while
+ * the devices were opened (before: the list from before).
+ */
+static void batch_driver_threads(const struct exec_node *node, const struct vocl_threads *before)
+{
+    if (node->ndev == 0)
+        return;
+    for (unsigned i = 0; i < node->ndev; i++)
+        if (!(node->types[i] & CL_DEVICE_TYPE_CPU))
+            return;
+    int n = vocl_threads_batch(before);
+    if (n < 0)
+        vocl_warn("cannot list this process's threads: the driver's stay in SCHED_OTHER");
+    else
+        vocl_info("%d thread(s) of the driver (CPU devices) run under SCHED_BATCH", n);
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {0};
@@ -418,9 +455,15 @@ int main(int argc, char **argv)
     /* The devices first: MPI_Init waits for the application's rank, which
      * may take its time to get there (a Python interpreter loading its
      * modules), and the application's first call waits for the devices. */
+    struct vocl_threads before;
+    bool listed = o.sched_batch && vocl_threads_list(&before);
     const struct vocl_native_api *cl = vocl_native_get();
     struct exec_node node;
     bool opened = cl && exec_node_open(&node, cl, o.type, NULL) == 0;
+    if (listed && opened)
+        batch_driver_threads(&node, &before);
+    if (listed)
+        vocl_threads_free(&before);
     if (vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# sched_batch.sh - a proxy of CPU devices (PoCL) puts its driver's threads
+# under SCHED_BATCH, and only them: while the application waits, the
+# proxies' threads are looked at (ps: class B or TS):
+#   1. by default: each proxy has at least one thread in class B, and its
+#      main thread (the serving one) in TS;
+#   2. VOCL_SCHED_BATCH=0: none in class B.
+#   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
+set -euo pipefail
+vocl_run=$1 prog=$2
+tmp=$(mktemp -d)
+job=
+trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# The processes below $1, all generations.
+descendants() {
+    local kid
+    for kid in $(pgrep -P "$1" || true); do
+        echo "$kid"
+        descendants "$kid"
+    done
+}
+
+run() { # LABEL WANT_BATCH ENV...
+    local label=$1 want=$2
+    shift 2
+    env "$@" timeout 120 "$vocl_run" -n 2 -d 1 -- "$prog" 4 >"$tmp/out" 2>&1 &
+    job=$!
+    for _ in $(seq 100); do
+        grep -q '^devices' "$tmp/out" && break
+        sleep 0.1
+    done
+    grep -q '^devices' "$tmp/out" || { cat "$tmp/out"; echo "FAIL: $label: no devices"; exit 1; }
+    local proxies=0 pid
+    for pid in $(descendants "$job"); do
+        [ "$(ps -o comm= -p "$pid")" = voclproxyd ] || continue
+        proxies=$((proxies + 1))
+        ps -L -o tid=,cls=,comm= -p "$pid" >"$tmp/threads"
+        local main batch
+        main=$(awk -v p="$pid" '$1 == p { print $2 }' "$tmp/threads")
+        batch=$(awk '$2 == "B"' "$tmp/threads" | wc -l)
+        echo "proxy $pid: main thread $main, $batch of $(wc -l <"$tmp/threads") threads in class B"
+        [ "$main" = TS ] || { echo "FAIL: $label: the serving thread is in class $main"; exit 1; }
+        if [ "$want" = yes ] && [ "$batch" -lt 1 ]; then
+            echo "FAIL: $label: no thread in class B"
+            exit 1
+        fi
+        if [ "$want" = no ] && [ "$batch" -ne 0 ]; then
+            echo "FAIL: $label: $batch threads in class B"
+            exit 1
+        fi
+    done
+    [ "$proxies" -eq 2 ] || { echo "FAIL: $label: $proxies proxies found, not 2"; exit 1; }
+    wait "$job" || { cat "$tmp/out"; echo "FAIL: $label: the job failed"; exit 1; }
+    job=
+    echo "ok: $label"
+}
+
+run "the driver's threads in SCHED_BATCH (the default)" yes
+run "VOCL_SCHED_BATCH=0" no VOCL_SCHED_BATCH=0
