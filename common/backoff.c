@@ -6,12 +6,15 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define SPIN_NS 50000
 #define SHORT_SPIN_NS 5000 /* an idle proxy's, and on a crowded node */
 #define YIELD_NS      2000000
+#define NAP_EVERY     16 /* an idle proxy's yields between naps */
+#define NAP_NS        20000
 
 static atomic_uint_fast64_t spin_ns = SPIN_NS, yield_ns = YIELD_NS;
 
@@ -52,13 +55,27 @@ uint64_t vocl_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void backoff(uint64_t start, long sleep_ns, uint64_t spin)
+/*
+ * A thread that only yields may keep its core for milliseconds: Linux's
+ * CFS gives the core back to the yielder while its virtual runtime is far
+ * behind that of the thread waiting there, and an application that polls
+ * for its replies has run far longer than an idle proxy.  On 2 cores with
+ * two proxies, the application saw a read's data 2.2 ms after the proxy
+ * had sent it (when the proxy's 2 ms of yielding ended), in about one run
+ * of kmer-assemble in three.  So an idle proxy (nap) sleeps NAP_NS in
+ * place of every NAP_EVERY-th yield.
+ */
+static void backoff(uint64_t start, long sleep_ns, uint64_t spin, bool nap)
 {
     uint64_t waited = vocl_now_ns() - start;
     if (waited < spin)
         return;
     if (waited < atomic_load_explicit(&yield_ns, memory_order_relaxed)) {
-        sched_yield();
+        static _Thread_local unsigned yields;
+        if (nap && ++yields % NAP_EVERY == 0)
+            nanosleep(&(struct timespec){0, NAP_NS}, NULL);
+        else
+            sched_yield();
         return;
     }
     /* A long wait (a long kernel, an idle proxy) sleeps longer, up to 1 ms:
@@ -73,11 +90,11 @@ static void backoff(uint64_t start, long sleep_ns, uint64_t spin)
 
 void vocl_backoff(uint64_t start, long sleep_ns)
 {
-    backoff(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed));
+    backoff(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed), false);
 }
 
 void vocl_backoff_idle(uint64_t start, long sleep_ns)
 {
     uint64_t spin = atomic_load_explicit(&spin_ns, memory_order_relaxed);
-    backoff(start, sleep_ns, spin < SHORT_SPIN_NS ? spin : SHORT_SPIN_NS);
+    backoff(start, sleep_ns, spin < SHORT_SPIN_NS ? spin : SHORT_SPIN_NS, true);
 }

@@ -17,9 +17,10 @@ uint64_t vocl_now_ns(void);
  * crowded node (vocl_backoff_setup) it returns at once for 5 us, then
  * sleeps. */
 void vocl_backoff(uint64_t start, long sleep_ns);
-/* The same for a proxy with no request to serve: it yields after 5 us.
- * The devices' own threads share its node (on a CPU device, the threads
- * that compute): the proxy that ran a batch gives them its core at once. */
+/* The same for a proxy with no request to serve: it yields after 5 us,
+ * and sleeps 20 us in place of every 16th yield.  The devices' own threads
+ * share its node (on a CPU device, the threads that compute): the proxy
+ * that ran a batch gives them its core at once. */
 void vocl_backoff_idle(uint64_t start, long sleep_ns);
 /* At start: how long waits of this process poll and yield.  On a node
  * where the job has more than twice as many ranks as this process has

@@ -3,7 +3,8 @@
  * it polls on for 50 us (an idle proxy's, vocl_backoff_idle: 5 us), yields
  * until 2 ms and then sleeps; on a crowded node (more ranks of the job
  * than twice the cores) every wait polls for 5 us and then sleeps at once;
- * VOCL_YIELD_US sets the yield.  sched_yield and nanosleep are wrapped
+ * VOCL_YIELD_US sets the yield; an idle proxy naps 20 us in place of every
+ * 16th yield.  sched_yield and nanosleep are wrapped
  * (-Wl,--wrap): counted, and nothing sleeps.
  */
 #include <sched.h>
@@ -115,6 +116,33 @@ static void an_idle_proxy_yields_after_5us(void **state)
     idle = false;
 }
 
+/* Of 32 calls in the yield stage, how many napped (slept 20 us); a call
+ * preempted into the sleep stage is not counted, and another made. */
+static int naps_in_32(void)
+{
+    int naps = 0, calls = 0;
+    for (int tries = 0; calls < 32 && tries < 100; tries++) {
+        char c = step_once(1000);
+        if (c == 's' && slept_ns != 20000)
+            continue; /* (preempted past the yield stage: a long wait's sleep) */
+        calls++;
+        naps += c == 's';
+    }
+    assert_int_equal(calls, 32);
+    return naps;
+}
+
+static void an_idle_proxy_naps_every_16th_yield(void **state)
+{
+    (void)state;
+    ranks_here(0);
+    vocl_backoff_setup();
+    idle = true;
+    assert_int_equal(naps_in_32(), 2);
+    idle = false;
+    assert_int_equal(naps_in_32(), 0); /* an application's wait yields */
+}
+
 static void crowded_sleeps_after_5us(void **state)
 {
     (void)state;
@@ -150,6 +178,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uncrowded_polls_yields_then_sleeps),
         cmocka_unit_test(an_idle_proxy_yields_after_5us),
+        cmocka_unit_test(an_idle_proxy_naps_every_16th_yield),
         cmocka_unit_test(crowded_sleeps_after_5us),
         cmocka_unit_test(yield_us_sets_the_yield),
     };
