@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# sched_batch.sh - a proxy of CPU devices (PoCL) puts its driver's threads
-# under SCHED_BATCH, and only them: while the application waits, the
-# proxies' threads are looked at (ps: class B or TS):
-#   1. by default: each proxy has at least one thread in class B, and its
-#      main thread (the serving one) in TS;
-#   2. VOCL_SCHED_BATCH=0: none in class B.
+# sched_batch.sh - a proxy of several CPU devices (PoCL) puts its driver's
+# threads under SCHED_BATCH, and only them: while the application waits,
+# the proxies' threads are looked at (ps: class B or TS):
+#   1. two proxies of 2 devices: each has at least one thread in class B,
+#      and its main thread (the serving one) in TS;
+#   2. the same with VOCL_SCHED_BATCH=0: none in class B;
+#   3. two proxies of 1 device: none in class B.
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
 set -euo pipefail
 vocl_run=$1 prog=$2
@@ -21,10 +22,10 @@ descendants() {
     done
 }
 
-run() { # LABEL WANT_BATCH ENV...
-    local label=$1 want=$2
-    shift 2
-    env "$@" timeout 120 "$vocl_run" -n 2 -d 1 -- "$prog" 4 >"$tmp/out" 2>&1 &
+run() { # LABEL WANT_BATCH DEVICES_PER_PROXY ENV...
+    local label=$1 want=$2 devices=$3
+    shift 3
+    env "$@" timeout 120 "$vocl_run" -n 2 -d "$devices" -- "$prog" 4 >"$tmp/out" 2>&1 &
     job=$!
     for _ in $(seq 100); do
         grep -q '^devices' "$tmp/out" && break
@@ -56,5 +57,6 @@ run() { # LABEL WANT_BATCH ENV...
     echo "ok: $label"
 }
 
-run "the driver's threads in SCHED_BATCH (the default)" yes
-run "VOCL_SCHED_BATCH=0" no VOCL_SCHED_BATCH=0
+run "2 devices a proxy: the driver's threads in SCHED_BATCH (the default)" yes 2
+run "2 devices a proxy, VOCL_SCHED_BATCH=0" no 2 VOCL_SCHED_BATCH=0
+run "1 device a proxy: left alone" no 1
