@@ -407,7 +407,7 @@ static void report_rusage(int rank)
  * for the running one's turn to end, and gets the same share of the
  * processor.  With one device the same wake-up keeps the device busy while
  * this thread reads on, and is kept: under SCHED_BATCH a stream of
- * launches to one device took 1.25x as long (PoCL's threads ran 50 % more).
+ * launches to one device took 1.24x as long (PoCL's threads ran 50 % more).
  * Only where every device is a CPU: a GPU driver's threads call back the
  * ends of commands, and those should run at once.  The driver's threads
  * are those that came while the devices were opened (before: the list
