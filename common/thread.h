@@ -24,8 +24,8 @@ bool vocl_threads_list(struct vocl_threads *t);
 void vocl_threads_free(struct vocl_threads *t);
 /* Puts every thread of the process that is not in before under SCHED_BATCH:
  * woken, it no longer preempts the thread that runs, and its share of the
- * processor is unchanged.  How many are under it now; -1: the threads
- * cannot be listed. */
+ * processor is unchanged.  How many of those threads are under it now; -1:
+ * the threads cannot be listed. */
 int vocl_threads_batch(const struct vocl_threads *before);
 
 #endif
