@@ -26,22 +26,16 @@ static long env_count(const char *name)
     return n >= 0 && v && *end == 0 ? n : -1;
 }
 
-bool vocl_node_crowded(long *ranks, long *cores)
-{
-    *ranks = env_count("MPI_LOCALNRANKS");
-    if (*ranks < 0)
-        *ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
-    cpu_set_t set;
-    *cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
-    return *ranks > 2 * *cores && *cores > 0;
-}
-
 void vocl_backoff_setup(void)
 {
     atomic_store(&spin_ns, SPIN_NS);
     atomic_store(&yield_ns, YIELD_NS);
-    long ranks, cores;
-    if (vocl_node_crowded(&ranks, &cores)) {
+    long ranks = env_count("MPI_LOCALNRANKS");
+    if (ranks < 0)
+        ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
+    cpu_set_t set;
+    long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (ranks > 2 * cores && cores > 0) {
         atomic_store(&spin_ns, SHORT_SPIN_NS);
         atomic_store(&yield_ns, 0);
         vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us", ranks,

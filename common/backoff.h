@@ -8,7 +8,6 @@
 #ifndef VOCL_BACKOFF_H
 #define VOCL_BACKOFF_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 uint64_t vocl_now_ns(void);
@@ -30,8 +29,5 @@ void vocl_backoff_idle(uint64_t start, long sleep_ns);
  * then sleep.  VOCL_YIELD_US sets how long they yield.  Says what it chose
  * (log.h, info). */
 void vocl_backoff_setup(void);
-/* Whether the job has more ranks on this node (*ranks; -1: not known)
- * than twice the cores this process may run on (*cores). */
-bool vocl_node_crowded(long *ranks, long *cores);
 
 #endif

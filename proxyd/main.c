@@ -427,25 +427,6 @@ static void batch_driver_threads(const struct exec_node *node, const struct vocl
         vocl_info("%d thread(s) of the driver (CPU devices) run under SCHED_BATCH", n);
 }
 
-/*
- * On a crowded node (more ranks of the job than twice its cores) each
- * proxy's PoCL runs one thread.  PoCL sizes its pool to the node's cores
- * in every process: 16 proxies of 2 devices on 2 cores had 32 threads
- * that woke and switched each round, and kmer-assemble took 2.38 s there
- * against 1.87 s with one thread each (medians of 5); n-body, which keeps
- * them all busy, took as long.  Not where POCL_MAX_PTHREAD_COUNT is set.
- */
-static void size_pocl_pool(void)
-{
-    long ranks, cores;
-    if (getenv("POCL_MAX_PTHREAD_COUNT") || !vocl_node_crowded(&ranks, &cores))
-        return;
-    setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
-    vocl_info("%ld ranks of the job on this node's %ld cores: PoCL runs one thread "
-              "(POCL_MAX_PTHREAD_COUNT=1)",
-              ranks, cores);
-}
-
 int main(int argc, char **argv)
 {
     struct options o = {0};
@@ -479,7 +460,6 @@ int main(int argc, char **argv)
     /* The devices first: MPI_Init waits for the application's rank, which
      * may take its time to get there (a Python interpreter loading its
      * modules), and the application's first call waits for the devices. */
-    size_pocl_pool();
     struct vocl_threads before;
     bool listed = o.sched_batch && vocl_threads_list(&before);
     const struct vocl_native_api *cl = vocl_native_get();

@@ -5,9 +5,7 @@
 #   1. two proxies of 2 devices: each has at least one thread in class B,
 #      and its main thread (the serving one) in TS;
 #   2. the same with VOCL_SCHED_BATCH=0: none in class B;
-#   3. two proxies of 1 device: none in class B;
-#   4. two proxies of 2 devices on one core (taskset: 3 ranks on 1 core is
-#      a crowded node): PoCL runs one thread, the one in class B.
+#   3. two proxies of 1 device: none in class B.
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
 set -euo pipefail
 vocl_run=$1 prog=$2
@@ -24,11 +22,10 @@ descendants() {
     done
 }
 
-run() { # LABEL WANT_BATCH(yes|no|one) DEVICES_PER_PROXY CPUS ENV...
-    local label=$1 want=$2 devices=$3 cpus=$4
-    shift 4
-    env "$@" taskset -c "$cpus" timeout 120 "$vocl_run" -n 2 -d "$devices" -- "$prog" 4 \
-        >"$tmp/out" 2>&1 &
+run() { # LABEL WANT_BATCH DEVICES_PER_PROXY ENV...
+    local label=$1 want=$2 devices=$3
+    shift 3
+    env "$@" timeout 120 "$vocl_run" -n 2 -d "$devices" -- "$prog" 4 >"$tmp/out" 2>&1 &
     job=$!
     for _ in $(seq 100); do
         grep -q '^devices' "$tmp/out" && break
@@ -53,10 +50,6 @@ run() { # LABEL WANT_BATCH(yes|no|one) DEVICES_PER_PROXY CPUS ENV...
             echo "FAIL: $label: $batch threads in class B"
             exit 1
         fi
-        if [ "$want" = one ] && [ "$batch" -ne 1 ]; then
-            echo "FAIL: $label: $batch threads in class B, not 1"
-            exit 1
-        fi
     done
     [ "$proxies" -eq 2 ] || { echo "FAIL: $label: $proxies proxies found, not 2"; exit 1; }
     wait "$job" || { cat "$tmp/out"; echo "FAIL: $label: the job failed"; exit 1; }
@@ -64,10 +57,6 @@ run() { # LABEL WANT_BATCH(yes|no|one) DEVICES_PER_PROXY CPUS ENV...
     echo "ok: $label"
 }
 
-all=$(taskset -pc $$ | sed 's/.*: //')
-run "2 devices a proxy: the driver's threads in SCHED_BATCH (the default)" yes 2 "$all"
-run "2 devices a proxy, VOCL_SCHED_BATCH=0" no 2 "$all" VOCL_SCHED_BATCH=0
-run "1 device a proxy: left alone" no 1 "$all"
-first=${all%%[,-]*}
-run "2 devices a proxy, a crowded node (one core): PoCL runs one thread" one 2 "$first" \
-    -u POCL_MAX_PTHREAD_COUNT
+run "2 devices a proxy: the driver's threads in SCHED_BATCH (the default)" yes 2
+run "2 devices a proxy, VOCL_SCHED_BATCH=0" no 2 VOCL_SCHED_BATCH=0
+run "1 device a proxy: left alone" no 1
