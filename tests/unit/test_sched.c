@@ -66,16 +66,17 @@ static void new_threads_go_batch(void **state)
         pthread_cond_wait(&all.changed, &all.lock);
     pthread_mutex_unlock(&all.lock);
 
+    /* (ThreadSanitizer starts a thread of its own with the first one.) */
     struct vocl_threads now;
     assert_true(vocl_threads_list(&now));
-    assert_int_equal(now.n, had + N);
+    assert_true(now.n >= had + N);
     for (int i = 0; i < N; i++) {
         assert_true(lists(&now, tids[i]));
         assert_int_equal(sched_getscheduler(tids[i]), SCHED_OTHER);
     }
 
-    /* The two started since `before`, and only they. */
-    assert_int_equal(vocl_threads_batch(&before), N);
+    /* Those started since `before`, and only they. */
+    assert_int_equal(vocl_threads_batch(&before), (int)(now.n - had));
     for (int i = 0; i < N; i++)
         assert_int_equal(sched_getscheduler(tids[i]), SCHED_BATCH);
     assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
