@@ -52,7 +52,7 @@ void vocl_threads_free(struct vocl_threads *t)
     *t = (struct vocl_threads){0};
 }
 
-static bool listed(const struct vocl_threads *t, pid_t tid)
+bool vocl_threads_has(const struct vocl_threads *t, pid_t tid)
 {
     for (size_t i = 0; i < t->n; i++)
         if (t->tids[i] == tid)
@@ -67,7 +67,7 @@ int vocl_threads_batch(const struct vocl_threads *before)
         return -1;
     int n = 0;
     for (size_t i = 0; i < now.n; i++) {
-        if (listed(before, now.tids[i]))
+        if (vocl_threads_has(before, now.tids[i]))
             continue;
         /* (Between SCHED_OTHER and SCHED_BATCH a thread of one's own may
          * go without privilege; one that has ended fails, uncounted.) */

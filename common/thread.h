@@ -22,6 +22,8 @@ struct vocl_threads {
 /* Lists them (Linux: /proc/self/task); false where they cannot be known. */
 bool vocl_threads_list(struct vocl_threads *t);
 void vocl_threads_free(struct vocl_threads *t);
+/* Whether tid is in the list. */
+bool vocl_threads_has(const struct vocl_threads *t, pid_t tid);
 /* Puts every thread of the process that is not in before under SCHED_BATCH:
  * woken, it no longer preempts the thread that runs, and its share of the
  * processor is unchanged.  How many of those threads are under it now; -1:

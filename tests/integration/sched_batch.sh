@@ -9,18 +9,10 @@
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
 set -euo pipefail
 vocl_run=$1 prog=$2
+. "$(dirname "$0")/../reliability/common.sh" # descendants
 tmp=$(mktemp -d)
 job=
 trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$tmp"' EXIT
-
-# The processes below $1, all generations.
-descendants() {
-    local kid
-    for kid in $(pgrep -P "$1" || true); do
-        echo "$kid"
-        descendants "$kid"
-    done
-}
 
 run() { # LABEL WANT_BATCH DEVICES_PER_PROXY ENV...
     local label=$1 want=$2 devices=$3

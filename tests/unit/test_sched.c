@@ -39,14 +39,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static bool lists(const struct vocl_threads *t, pid_t tid)
-{
-    for (size_t i = 0; i < t->n; i++)
-        if (t->tids[i] == tid)
-            return true;
-    return false;
-}
-
 static void new_threads_go_batch(void **state)
 {
     (void)state;
@@ -56,7 +48,7 @@ static void new_threads_go_batch(void **state)
 
     struct vocl_threads before;
     assert_true(vocl_threads_list(&before));
-    assert_true(lists(&before, gettid()));
+    assert_true(vocl_threads_has(&before, gettid()));
     size_t had = before.n;
 
     for (int i = 0; i < N; i++)
@@ -71,7 +63,7 @@ static void new_threads_go_batch(void **state)
     assert_true(vocl_threads_list(&now));
     assert_true(now.n >= had + N);
     for (int i = 0; i < N; i++) {
-        assert_true(lists(&now, tids[i]));
+        assert_true(vocl_threads_has(&now, tids[i]));
         assert_int_equal(sched_getscheduler(tids[i]), SCHED_OTHER);
     }
 
