@@ -35,7 +35,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Work-items per group, named at every launch: left to the driver, the group
+ * size follows the batch's size, and PoCL compiles every kernel again for
+ * each group size it meets (each batch size the balancing tries). */
 #define WG 64
+
+static size_t wg_round(size_t n)
+{
+    return (n + WG - 1) / WG * WG;
+}
 
 struct batch {
     uint64_t first;
@@ -416,7 +424,7 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
     const struct hep_analysis *an = r->an;
     struct device *d = s->dev;
     cl_uint n = (cl_uint)bt->n;
-    size_t global = (bt->n + WG - 1) / WG * WG, local = WG, one = 1;
+    size_t global = wg_round(bt->n), local = WG, one = 1;
     cl_event ev_rng = NULL, ev_last = NULL, ev_prop[HEP_MAX_PROPS] = {0};
     int rc = -1;
 
@@ -436,14 +444,14 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
                                    NULL, NULL));
     }
     if (an->rng_per_event) {
-        size_t rglobal = (size_t)n * (an->rng_per_event / 4);
+        size_t rglobal = wg_round((size_t)n * (an->rng_per_event / 4));
         cl_uint lo = (cl_uint)an->seed, hi = (cl_uint)(an->seed >> 32);
         CHECK(ARG(s->rng_fill, 0, s->ids));
         CHECK(ARG(s->rng_fill, 1, s->rng));
         CHECK(ARG(s->rng_fill, 2, n));
         CHECK(ARG(s->rng_fill, 3, lo));
         CHECK(ARG(s->rng_fill, 4, hi));
-        CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, NULL, 0, NULL,
+        CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, &local, 0, NULL,
                                      &ev_rng));
     } else {
         CHECK(clEnqueueMarkerWithWaitList(d->rq, 0, NULL, &ev_rng));
@@ -458,14 +466,14 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
                                    0, NULL, NULL));
     CHECK(ARG(s->init, 0, s->counts));
     CHECK(ARG(s->init, 1, s->idx[0]));
-    CHECK(clEnqueueNDRangeKernel(d->q, s->init, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(d->q, s->init, 1, NULL, &global, &local, 0, NULL, NULL));
 
     for (cl_uint k = 0; k < r->np; k++) {
         unsigned p = order[k];
         cl_mem from = s->idx[k & 1], to = s->idx[(k + 1) & 1];
         CHECK(ARG(s->props[p], 1, k));
         CHECK(ARG(s->props[p], 2, from));
-        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, NULL, k == 0 ? 1 : 0,
+        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, &local, k == 0 ? 1 : 0,
                                      k == 0 ? &ahead : NULL, &ev_prop[k]));
         CHECK(ARG(s->count, 0, s->counts));
         CHECK(ARG(s->count, 1, k));
@@ -503,7 +511,7 @@ static int process(struct run *r, struct slot *s, const struct batch *bt, const 
         CHECK(ARG(s->hist, 6, lo));
         CHECK(ARG(s->hist, 7, scale));
         CHECK(ARG(s->hist, 8, nb));
-        cl_int err = clEnqueueNDRangeKernel(d->q, s->hist, 1, NULL, &global, NULL, 0, NULL, NULL);
+        cl_int err = clEnqueueNDRangeKernel(d->q, s->hist, 1, NULL, &global, &local, 0, NULL, NULL);
         CHECK(err);
     }
     CHECK(clEnqueueReadBuffer(d->q, s->counts, CL_FALSE, 0, (r->np + 1) * 4, s->counts_host, 0,
@@ -547,9 +555,9 @@ out:
 static int warm_up(struct run *r, struct slot *s, size_t events, char *error)
 {
     struct device *d = s->dev;
-    /* The sizes of real batches: PoCL compiles for each local size it picks. */
-    size_t global = (events + WG - 1) / WG * WG, local = WG, one = 1;
-    size_t rglobal = events * (r->an->rng_per_event / 4);
+    /* Every launch names its group size (WG), so one size compiles all. */
+    size_t global = wg_round(events), local = WG, one = 1;
+    size_t rglobal = wg_round(events * (r->an->rng_per_event / 4));
     cl_uint zero = 0, base = 0, nb = 1;
     double lo = 0.0, scale = 1.0;
     int rc = -1;
@@ -562,14 +570,14 @@ static int warm_up(struct run *r, struct slot *s, size_t events, char *error)
     CHECK(ARG(s->rng_fill, 3, zero));
     CHECK(ARG(s->rng_fill, 4, zero));
     if (rglobal)
-        CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueNDRangeKernel(d->rq, s->rng_fill, 1, NULL, &rglobal, &local, 0, NULL, NULL));
     CHECK(ARG(s->init, 0, s->counts));
     CHECK(ARG(s->init, 1, s->idx[0]));
-    CHECK(clEnqueueNDRangeKernel(d->q, s->init, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(d->q, s->init, 1, NULL, &global, &local, 0, NULL, NULL));
     for (size_t p = 0; p < r->np; p++) {
         CHECK(ARG(s->props[p], 1, zero));
         CHECK(ARG(s->props[p], 2, s->idx[0]));
-        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueNDRangeKernel(d->q, s->props[p], 1, NULL, &global, &local, 0, NULL, NULL));
     }
     CHECK(ARG(s->count, 0, s->counts));
     CHECK(ARG(s->count, 1, zero));
@@ -597,7 +605,7 @@ static int warm_up(struct run *r, struct slot *s, size_t events, char *error)
         CHECK(ARG(s->hist, 6, lo));
         CHECK(ARG(s->hist, 7, scale));
         CHECK(ARG(s->hist, 8, nb));
-        CHECK(clEnqueueNDRangeKernel(d->q, s->hist, 1, NULL, &global, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueNDRangeKernel(d->q, s->hist, 1, NULL, &global, &local, 0, NULL, NULL));
     }
     CHECK(clFinish(d->rq));
     CHECK(clFinish(d->q));
@@ -957,7 +965,7 @@ int hep_run(const struct hep_analysis *an, const struct hep_options *opts,
      * weights from batches an eighth of the size. */
     r->probe = r->o.batch;
     if (r->o.adapt && r->o.batch >= 8 * WG)
-        r->probe = (r->o.batch / 8 + WG - 1) / WG * WG;
+        r->probe = wg_round(r->o.batch / 8);
     if (check_analysis(r, error))
         return teardown(r), -1;
     for (size_t c = 0; c < an->num_columns; c++)

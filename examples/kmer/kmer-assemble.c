@@ -40,7 +40,12 @@
 #define MAX_BATCH     (1u << 24)
 #define DEFAULT_LOAD  50 /* percent of the slots the k-mers fill on average */
 #define STAGES        4  /* host staging buffers per device, in flight at once */
-#define LOCAL         64 /* work-items per group, rounds the launches up */
+/* Work-items per group.  Every launch names it: left to the driver, the
+ * group size follows the launch's size, and PoCL compiles each kernel anew
+ * for each group size it meets, inside the timed rounds (61 compiles of the
+ * lookup for a 2,000,000-base genome, 8 s). */
+#define LOCAL 64
+static const size_t local_size = LOCAL;
 
 /* The table's three arrays per device: used[s] (claimed by compare and
  * swap), keys[s] and exts[s] (the extensions, kmer_ext_pack()).  A batch is
@@ -356,6 +361,17 @@ static cl_kernel create_kernel(const struct devices *devs, const char *name)
     return kernel;
 }
 
+/* Dies unless `kernel` runs groups of LOCAL work-items on device `index`. */
+static void require_group(const struct devices *devs, cl_uint index, cl_kernel kernel)
+{
+    size_t most = 0;
+    CL_CHECK(clGetKernelWorkGroupInfo(kernel, devs->ids[index], CL_KERNEL_WORK_GROUP_SIZE,
+                                      sizeof(most), &most, NULL));
+    if (most < LOCAL)
+        app_die("device %u runs groups of at most %zu work-items, kmer-assemble needs %d", index,
+                most, LOCAL);
+}
+
 /* Buffers, kernels and staging buffers of one part; `queries`: the most
  * lookups one round can send it (every contig's). */
 static void setup_part(struct part *p, const struct devices *devs, const struct table *t,
@@ -397,6 +413,8 @@ static void setup_part(struct part *p, const struct devices *devs, const struct 
     set_arg(p->lookup, 6, sizeof(cl_ulong), &p->first_slot);
     set_arg(p->lookup, 7, sizeof(cl_uint), &p->slots);
     set_arg(p->lookup, 8, sizeof(cl_mem), &p->results);
+    require_group(devs, index, p->insert);
+    require_group(devs, index, p->lookup);
 
     /* An empty table, and one launch of each kernel with nothing to do, so
      * that PoCL compiles them before anything is timed. */
@@ -406,8 +424,8 @@ static void setup_part(struct part *p, const struct devices *devs, const struct 
                                  NULL, NULL));
     CL_CHECK(
         clEnqueueFillBuffer(q, p->failed, &zero, sizeof(zero), 0, sizeof(zero), 0, NULL, NULL));
-    CL_CHECK(clEnqueueNDRangeKernel(q, p->insert, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CL_CHECK(clEnqueueNDRangeKernel(q, p->lookup, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CL_CHECK(clEnqueueNDRangeKernel(q, p->insert, 1, NULL, &global, &local_size, 0, NULL, NULL));
+    CL_CHECK(clEnqueueNDRangeKernel(q, p->lookup, 1, NULL, &global, &local_size, 0, NULL, NULL));
     CL_CHECK(clFlush(q));
 }
 
@@ -461,7 +479,7 @@ static void send_batch(struct part *p, const struct table *t)
                                   s->data, 0, NULL, &s->written));
     set_arg(p->insert, 4, sizeof(cl_uint), &count);
     size_t global = app_round_up(s->count, LOCAL);
-    CL_CHECK(clEnqueueNDRangeKernel(q, p->insert, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CL_CHECK(clEnqueueNDRangeKernel(q, p->insert, 1, NULL, &global, &local_size, 0, NULL, NULL));
     CL_CHECK(clFlush(q));
     s->count = 0;
     p->current = (p->current + 1) % STAGES;
@@ -571,7 +589,8 @@ static void traverse(struct table *t, const struct kmer_input *in, struct contig
                                           queries + first[d], 0, NULL, NULL));
             set_arg(p->lookup, 4, sizeof(cl_uint), &n);
             size_t global = app_round_up(count, LOCAL);
-            CL_CHECK(clEnqueueNDRangeKernel(q, p->lookup, 1, NULL, &global, NULL, 0, NULL, NULL));
+            CL_CHECK(
+                clEnqueueNDRangeKernel(q, p->lookup, 1, NULL, &global, &local_size, 0, NULL, NULL));
             CL_CHECK(clEnqueueReadBuffer(q, p->results, CL_FALSE, 0, count, results + first[d], 0,
                                          NULL, &done[waiting++]));
             CL_CHECK(clFlush(q));
