@@ -8,13 +8,22 @@
  * or, between two daemons, which share no communicator, through the client
  * (VOCL_PEER_CLIENT, libvocl/relay.c).  Neither request blocks its proxy:
  *
- *   out  the whole object is read (once the events the client named
- *        complete) on a queue of its own, and a thread sends it in chunks;
- *   in   a write of the whole object waits on a user event of this proxy; a
- *        thread receives the chunks, then sets the user event (an error
- *        status when the data did not come, which fails the write and every
- *        command waiting for it).  The write's event is the one the client
- *        named, and the client makes its commands on the object wait for it.
+ *   out  a thread reads the object chunk by chunk (once the events the
+ *        client named complete) on a queue of its own, and sends each chunk
+ *        as its read completes, up to STREAM_SLOTS chunks ahead;
+ *   in   a marker waits on a user event of this proxy; a thread receives
+ *        the chunks and writes each as it comes, on a second queue, then
+ *        sets the user event (an error status when the data did not come,
+ *        which fails the marker and every command waiting for it).  The
+ *        marker's event is the one the client named, and the client makes
+ *        its commands on the object wait for it.
+ *
+ * So the device's copies, the sending and the receiving overlap, and a
+ * migration holds STREAM_SLOTS chunks of host memory, not the whole object
+ * (which the system had to map afresh, page by page, for each migration).
+ * An object of one chunk, an image, a buffer the host may not read or
+ * write, and a diff go whole: one read, then the chunks; all the chunks,
+ * then one write (for one chunk, streaming would only add a wake-up).
  *
  * The sender sends every chunk or, when its read failed, one empty message,
  * so a receiver is never left waiting for a proxy that is alive.
@@ -28,15 +37,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define STREAM_SLOTS 4 /* chunks a streamed migration has between device and peer */
+
 struct migration {
     struct exec_peer_link l;
     size_t size, chunk;
-    uint8_t *buf;  /* out: what is sent (diff: mem now); in: what comes, or mem (diff) */
+    uint8_t *buf;  /* out: what is sent (diff: mem now); in: what comes, or mem (diff);
+                      streamed: STREAM_SLOTS chunks */
     uint8_t *twin; /* diff out: the twin's bytes */
-    cl_event ev;   /* out: the (last) read; in: the write */
-    cl_event gate; /* in: the user event the write waits on */
+    cl_event ev;   /* out: the (last) read, or (streamed) what the reads follow;
+                      in: the write, or (streamed) the marker after the writes */
+    cl_event gate; /* in: the user event the write (or marker) waits on */
     cl_event read; /* diff in: the read of mem, before the runs are patched in */
     bool diff;     /* in: a DIFF_IN (what is drained when it fails) */
+    /* Streamed: the buffer the chunks are read from (mem, or its twin) or
+     * written to, and the queue of those reads or writes. */
+    cl_mem stream_mem;
+    cl_command_queue stream_queue;
 };
 
 /* The bytes of all of mem, and a read or write of them on queue. */
@@ -66,6 +83,16 @@ static size_t whole_size(const struct vocl_native_api *cl, cl_mem mem, size_t re
     return region[0] * region[1] * region[2] * px;
 }
 
+/* Whether the host may write (else read) buffer mem. */
+static bool host_may(const struct vocl_native_api *cl, cl_mem mem, bool write)
+{
+    cl_mem_flags flags = 0;
+    if (cl->clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof(flags), &flags, NULL) != CL_SUCCESS)
+        return false;
+    return !(flags & (write ? CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
+                            : CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS));
+}
+
 static cl_int whole_xfer(const struct vocl_native_api *cl, cl_command_queue queue, cl_mem mem,
                          bool write, bool image, const size_t region[3], size_t size, void *buf,
                          cl_uint nwl, const cl_event *wl, cl_event *ev)
@@ -78,10 +105,7 @@ static cl_int whole_xfer(const struct vocl_native_api *cl, cl_command_queue queu
                                               nwl, wl, ev);
     /* A buffer the host may not read (or write) is moved through a copy
      * the device makes into (or from) a buffer of its own. */
-    cl_mem_flags flags = 0;
-    cl->clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof(flags), &flags, NULL);
-    if (!(flags & (write ? CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
-                         : CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
+    if (host_may(cl, mem, write))
         return write ? cl->clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev)
                      : cl->clEnqueueReadBuffer(queue, mem, CL_FALSE, 0, size, buf, nwl, wl, ev);
     cl_context ctx;
@@ -156,6 +180,10 @@ static void migration_free(struct migration *m)
         cl->clReleaseEvent(m->gate);
     if (m->read)
         cl->clReleaseEvent(m->read);
+    if (m->stream_queue)
+        cl->clReleaseCommandQueue(m->stream_queue);
+    if (m->stream_mem)
+        cl->clReleaseMemObject(m->stream_mem);
     free(m->buf);
     free(m->twin);
     exec_peer_drop(&m->l);
@@ -212,6 +240,108 @@ static void *in_thread(void *arg)
     cl_int status = recv_all(m, m->buf, m->size) ? -1 : CL_COMPLETE; /* < 0 fails the write */
     m->l.cl->clSetUserEventStatus(m->gate, status);
     m->l.cl->clWaitForEvents(1, &m->ev); /* the write reads buf until then */
+    migration_free(m);
+    return NULL;
+}
+
+/* ---- streamed: chunk by chunk, STREAM_SLOTS of them in flight ---- */
+
+static size_t chunks_of(const struct migration *m)
+{
+    return (m->size + m->chunk - 1) / m->chunk;
+}
+
+/* The bytes of chunk k, and the slot of buf it goes through. */
+static size_t chunk_bytes(const struct migration *m, size_t k)
+{
+    size_t at = k * m->chunk;
+    return m->size - at < m->chunk ? m->size - at : m->chunk;
+}
+
+static uint8_t *slot(const struct migration *m, size_t k)
+{
+    return m->buf + (k % STREAM_SLOTS) * m->chunk;
+}
+
+/* The host memory a streamed migration of m->size bytes stages in. */
+static size_t stream_bytes(const struct migration *m)
+{
+    size_t chunks = chunks_of(m);
+    return (chunks < STREAM_SLOTS ? chunks : STREAM_SLOTS) * m->chunk;
+}
+
+/* Whether the copy of event *ev completed; releases it. */
+static bool done(const struct vocl_native_api *cl, cl_event *ev)
+{
+    bool ok = completed(cl, *ev);
+    if (*ev)
+        cl->clReleaseEvent(*ev);
+    *ev = NULL;
+    return ok;
+}
+
+/* Whether every copy of evs completed (they no longer use their slots). */
+static bool all_done(const struct vocl_native_api *cl, cl_event evs[STREAM_SLOTS])
+{
+    bool ok = true;
+    for (unsigned i = 0; i < STREAM_SLOTS; i++)
+        if (evs[i])
+            ok = done(cl, &evs[i]) && ok;
+    return ok;
+}
+
+static void *stream_out_thread(void *arg)
+{
+    struct migration *m = arg;
+    const struct vocl_native_api *cl = m->l.cl;
+    cl_event read[STREAM_SLOTS] = {0};
+    size_t chunks = chunks_of(m), next = 0;
+    bool ok = completed(cl, m->ev);
+    for (size_t k = 0; ok && k < chunks; k++) {
+        for (; ok && next < chunks && next < k + STREAM_SLOTS; next++)
+            ok = cl->clEnqueueReadBuffer(m->stream_queue, m->stream_mem, CL_FALSE, next * m->chunk,
+                                         chunk_bytes(m, next), slot(m, next), 0, NULL,
+                                         &read[next % STREAM_SLOTS]) == CL_SUCCESS;
+        cl->clFlush(m->stream_queue);
+        ok = done(cl, &read[k % STREAM_SLOTS]) && ok &&
+             !exec_peer_send(&m->l, slot(m, k), chunk_bytes(m, k));
+    }
+    all_done(cl, read);
+    if (!ok) /* the receiver stops at a short chunk */
+        exec_peer_send(&m->l, NULL, 0);
+    migration_free(m);
+    return NULL;
+}
+
+static void *stream_in_thread(void *arg)
+{
+    struct migration *m = arg;
+    const struct vocl_native_api *cl = m->l.cl;
+    cl_event wrote[STREAM_SLOTS] = {0};
+    size_t chunks = chunks_of(m);
+    bool ok = true;
+    char who[24];
+    for (size_t k = 0; k < chunks; k++) {
+        cl_event *w = &wrote[k % STREAM_SLOTS];
+        if (*w) /* the slot's last write must be done before it is filled again */
+            ok = done(cl, w) && ok;
+        /* After a failure, what comes is drained: the sender sends on. */
+        size_t want = chunk_bytes(m, k), got = 0;
+        if (exec_peer_recv(&m->l, ok ? slot(m, k) : NULL, ok ? want : 0, &got) || got != want) {
+            if (ok)
+                vocl_warn("migration from %s: %zu of %zu bytes came", exec_peer_who(&m->l, who),
+                          k * m->chunk + got, m->size);
+            ok = false;
+            break; /* the sender failed (nothing follows), or is gone */
+        }
+        if (ok) {
+            ok = cl->clEnqueueWriteBuffer(m->stream_queue, m->stream_mem, CL_FALSE, k * m->chunk,
+                                          want, slot(m, k), 0, NULL, w) == CL_SUCCESS;
+            cl->clFlush(m->stream_queue);
+        }
+    }
+    ok = all_done(cl, wrote) && ok;
+    cl->clSetUserEventStatus(m->gate, ok ? CL_COMPLETE : -1); /* < 0 fails the marker */
     migration_free(m);
     return NULL;
 }
@@ -404,11 +534,29 @@ static void op_out(struct exec_req *q, bool diff)
     }
     cl_int rc = CL_OUT_OF_RESOURCES;
     m->size = size;
-    m->buf = m->size ? malloc(m->size) : NULL;
+    bool streamed = !diff && !image && size > m->chunk && (twin_id || host_may(q->cl, mem, false));
+    m->buf = m->size ? malloc(streamed ? stream_bytes(m) : m->size) : NULL;
     if (diff)
         m->twin = m->size ? malloc(m->size) : NULL;
     cl_command_queue queue = m->buf && (!diff || m->twin) ? mem_queue(q->cl, mem) : NULL;
-    if (queue) {
+    if (queue && streamed) {
+        /* The thread reads after a marker that waits for what a names (or
+         * after the twin's copy, which does), on this queue, in order. */
+        cl_uint n = after_events(q, &a);
+        const cl_event *wl = n ? a.list : NULL;
+        cl_mem from = mem;
+        if (twin_id)
+            from = make_twin(q, queue, mem, m->size, twin_id, ev_id, n, wl);
+        else
+            q->cl->clRetainMemObject(mem);
+        if (from)
+            rc = q->cl->clEnqueueMarkerWithWaitList(queue, twin_id ? 0 : n, twin_id ? NULL : wl,
+                                                    &m->ev);
+        after_done(q, &a, n);
+        q->cl->clFlush(queue);
+        m->stream_mem = from;
+        m->stream_queue = queue;
+    } else if (queue) {
         cl_uint n = after_events(q, &a);
         const cl_event *wl = n ? a.list : NULL; /* (an empty list must be NULL) */
         if (diff) {
@@ -439,7 +587,7 @@ static void op_out(struct exec_req *q, bool diff)
         m->ev = NULL;
     }
     /* (A failure goes at once; data waits for the read.) */
-    exec_peer_start(&m->l, diff ? diff_out_thread : out_thread, m);
+    exec_peer_start(&m->l, diff ? diff_out_thread : streamed ? stream_out_thread : out_thread, m);
     vocl_wr_i32(q->w, rc);
 }
 
@@ -501,7 +649,8 @@ static void op_in(struct exec_req *q, bool diff)
         return;
     }
     m->size = size;
-    m->buf = m->size ? malloc(m->size) : NULL;
+    bool streamed = !diff && !image && size > m->chunk && host_may(q->cl, mem, true);
+    m->buf = m->size ? malloc(streamed ? stream_bytes(m) : m->size) : NULL;
     cl_command_queue queue = m->buf && (!diff || a.list) ? mem_queue(q->cl, mem) : NULL;
     cl_context ctx = NULL;
     if (queue && q->cl->clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(ctx), &ctx, NULL) ==
@@ -513,9 +662,18 @@ static void op_in(struct exec_req *q, bool diff)
                         n ? a.list : NULL, &m->read);
         after_done(q, &a, n);
     }
-    if (m->gate && rc == CL_SUCCESS)
+    if (m->gate && rc == CL_SUCCESS && streamed) {
+        /* The thread writes on a second queue: this one's marker waits for
+         * the gate, which the thread opens once the writes are done. */
+        m->stream_queue = mem_queue(q->cl, mem);
+        rc = m->stream_queue ? q->cl->clEnqueueMarkerWithWaitList(queue, 1, &m->gate, &m->ev)
+                             : CL_OUT_OF_RESOURCES;
+        m->stream_mem = mem;
+        q->cl->clRetainMemObject(mem);
+    } else if (m->gate && rc == CL_SUCCESS) {
         rc = whole_xfer(q->cl, queue, mem, true, image, region, m->size, m->buf, 1, &m->gate,
                         &m->ev);
+    }
     cl_mem twin = NULL;
     if (rc == CL_SUCCESS && twin_id) /* the twin holds what came, as mem does */
         twin = make_twin(q, queue, mem, m->size, twin_id, ev_id, 1, &m->ev);
@@ -530,7 +688,7 @@ static void op_in(struct exec_req *q, bool diff)
             q->cl->clRetainEvent(m->ev); /* one for the session, one for the thread */
             exec_put_new(q, ev_id, VOCL_T_EVENT, m->ev);
         }
-        exec_peer_start(&m->l, diff ? diff_in_thread : in_thread, m);
+        exec_peer_start(&m->l, diff ? diff_in_thread : streamed ? stream_in_thread : in_thread, m);
         vocl_wr_i32(q->w, rc);
         return;
     }
