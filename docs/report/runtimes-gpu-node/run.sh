@@ -108,10 +108,12 @@ if has "$stages" diag; then
     done
 fi
 if has "$stages" scaling; then
+    # At each device count: a launch that leaves the group size to PoCL is
+    # compiled for the size the count's split gives (dag-nbody's slices).
     echo "== warm-up: PoCL compiles each kernel once, into its cache"
     for app in $apps; do
         declare -n cmd=$app
-        run "warm-up" native 1 "${cmd[@]}"
+        for n in ${DEVICES:-1 2 4 8}; do run "warm-up" native "$n" "${cmd[@]}"; done
     done
     echo "== scaling, pass 1"
     scaling
