@@ -5,15 +5,15 @@
 # Left to the driver (a NULL local size), the group size follows each
 # launch's global size, and PoCL compiles every kernel again for each
 # group size it meets, inside the timed part of the run: kmer-assemble met
-# 61 sizes of its lookup on a 2,000,000-base genome (8 s of its 0.4 s).
+# 61 sizes of its lookup on a 2,000,000-base genome, 8 s of compiling in a
+# run that takes 0.4 s without.
 #
 # Runs the commands (separated by lone ';' words) in turn, with PoCL's
 # kernel cache (POCL_CACHE_DIR) empty at the start; a word beginning with
 # '@/' names a file in a scratch directory (the input one command makes
-# for the next).
-# Passes when every command exits 0, the last one's last RESULT line says
-# verified=yes, and the cache then holds kernels, each built
-# for one work-group size.
+# for the next, the outputs).  Passes when every command exits 0, the last
+# one's last RESULT line says verified=yes, and the cache then holds
+# kernels, each built for one work-group size.
 set -u
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT

@@ -102,3 +102,15 @@ uint64_t create_context(struct exec_session *s, uint64_t id)
     vocl_wr_free(&rep.w);
     return id;
 }
+
+void session_open_peer(struct exec_session *s, struct exec_data_ops *ops, bool (*ok)(int rank),
+                       int (*send)(int rank, int tag, const void *buf, size_t n),
+                       int (*recv)(int rank, int tag, void *buf, size_t n, size_t *got))
+{
+    session_open(s, 1);
+    *ops = no_data;
+    ops->peer_ok = ok;
+    ops->peer_send = send;
+    ops->peer_recv = recv;
+    s->data = ops;
+}

@@ -30,5 +30,10 @@ void begin(struct vocl_wr *w, unsigned op);
 void session_open(struct exec_session *s, int peer);
 /* A context on device 1, with client id id. */
 uint64_t create_context(struct exec_session *s, uint64_t id);
+/* session_open's session (peer 1) whose other proxies are played by the
+ * test: *ops is no_data with these peer functions. */
+void session_open_peer(struct exec_session *s, struct exec_data_ops *ops, bool (*ok)(int rank),
+                       int (*send)(int rank, int tag, const void *buf, size_t n),
+                       int (*recv)(int rank, int tag, void *buf, size_t n, size_t *got));
 
 #endif

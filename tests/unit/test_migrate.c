@@ -94,12 +94,7 @@ static cl_mem open_with_buffer(struct exec_session *s)
     peer.short_at = -1;
     memset(peer.data, 0, sizeof(peer.data));
     pthread_mutex_unlock(&peer.lock);
-    session_open(s, 1);
-    peer_data = no_data;
-    peer_data.peer_ok = peer_ok;
-    peer_data.peer_send = peer_send;
-    peer_data.peer_recv = peer_recv;
-    s->data = &peer_data;
+    session_open_peer(s, &peer_data, peer_ok, peer_send, peer_recv);
     create_context(s, ctx);
     struct vocl_wr w;
     struct reply rep;

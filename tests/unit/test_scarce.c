@@ -115,12 +115,7 @@ static void open_with_peer(struct exec_session *s)
 {
     serving = pthread_self();
     memset(&peer, 0, sizeof(peer));
-    session_open(s, 1);
-    peer_data = no_data;
-    peer_data.peer_ok = peer_ok;
-    peer_data.peer_send = peer_send;
-    peer_data.peer_recv = peer_recv;
-    s->data = &peer_data;
+    session_open_peer(s, &peer_data, peer_ok, peer_send, peer_recv);
 }
 
 /* Runs the request in w while no thread can be had; its error code. */
