@@ -208,20 +208,27 @@ static int send_all(const struct migration *m, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* Receives the chunk of want bytes at done of n into p (NULL: drains it);
+ * 0, or -1 when it is short (the sender failed) or the peer is gone. */
+static int recv_chunk(const struct migration *m, uint8_t *p, size_t want, size_t done, size_t n)
+{
+    size_t got = 0;
+    if (!exec_peer_recv(&m->l, p, p ? want : 0, &got) && got == want)
+        return 0;
+    char who[24];
+    if (p)
+        vocl_warn("migration from %s: %zu of %zu bytes came", exec_peer_who(&m->l, who), done + got,
+                  n);
+    return -1;
+}
+
 /* Receives n bytes in chunks into p (NULL: drains them); 0, or -1 when
  * one is short (the sender failed: nothing follows) or the peer is gone. */
 static int recv_all(const struct migration *m, uint8_t *p, size_t n)
 {
-    for (size_t done = 0; done < n; done += m->chunk) {
-        size_t want = n - done < m->chunk ? n - done : m->chunk, got = 0;
-        if (exec_peer_recv(&m->l, p ? p + done : NULL, p ? want : 0, &got) || got != want) {
-            char who[24];
-            if (p)
-                vocl_warn("migration from %s: %zu of %zu bytes came", exec_peer_who(&m->l, who),
-                          done + got, n);
+    for (size_t done = 0; done < n; done += m->chunk)
+        if (recv_chunk(m, p ? p + done : NULL, n - done < m->chunk ? n - done : m->chunk, done, n))
             return -1;
-        }
-    }
     return 0;
 }
 
@@ -320,17 +327,13 @@ static void *stream_in_thread(void *arg)
     cl_event wrote[STREAM_SLOTS] = {0};
     size_t chunks = chunks_of(m);
     bool ok = true;
-    char who[24];
     for (size_t k = 0; k < chunks; k++) {
         cl_event *w = &wrote[k % STREAM_SLOTS];
         if (*w) /* the slot's last write must be done before it is filled again */
             ok = done(cl, w) && ok;
         /* After a failure, what comes is drained: the sender sends on. */
-        size_t want = chunk_bytes(m, k), got = 0;
-        if (exec_peer_recv(&m->l, ok ? slot(m, k) : NULL, ok ? want : 0, &got) || got != want) {
-            if (ok)
-                vocl_warn("migration from %s: %zu of %zu bytes came", exec_peer_who(&m->l, who),
-                          k * m->chunk + got, m->size);
+        size_t want = chunk_bytes(m, k);
+        if (recv_chunk(m, ok ? slot(m, k) : NULL, want, k * m->chunk, m->size)) {
             ok = false;
             break; /* the sender failed (nothing follows), or is gone */
         }
@@ -545,13 +548,15 @@ static void op_out(struct exec_req *q, bool diff)
         cl_uint n = after_events(q, &a);
         const cl_event *wl = n ? a.list : NULL;
         cl_mem from = mem;
-        if (twin_id)
+        cl_uint nm = n; /* what the marker waits for: nothing after the twin's copy */
+        if (twin_id) {
             from = make_twin(q, queue, mem, m->size, twin_id, ev_id, n, wl);
-        else
+            nm = 0;
+        } else {
             q->cl->clRetainMemObject(mem);
+        }
         if (from)
-            rc = q->cl->clEnqueueMarkerWithWaitList(queue, twin_id ? 0 : n, twin_id ? NULL : wl,
-                                                    &m->ev);
+            rc = q->cl->clEnqueueMarkerWithWaitList(queue, nm, nm ? wl : NULL, &m->ev);
         after_done(q, &a, n);
         q->cl->clFlush(queue);
         m->stream_mem = from;
