@@ -118,6 +118,8 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     const size_t zero[3] = {0, 0, 0};
     char *host = (char *)ptr + r.offset;
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
+    if (write)
+        vocl_call_reads_host(&c);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
                                   : VOCL_OP_clEnqueueReadBufferRect) == 0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -356,6 +358,8 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
      * needs no scatter: it does not wait, as a buffer's does not. */
     c.async = !write && !blocking && !c.err && !c.px->local && r.row_pitch == r.row_bytes &&
               (slices == 1 || r.slice_pitch == r.row_pitch * rows);
+    if (write)
+        vocl_call_reads_host(&c);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;

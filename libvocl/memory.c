@@ -315,6 +315,8 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
                                                          : VOCL_USE_RW);
     c->async = !blocking;
     c->sync = blocking;
+    if (op == VOCL_OP_clEnqueueWriteBuffer)
+        vocl_call_reads_host(c);
     if (vocl_call_start(c, op))
         return NULL;
     *head = (struct vocl_msg_clEnqueueWriteBuffer_req){

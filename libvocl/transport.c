@@ -925,3 +925,17 @@ cl_int vocl_event_data_wait(struct vocl_obj *e)
         return CL_SUCCESS;
     return vocl_xport_land(e->px, e->parent, ev->data_ticket, ev->data_ticket);
 }
+
+cl_int vocl_xport_landed(struct vocl_proxy *px, const void *queue, uint64_t ticket)
+{
+    if (!ticket || px->local)
+        return CL_SUCCESS;
+    struct vocl_wr notes;
+    vocl_wr_init(&notes);
+    pthread_mutex_lock(&px->lock);
+    progress_locked(px, &notes);
+    bool pending = in_flight(px, queue, ticket, ticket);
+    pthread_mutex_unlock(&px->lock);
+    run_notes(px, &notes);
+    return pending ? vocl_xport_land(px, queue, ticket, ticket) : CL_SUCCESS;
+}

@@ -435,6 +435,12 @@ void vocl_call_init(struct vocl_call *c);
 struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type t, int nullable);
 void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t);
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
+/* Before vocl_call_start of a command that takes its data from the
+ * application's memory as it is enqueued (a write): the data of the
+ * non-blocking reads it waits for, in its wait list or before it on its
+ * queue, lands first, holding nothing.  Such a read may fill the memory it
+ * sends. */
+void vocl_call_reads_host(struct vocl_call *c);
 /* Whether list can be the wait list of a command of queue (NULL: any). */
 cl_int vocl_wl_check(const struct vocl_obj *queue, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);
@@ -715,6 +721,9 @@ bool vocl_event_data_pending(struct vocl_obj *e);
 void vocl_notes_watch(const struct vocl_obj *ctx, int delta);
 /* Waits for a non-blocking read's data to land. */
 cl_int vocl_event_data_wait(struct vocl_obj *e);
+/* Lands the data of queue's non-blocking reads up to ticket (0: none), if
+ * any is still on the way; the batch is flushed only then. */
+cl_int vocl_xport_landed(struct vocl_proxy *px, const void *queue, uint64_t ticket);
 /* e's command is known to be complete: e says CL_COMPLETE from now on,
  * without asking its proxy (whose driver may say so a moment later). */
 void vocl_event_known_complete(struct vocl_obj *e);

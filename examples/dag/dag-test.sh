@@ -19,6 +19,8 @@
 #     device: examples/dag/multi-*.c) on the PoCL devices of POCL_DEVICES:
 #     it must say verified=yes, run on two or more devices, and give the
 #     checksum= of PLAIN run on one device.
+#   dag-test.sh multi-vocl VOCL_RUN P D PLAIN MULTI ARGS...
+#     the same with MULTI under `VOCL_RUN -n P -d D --` (PLAIN natively).
 #   dag-test.sh nodes VOCL_RUN APP
 #     DQL's FROM NODE under `VOCL_RUN -n 2 -d 2` with DAG_NODE_SIZE=2 (two
 #     proxies of two devices: nodes 0 and 1, where cl_vocl_device_location
@@ -179,11 +181,12 @@ vocl() {
         fail "the result under vocl-run differs from the native one"
 }
 
+launcher=() # multi-vocl's
 multi() {
     local plain=$1
     shift
     POCL_DEVICES=pthread run plain 1 1 "$plain" "${@:2}"
-    run multi 1 1 "$@"
+    run multi 1 1 "${launcher[@]}" "$@"
     local devices sum
     devices=$(field devices "$(<"$dir/multi")") sum=$(field checksum "$(<"$dir/plain")")
     [[ $devices -ge 2 ]] || fail "$(basename "$1") ran on '$devices' device(s), not two or more"
@@ -351,11 +354,16 @@ native) native "$@" ;;
 location) location "$@" ;;
 location-native) location_native "$@" ;;
 multi) multi "$@" ;;
+multi-vocl)
+    launcher=("$1" -n "$2" -d "$3" --)
+    shift 3
+    multi "$@"
+    ;;
 nodes) nodes "$@" ;;
 vocl) vocl "$@" ;;
 bad-input) bad_input "$@" ;;
 *)
-    echo "usage: dag-test.sh native|multi|vocl|nodes|location|location-native|bad-input ..." >&2
+    echo "usage: dag-test.sh native|multi|multi-vocl|vocl|nodes|location|location-native|bad-input ..." >&2
     exit 2
     ;;
 esac

@@ -4,10 +4,12 @@
  * proxy's chunk size, offsets, reads completed by clWaitForEvents, writes
  * feeding kernels through in-order queues and through events on an
  * out-of-order queue, a user event set after the write that waits on it,
- * two devices at once, buffers created from host memory larger than a
+ * two devices at once, memory a read fills sent on by a write that waits
+ * for it, buffers created from host memory larger than a
  * chunk, and short blocking reads (which a proxy may answer from a map of
- * the region: right offsets, right words, after a long kernel too).  Every result is checked here and printed as a checksum, so the
- * output natively and under vocl-run must be identical (compare.sh).
+ * the region: right offsets, right words, after a long kernel too).  Every result is checked here
+ * and printed as a checksum, so the output natively and under vocl-run must be identical
+ * (compare.sh).
  *
  * The chunk size is read from VOCL_POOL_SIZE (what the proxies use; 4M when
  * unset) only to pick the sizes: natively it changes nothing else, and both
@@ -459,6 +461,45 @@ static void two_devices(struct dev *d0, struct dev *d1, size_t n)
     }
 }
 
+/* The memory a non-blocking read fills, sent on by a non-blocking write
+ * that waits for the read: by its event on another queue (a buffer write,
+ * then a rect one), and by the order of one in-order queue.  The write must
+ * send what the read brought, not what was there when it was enqueued. */
+static void relayed_by_host(struct dev *d, size_t n)
+{
+    cl_mem a = buffer(d, n * 4), b = buffer(d, n * 4), c = buffer(d, n * 4);
+    uint32_t *ha = xmalloc(n * 4), *via = xmalloc(n * 4), *got = xmalloc(n * 4);
+    fill(ha, n * 4, 31);
+    CL(clEnqueueWriteBuffer(d->q, a, CL_TRUE, 0, n * 4, ha, 0, NULL, NULL));
+    const size_t zero[3] = {0, 0, 0}, region[3] = {n * 4, 1, 1};
+    char what[96];
+    for (int how = 0; how < 3; how++) {
+        cl_event r, w;
+        memset(via, 0, n * 4);
+        memset(got, 0, n * 4);
+        cl_mem to = how == 2 ? c : b;
+        cl_command_queue wq = how == 2 ? d->q : d->ooo;
+        CL(clEnqueueReadBuffer(d->q, a, CL_FALSE, 0, n * 4, via, 0, NULL, &r));
+        cl_uint nwl = how == 2 ? 0 : 1;
+        const cl_event *wl = nwl ? &r : NULL;
+        if (how == 1)
+            CL(clEnqueueWriteBufferRect(wq, to, CL_FALSE, zero, zero, region, 0, 0, 0, 0, via, nwl,
+                                        &r, &w));
+        else
+            CL(clEnqueueWriteBuffer(wq, to, CL_FALSE, 0, n * 4, via, nwl, wl, &w));
+        CL(clEnqueueReadBuffer(wq, to, CL_TRUE, 0, n * 4, got, 1, &w, NULL));
+        snprintf(what, sizeof(what), "relayed by the host: %s, %zu bytes",
+                 how == 0   ? "write after a read's event"
+                 : how == 1 ? "rect write after it"
+                            : "write after a read, in order",
+                 n * 4);
+        report(what, got, n * 4, !memcmp(got, ha, n * 4));
+        clReleaseEvent(r), clReleaseEvent(w);
+    }
+    clReleaseMemObject(a), clReleaseMemObject(b), clReleaseMemObject(c);
+    free(ha), free(via), free(got);
+}
+
 /* CL_MEM_COPY_HOST_PTR buffers larger than a chunk; the host memory changed
  * after the create must not matter.  Then a device copy of an odd span. */
 static void copy_host_ptr(struct dev *d)
@@ -597,6 +638,9 @@ int main(void)
     user_event_other_queue(&d0, chunk / 2 + 17);
     step = "two_devices";
     two_devices(&d0, &d1, chunk / 4 + 33);
+    step = "relayed_by_host";
+    relayed_by_host(&d0, 61);
+    relayed_by_host(&d1, chunk / 4 + 9);
     step = "copy_host_ptr";
     copy_host_ptr(&d1);
     step = "short_reads";
