@@ -930,12 +930,9 @@ cl_int vocl_xport_landed(struct vocl_proxy *px, const void *queue, uint64_t tick
 {
     if (!ticket || px->local)
         return CL_SUCCESS;
-    struct vocl_wr notes;
-    vocl_wr_init(&notes);
+    /* Chunks leave the list as they are reaped: a read waited for is gone. */
     pthread_mutex_lock(&px->lock);
-    progress_locked(px, &notes);
     bool pending = in_flight(px, queue, ticket, ticket);
     pthread_mutex_unlock(&px->lock);
-    run_notes(px, &notes);
     return pending ? vocl_xport_land(px, queue, ticket, ticket) : CL_SUCCESS;
 }
