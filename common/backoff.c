@@ -17,6 +17,7 @@
 #define NAP_NS        20000
 
 static atomic_uint_fast64_t spin_ns = SPIN_NS, yield_ns = YIELD_NS;
+static atomic_bool crowded;
 
 static long env_count(const char *name)
 {
@@ -30,6 +31,7 @@ void vocl_backoff_setup(void)
 {
     atomic_store(&spin_ns, SPIN_NS);
     atomic_store(&yield_ns, YIELD_NS);
+    atomic_store(&crowded, false);
     long ranks = env_count("MPI_LOCALNRANKS");
     if (ranks < 0)
         ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -38,6 +40,7 @@ void vocl_backoff_setup(void)
     if (ranks > 2 * cores && cores > 0) {
         atomic_store(&spin_ns, SHORT_SPIN_NS);
         atomic_store(&yield_ns, 0);
+        atomic_store(&crowded, true);
         vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us", ranks,
                   cores, SHORT_SPIN_NS / 1000);
     }
@@ -46,6 +49,11 @@ void vocl_backoff_setup(void)
         atomic_store(&yield_ns, (uint64_t)(us < 1000000 ? us : 1000000) * 1000);
         vocl_info("waits yield until %ld us, then sleep (VOCL_YIELD_US)", us);
     }
+}
+
+bool vocl_backoff_crowded(void)
+{
+    return atomic_load_explicit(&crowded, memory_order_relaxed);
 }
 
 uint64_t vocl_now_ns(void)
@@ -65,18 +73,17 @@ uint64_t vocl_now_ns(void)
  * of kmer-assemble in three.  So an idle proxy (nap) sleeps NAP_NS in
  * place of every NAP_EVERY-th yield.
  */
-static void backoff(uint64_t start, long sleep_ns, uint64_t spin, bool nap)
+static long step(uint64_t start, long sleep_ns, uint64_t spin, bool nap)
 {
     uint64_t waited = vocl_now_ns() - start;
     if (waited < spin)
-        return;
+        return 0;
     if (waited < atomic_load_explicit(&yield_ns, memory_order_relaxed)) {
         static _Thread_local unsigned yields;
         if (nap && ++yields % NAP_EVERY == 0)
-            nanosleep(&(struct timespec){0, NAP_NS}, NULL);
-        else
-            sched_yield();
-        return;
+            return NAP_NS;
+        sched_yield();
+        return 0;
     }
     /* A long wait (a long kernel, an idle proxy) sleeps longer, up to 1 ms:
      * thousands of wake-ups a second take a share of the cores the device's
@@ -84,17 +91,27 @@ static void backoff(uint64_t start, long sleep_ns, uint64_t spin, bool nap)
     long grown = (long)(waited / 64);
     if (grown > sleep_ns)
         sleep_ns = grown < 1000000 ? grown : 1000000;
-    struct timespec ts = {0, sleep_ns};
-    nanosleep(&ts, NULL);
+    return sleep_ns;
+}
+
+static void sleep_for(long ns)
+{
+    if (ns)
+        nanosleep(&(struct timespec){0, ns}, NULL);
 }
 
 void vocl_backoff(uint64_t start, long sleep_ns)
 {
-    backoff(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed), false);
+    sleep_for(step(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed), false));
+}
+
+long vocl_backoff_idle_step(uint64_t start, long sleep_ns)
+{
+    uint64_t spin = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    return step(start, sleep_ns, spin < SHORT_SPIN_NS ? spin : SHORT_SPIN_NS, true);
 }
 
 void vocl_backoff_idle(uint64_t start, long sleep_ns)
 {
-    uint64_t spin = atomic_load_explicit(&spin_ns, memory_order_relaxed);
-    backoff(start, sleep_ns, spin < SHORT_SPIN_NS ? spin : SHORT_SPIN_NS, true);
+    sleep_for(vocl_backoff_idle_step(start, sleep_ns));
 }

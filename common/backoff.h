@@ -8,6 +8,7 @@
 #ifndef VOCL_BACKOFF_H
 #define VOCL_BACKOFF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 uint64_t vocl_now_ns(void);
@@ -22,6 +23,10 @@ void vocl_backoff(uint64_t start, long sleep_ns);
  * share its node (on a CPU device, the threads that compute): the proxy
  * that ran a batch gives them its core at once. */
 void vocl_backoff_idle(uint64_t start, long sleep_ns);
+/* The same, but where it would sleep (or nap) it returns how long (ns)
+ * instead, for the caller to nap on its bell (bell.h); 0 when it polled or
+ * yielded. */
+long vocl_backoff_idle_step(uint64_t start, long sleep_ns);
 /* At start: how long waits of this process poll and yield.  On a node
  * where the job has more than twice as many ranks as this process has
  * cores (MPI_LOCALNRANKS, OMPI_COMM_WORLD_LOCAL_SIZE), a rank that polls or
@@ -29,5 +34,7 @@ void vocl_backoff_idle(uint64_t start, long sleep_ns);
  * then sleep.  VOCL_YIELD_US sets how long they yield.  Says what it chose
  * (log.h, info). */
 void vocl_backoff_setup(void);
+/* Whether vocl_backoff_setup found the node crowded. */
+bool vocl_backoff_crowded(void);
 
 #endif

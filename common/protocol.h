@@ -20,6 +20,10 @@
  *   SHM_MAP req: mem  rep: proxy pid, fd (UINT32_MAX: the buffer is not
  *           shared), size, token: the memfd whose name vocl_shm_name(token)
  *           gives holds the buffer (shm.h)
+ *   BELL    rep: proxy pid, fd (UINT32_MAX: none, or the client is not on
+ *           its node), token: the memfd of the proxy's bell, named as a
+ *           shared buffer's (bell.h); a proxy that does not know BELL
+ *           answers CL_INVALID_OPERATION, and the client rings none
  *   BYE     req: peer_died 1 when a proxy of the job died (so this proxy
  *           ends the job rather than wait in MPI_Finalize for the dead one);
  *           an empty BYE counts as 0 - the proxy releases the session's

@@ -162,6 +162,7 @@ static void *build_thread(void *arg)
         pthread_mutex_lock(&jobs.lock);
         j->next = jobs.built;
         jobs.built = j;
+        exec_bell_ring(); /* (its reply is the serving thread's) */
     }
     return NULL;
 }

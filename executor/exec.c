@@ -732,6 +732,8 @@ static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, co
         exec_op_program_binaries(&q);
     } else if (h.opcode == VOCL_OP_SHM_MAP) {
         exec_op_shm_map(&q);
+    } else if (h.opcode == VOCL_OP_BELL) {
+        exec_op_bell(&q);
     } else if (h.opcode == VOCL_OP_TRACE) {
         exec_op_trace(&q);
     } else if (h.opcode == VOCL_OP_STATE) {

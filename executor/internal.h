@@ -291,6 +291,7 @@ cl_mem exec_shm_buffer(struct exec_req *q, cl_context ctx, cl_mem_flags flags, s
 /* Protocol-only handlers. */
 void exec_op_program_binaries(struct exec_req *q);
 void exec_op_shm_map(struct exec_req *q);
+void exec_op_bell(struct exec_req *q);
 void exec_op_trace(struct exec_req *q);
 void exec_op_migrate_out(struct exec_req *q);
 void exec_op_migrate_in(struct exec_req *q);

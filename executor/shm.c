@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bell.h"
 #include "log.h"
 #include "shm.h"
 
@@ -224,4 +225,52 @@ void exec_op_shm_map(struct exec_req *q)
                                    .size = sh ? sh->size : 0,
                                    .token = sh ? sh->token : 0});
     pthread_mutex_unlock(&shm.lock);
+}
+
+/* --- the proxy's bell (common/bell.h) ------------------------------------------------------------
+ */
+
+static struct {
+    pthread_mutex_t lock;
+    struct vocl_bell *_Atomic b;
+    int fd;
+} bell = {PTHREAD_MUTEX_INITIALIZER, NULL, -1};
+
+/* The bell, made the first time a client asks for it (NULL: it cannot be). */
+static struct vocl_bell *bell_make(void)
+{
+    pthread_mutex_lock(&bell.lock);
+    if (!atomic_load(&bell.b)) {
+        void *p = NULL;
+        bell.fd = map_new(VOCL_BELL_SIZE, (uint64_t)getpid() << 32, &p); /* (no buffer's token) */
+        if (bell.fd >= 0)
+            atomic_store(&bell.b, p);
+    }
+    pthread_mutex_unlock(&bell.lock);
+    return atomic_load(&bell.b);
+}
+
+struct vocl_bell *exec_bell(void)
+{
+    return atomic_load(&bell.b);
+}
+
+void exec_bell_ring(void)
+{
+    struct vocl_bell *b = atomic_load(&bell.b);
+    if (b)
+        vocl_bell_ring(b);
+}
+
+void exec_op_bell(struct exec_req *q)
+{
+    struct vocl_msg_BELL_req m;
+    vocl_dec_BELL_req(q->r, &m); /* (empty: trailing bytes are all that fails) */
+    if (!exec_req_begin(q))
+        return;
+    struct vocl_bell *b = q->s->shm && vocl_bell_allowed() ? bell_make() : NULL;
+    vocl_wr_i32(q->w, CL_SUCCESS);
+    vocl_enc_BELL_rep(q->w, &(struct vocl_msg_BELL_rep){.pid = (uint64_t)getpid(),
+                                                        .fd = b ? (uint32_t)bell.fd : UINT32_MAX,
+                                                        .token = (uint64_t)getpid() << 32});
 }

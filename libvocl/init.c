@@ -14,6 +14,7 @@
  */
 #include "backoff.h"
 #include "vocl.h"
+
 #include "shm.h"
 #include "profile.h"
 
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bell.h"
 #include "got.h"
 #include "liveness.h"
 #include "mpi_start.h"
@@ -78,6 +80,31 @@ struct vocl_proxy *vocl_proxy_new(int rank, bool local)
     vocl.proxies = np;
     vocl.proxies[vocl.nproxies++] = px;
     return px;
+}
+
+/* A proxy of this node: its bell (bell.h), which isend rings.  Without one
+ * (an older proxy, VOCL_BELL=0 on either side, a proxy of another user)
+ * requests wait for the end of its naps, as before. */
+static void open_bell(struct vocl_proxy *px)
+{
+    if (!px->shm || !vocl_bell_allowed())
+        return;
+    struct vocl_call c;
+    memset(&c, 0, sizeof(c)); /* (vocl_call_init would wait for this initialisation) */
+    c.px = px;
+    if (vocl_call_start(&c, VOCL_OP_BELL) == 0) {
+        vocl_enc_BELL_req(c.w, &(struct vocl_msg_BELL_req){0});
+        vocl_call_send(&c);
+    }
+    if (c.err == CL_SUCCESS) {
+        struct vocl_msg_BELL_rep rep;
+        vocl_dec_BELL_rep(&c.r, &rep);
+        if (!c.r.fail && rep.fd != UINT32_MAX)
+            px->bell = vocl_map_memfd((long)rep.pid, rep.fd, VOCL_BELL_SIZE, rep.token);
+        vocl_info("proxy %d: %s", px->rank,
+                  px->bell ? "its bell wakes it for each request" : "no bell: it takes its naps");
+    }
+    vocl_call_end(&c);
 }
 
 /* HELLO: learn the proxy's devices and add them to the platform's list. */
@@ -147,6 +174,8 @@ int vocl_greet(struct vocl_proxy *px)
             vocl.devices[vocl.ndevices++] = d;
     }
     vocl_call_end(&c);
+    if (c.err == CL_SUCCESS)
+        open_bell(px);
     if (c.err == CL_DEVICE_NOT_AVAILABLE && px->name)
         vocl_error("proxy %s is drained (for maintenance): it takes no new sessions",
                    px->name);

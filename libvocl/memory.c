@@ -347,9 +347,7 @@ static bool is_shared_file(long pid, unsigned fd, uint64_t token)
     return len >= n && memcmp(link, want, (size_t)n) == 0 && (len == n || link[n] == ' ');
 }
 
-/* Maps the memfd fd of process pid, if it is the one named for token and
- * has size bytes; NULL otherwise. */
-static void *map_shared(long pid, unsigned fd, uint64_t size, uint64_t token)
+void *vocl_map_memfd(long pid, unsigned fd, uint64_t size, uint64_t token)
 {
     if (!is_shared_file(pid, fd, token))
         return NULL;
@@ -391,7 +389,7 @@ static void *shared_memory(struct vocl_mem *m)
             uint32_t fd = rep.fd;
             uint64_t size = rep.size, token = rep.token;
             if (!c.r.fail && fd != UINT32_MAX && size == m->mem_size) {
-                p = map_shared(pid, fd, size, token);
+                p = vocl_map_memfd(pid, fd, size, token);
                 if (p)
                     atomic_store(&c.px->shm_pid, pid);
                 if (!p)

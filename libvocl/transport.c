@@ -15,6 +15,7 @@
  * answered meanwhile.
  */
 #include "vocl.h"
+
 #include "profile.h"
 
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "bell.h"
 #include "liveness.h"
 #include "executor.h"
 
@@ -444,8 +446,11 @@ static void batch_take(struct vocl_proxy *px, struct vocl_wr *out)
 static int isend(struct vocl_proxy *px, const struct vocl_wr *w, MPI_Request *req)
 {
     if (MPI_Isend(w->buf, (int)w->len, MPI_BYTE, px->rank, px->tag_base + VOCL_TAG_REQ, px->comm,
-                  req) == MPI_SUCCESS)
+                  req) == MPI_SUCCESS) {
+        if (px->bell)
+            vocl_bell_ring(px->bell);
         return 0;
+    }
     fail_locked(px, "send failed");
     return -1;
 }

@@ -119,6 +119,7 @@ struct vocl_proxy {
     size_t chunk;                   /* the largest chunk of a transfer (the proxy's staging buffers) */
     struct vocl_link link;          /* what was measured of the link to it (linkmeter.h) */
     bool shm;                       /* on this node: large buffers are shared (shm.h) */
+    struct vocl_bell *bell;         /* on this node: rung after each request (bell.h) */
     atomic_long shm_pid;            /* its process, once a buffer was mapped (0: none) */
     struct vocl_pending pending;    /* under lock */
     struct vocl_waiter *waiters;    /* under lock */
@@ -730,6 +731,9 @@ void vocl_event_known_complete(struct vocl_obj *e);
 /* e is a non-blocking read's own event (struct vocl_event, lands). */
 void vocl_event_lands(struct vocl_obj *e);
 void vocl_xport_fail(struct vocl_proxy *px, const char *what);
+/* Maps the memfd fd of process pid (a proxy of this node), if it is the one
+ * named for token (vocl_shm_name) and has size bytes; NULL otherwise. */
+void *vocl_map_memfd(long pid, unsigned fd, uint64_t size, uint64_t token);
 /* Under px->lock: everything posted to px is given up, a reply cut short
  * too (reads not landed: their tickets, in *inflight, *n, malloc'd, when
  * inflight is not NULL). */

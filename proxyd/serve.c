@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include "backoff.h"
+#include "bell.h"
 #include "ctlsock.h"
 #include "daemon.h"
 #include "executor.h"
@@ -530,6 +531,17 @@ static void check_daemon(struct server *sv)
 static void serve(struct server *sv)
 {
     uint64_t idle_since = vocl_now_ns();
+    /* A nap on the bell (bell.h) is armed, then taken after one more look
+     * for requests.  A ring ends the wait's idle time: the request may
+     * reach MPI a moment after it (UCX), so the proxy polls and yields for
+     * it as after the last one it served.  Not on a crowded node: there
+     * every ring would take a core from the application while it still
+     * sends to the other proxies (kmer-assemble, 16 proxies of 2 devices
+     * on 2 cores: 3.3-4.1 s against 2.7-3.5 s without), and its proxies'
+     * naps are short anyway. */
+    struct vocl_bell *bell = NULL;
+    long armed_ns = 0;
+    unsigned long naps = 0, rung = 0;
     while (sv->job_mode ? sv->live > 0 || sv->closing || exec_builds_running()
                         : !stop_wanted && !worker_done(sv)) {
         if (sv->isolate)
@@ -545,6 +557,9 @@ static void serve(struct server *sv)
         bool built = exec_builds_answer(&sv->reply) > 0;
         if (poll_once(sv) || built) {
             idle_since = vocl_now_ns();
+            if (armed_ns)
+                vocl_bell_disarm(bell);
+            armed_ns = 0;
             continue;
         }
         check_clients(sv);
@@ -552,11 +567,30 @@ static void serve(struct server *sv)
             let_go(sv);
             sweep_clients(sv);
         }
-        if (!sv->job_mode && clients_now(sv) == 0)
+        if (armed_ns) {
+            naps++;
+            if (vocl_bell_nap(bell, armed_ns)) {
+                rung++;
+                idle_since = vocl_now_ns();
+            }
+            armed_ns = 0;
+        } else if (!sv->job_mode && clients_now(sv) == 0) {
             nanosleep(&(struct timespec){0, EMPTY_SLEEP_NS}, NULL);
-        else
-            vocl_backoff_idle(idle_since, 100000); /* idle: poll, yield, then sleep */
+        } else {
+            /* Idle: poll, yield, then nap. */
+            long ns = vocl_backoff_idle_step(idle_since, 100000);
+            if (ns && !vocl_backoff_crowded() && (bell = exec_bell())) {
+                vocl_bell_arm(bell);
+                armed_ns = ns;
+            } else if (ns) {
+                nanosleep(&(struct timespec){0, ns}, NULL);
+            }
+        }
     }
+    if (armed_ns)
+        vocl_bell_disarm(bell);
+    if (naps)
+        vocl_info("%lu naps on the bell, %lu ended by a client's request", naps, rung);
 }
 
 /*

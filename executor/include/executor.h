@@ -344,6 +344,14 @@ unsigned exec_peer_starts(void);
 unsigned exec_builds_answer(struct vocl_wr *w);
 /* Builds still running: the proxy does not stop under them. */
 unsigned exec_builds_running(void);
+
+/* This process's bell (common/bell.h), once a client of this node asked
+ * for it (BELL; NULL before, or with VOCL_BELL=0): the serving thread naps
+ * on it, those clients ring it, and so does a build that ends (its reply
+ * is the serving thread's to send). */
+struct vocl_bell;
+struct vocl_bell *exec_bell(void);
+void exec_bell_ring(void);
 /* Waits up to seconds for every reply that waits for device commands
  * (complete.c) to be sent, or dropped where its session closed, and freed:
  * until then its session must not be freed.  Whether they all were. */

@@ -45,6 +45,7 @@
 #define LAUNCH_GLOBAL   64u /* work-items of each small kernel */
 #define CALL_BUF_BYTES  4096u
 #define LAT_WARMUP_FRAC 10 /* 1/10 of the latency samples are warm-up */
+#define IDLE_READS      20 /* blocking reads after 10 ms idle (at most lat_iters) */
 
 static const char kernel_source[] =
     "/* 7 arguments, as in the launch-throughput test: out, then 6 scalars. */\n"
@@ -708,6 +709,21 @@ static void bench_latency(const struct options *o, const struct bench *b)
     if (v != want + (warm + n) * k7_value(1, 0))
         verify_fail("lat kernel", warm + n, "the kernels' sum is wrong");
     emit("lat", "kernel_finish", "", median(t, n), "s");
+
+    /* The blocking read again, each after 10 ms without a call: what an
+     * application that thinks between its calls meets (a proxy that naps,
+     * the device's threads asleep). */
+    unsigned idle = n < IDLE_READS ? n : IDLE_READS;
+    for (unsigned i = 0; i < idle; i++) {
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+        cl_uint v = 0;
+        double t0 = now();
+        CL_CHECK(clEnqueueReadBuffer(b->queue, buf, CL_TRUE, 0, 4, &v, 0, NULL, NULL));
+        t[i] = now() - t0;
+        if (v != want + (warm + n) * k7_value(1, 0))
+            verify_fail("lat read4 after idle", i, "read a value that was not written");
+    }
+    emit("lat", "read4_idle", "10ms", median(t, idle), "s");
     free(t);
     CL_CHECK(clReleaseMemObject(buf));
 }
