@@ -10,8 +10,8 @@
  * requests, and naps on a futex of the word; a client of its node that sends
  * it a request rings the bell (one load of the word when the proxy is awake,
  * a FUTEX_WAKE when it naps).  The nap keeps its length: a client of another
- * node, which cannot ring, waits no longer than before, and a missed or
- * spurious ring costs one nap or one look.
+ * node, which cannot ring, waits no longer than before, and a missed ring
+ * costs what it did before the bell (a spurious one: a return to polling).
  *
  * The word is in a memfd the client maps through /proc (BELL, protocol.h),
  * as shared buffers are (shm.h): only a client that may read the proxy's

@@ -227,7 +227,7 @@ void exec_op_shm_map(struct exec_req *q)
     pthread_mutex_unlock(&shm.lock);
 }
 
-/* --- the proxy's bell (common/bell.h) ------------------------------------------------------------
+/* --- the proxy's bell (common/bell.h) ----------------------------------------------------------
  */
 
 static struct {

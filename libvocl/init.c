@@ -14,7 +14,6 @@
  */
 #include "backoff.h"
 #include "vocl.h"
-
 #include "shm.h"
 #include "profile.h"
 

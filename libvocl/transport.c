@@ -15,7 +15,6 @@
  * answered meanwhile.
  */
 #include "vocl.h"
-
 #include "profile.h"
 
 #include <stdio.h>

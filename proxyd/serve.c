@@ -590,7 +590,8 @@ static void serve(struct server *sv)
     if (armed_ns)
         vocl_bell_disarm(bell);
     if (naps)
-        vocl_info("%lu naps on the bell, %lu ended by a client's request", naps, rung);
+        vocl_info("%lu naps on the bell, %lu ended by a ring (a client's request, a build's end)",
+                  naps, rung);
 }
 
 /*

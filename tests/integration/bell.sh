@@ -4,7 +4,9 @@
 # with vocl-bench-worker's latency section (each blocking read checked; five
 # of them after 10 ms without a call, when the proxy naps):
 #   1. by default: libvocl says it rings the proxy's bell, and the proxy
-#      that some of its naps on the bell were ended by a request;
+#      that at least 10 of its naps on the bell were ended by a ring (the
+#      twenty reads after 10 ms each ring a sleeping proxy; the one other
+#      ringer, a build that ends, rings once here);
 #   2. VOCL_BELL=0: neither rings nor naps on a bell, and the reads are
 #      still right;
 #   3. VOCL_SHM=0 (the proxy takes the application for another node's): no
@@ -35,9 +37,9 @@ fail() {
 
 run "by default" VOCL_VERBOSE=1
 grep -q 'proxy 1: its bell wakes it for each request' "$tmp/out" || fail "libvocl rings no bell"
-rung=$(sed -n 's/.* naps on the bell, \([0-9]*\) ended by a client.s request/\1/p' "$tmp/out")
-[[ -n $rung && $rung -ge 1 ]] || fail "no nap on the bell was ended by a request"
-echo "ok: by default ($rung naps ended by a request)"
+rung=$(sed -n 's/.* naps on the bell, \([0-9]*\) ended by a ring.*/\1/p' "$tmp/out")
+[[ -n $rung && $rung -ge 10 ]] || fail "${rung:-no} naps on the bell ended by a ring, not 10"
+echo "ok: by default ($rung naps ended by a ring)"
 
 for off in VOCL_BELL=0 VOCL_SHM=0; do
     run "$off" VOCL_VERBOSE=1 "$off"
