@@ -273,7 +273,7 @@ def build_rows(native, vocl, nopipe):
     for key in ordered_keys(runs, "lat"):
         labels = {"read4": "read 4 B, blocking", "write4": "write 4 B, blocking",
                   "kernel_finish": "1-item kernel + clFinish",
-                  "read4_idle": "read 4 B, blocking, after idle"}
+                  "read4_idle": "read 4 B after 10 ms idle, blocking"}
         row = Row("lat", labels.get(key[1], key[1]), key[2], "s", *triple(key))
         if key[1] == "read4":
             row.target = "<= native + %d us" % round(LAT_TARGET_EXTRA * 1e6)
