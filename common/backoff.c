@@ -43,6 +43,10 @@ void vocl_backoff_setup(void)
         atomic_store(&crowded, true);
         vocl_info("%ld ranks of the job on this node's %ld cores: waits sleep after %d us", ranks,
                   cores, SHORT_SPIN_NS / 1000);
+    } else if (ranks > cores && cores > 0) {
+        atomic_store(&spin_ns, 0);
+        vocl_info("%ld ranks of the job on this node's %ld cores: waits yield at once", ranks,
+                  cores);
     }
     long us = env_count("VOCL_YIELD_US");
     if (us >= 0) {

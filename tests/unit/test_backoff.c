@@ -1,8 +1,9 @@
 /*
  * test_backoff.c - what a wait does between its polls (common/backoff.c):
  * it polls on for 50 us (an idle proxy's, vocl_backoff_idle: 5 us), yields
- * until 2 ms and then sleeps; on a crowded node (more ranks of the job
- * than twice the cores) every wait polls for 5 us and then sleeps at once;
+ * until 2 ms and then sleeps; on a busy node (more ranks of the job than
+ * cores) it yields at once; on a crowded node (more than twice the cores)
+ * every wait polls for 5 us and then sleeps at once;
  * VOCL_YIELD_US sets the yield; an idle proxy naps 20 us in place of every
  * 16th yield.  sched_yield and nanosleep are wrapped
  * (-Wl,--wrap): counted, and nothing sleeps.
@@ -71,14 +72,17 @@ static char step(long waited_us)
     return stages[earliest];
 }
 
-/* The job's ranks on this node, as MPICH tells them: twice the cores and
- * one more is crowded. */
-static void ranks_here(int crowded)
+/* The job's ranks on this node, as MPICH tells them: as many as the
+ * cores (SPARE), twice as many (BUSY), or one more (CROWDED). */
+enum node { SPARE, BUSY, CROWDED };
+
+static void ranks_here(enum node kind)
 {
     cpu_set_t set;
     assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+    int cores = CPU_COUNT(&set);
     char n[32];
-    snprintf(n, sizeof(n), "%d", crowded ? 2 * CPU_COUNT(&set) + 1 : 2 * CPU_COUNT(&set));
+    snprintf(n, sizeof(n), "%d", kind == SPARE ? cores : kind == BUSY ? 2 * cores : 2 * cores + 1);
     setenv("MPI_LOCALNRANKS", n, 1);
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     unsetenv("VOCL_YIELD_US");
@@ -87,7 +91,7 @@ static void ranks_here(int crowded)
 static void uncrowded_polls_yields_then_sleeps(void **state)
 {
     (void)state;
-    ranks_here(0);
+    ranks_here(SPARE);
     vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(40), 'p');
@@ -104,13 +108,13 @@ static void uncrowded_polls_yields_then_sleeps(void **state)
 static void an_idle_proxy_yields_after_5us(void **state)
 {
     (void)state;
-    ranks_here(0);
+    ranks_here(SPARE);
     vocl_backoff_setup();
     idle = true;
     assert_int_equal(step(10), 'y');
     assert_int_equal(step(1900), 'y');
     assert_int_equal(step(2100), 's');
-    ranks_here(1);
+    ranks_here(CROWDED);
     vocl_backoff_setup();
     assert_int_equal(step(10), 's');
     idle = false;
@@ -135,7 +139,7 @@ static int naps_in_32(void)
 static void an_idle_proxy_naps_every_16th_yield(void **state)
 {
     (void)state;
-    ranks_here(0);
+    ranks_here(SPARE);
     vocl_backoff_setup();
     idle = true;
     assert_int_equal(naps_in_32(), 2);
@@ -146,27 +150,44 @@ static void an_idle_proxy_naps_every_16th_yield(void **state)
 static void crowded_sleeps_after_5us(void **state)
 {
     (void)state;
-    ranks_here(1);
+    ranks_here(CROWDED);
     vocl_backoff_setup();
     assert_int_equal(step(10), 's');
     assert_int_equal(step(1900), 's');
     /* The setting is the node's, not kept from before. */
-    ranks_here(0);
+    ranks_here(SPARE);
     vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
     assert_int_equal(step(60), 'y');
 }
 
+static void busy_yields_at_once(void **state)
+{
+    (void)state;
+    ranks_here(BUSY);
+    vocl_backoff_setup();
+    assert_int_equal(step(1), 'y');
+    assert_int_equal(step(1900), 'y');
+    assert_int_equal(step(2100), 's');
+    idle = true; /* an idle proxy too, and it still naps */
+    assert_int_equal(step(1), 'y');
+    assert_int_equal(naps_in_32(), 2);
+    idle = false;
+    ranks_here(SPARE);
+    vocl_backoff_setup();
+    assert_int_equal(step(10), 'p');
+}
+
 static void yield_us_sets_the_yield(void **state)
 {
     (void)state;
-    ranks_here(1);
+    ranks_here(CROWDED);
     setenv("VOCL_YIELD_US", "500", 1);
     vocl_backoff_setup();
     assert_int_equal(step(10), 'y'); /* (crowded: polls 5 us) */
     assert_int_equal(step(400), 'y');
     assert_int_equal(step(600), 's');
-    ranks_here(0);
+    ranks_here(SPARE);
     setenv("VOCL_YIELD_US", "0", 1);
     vocl_backoff_setup();
     assert_int_equal(step(10), 'p');
@@ -180,6 +201,7 @@ int main(void)
         cmocka_unit_test(an_idle_proxy_yields_after_5us),
         cmocka_unit_test(an_idle_proxy_naps_every_16th_yield),
         cmocka_unit_test(crowded_sleeps_after_5us),
+        cmocka_unit_test(busy_yields_at_once),
         cmocka_unit_test(yield_us_sets_the_yield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
