@@ -27,16 +27,30 @@ static long env_count(const char *name)
     return n >= 0 && v && *end == 0 ? n : -1;
 }
 
+/* The job's ranks on this node (-1: not said) and this process's cores. */
+static void ranks_and_cores(long *ranks, long *cores)
+{
+    *ranks = env_count("MPI_LOCALNRANKS");
+    if (*ranks < 0)
+        *ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
+    cpu_set_t set;
+    *cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+bool vocl_backoff_node_busy(void)
+{
+    long ranks, cores;
+    ranks_and_cores(&ranks, &cores);
+    return ranks > cores && cores > 0;
+}
+
 void vocl_backoff_setup(void)
 {
     atomic_store(&spin_ns, SPIN_NS);
     atomic_store(&yield_ns, YIELD_NS);
     atomic_store(&crowded, false);
-    long ranks = env_count("MPI_LOCALNRANKS");
-    if (ranks < 0)
-        ranks = env_count("OMPI_COMM_WORLD_LOCAL_SIZE");
-    cpu_set_t set;
-    long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    long ranks, cores;
+    ranks_and_cores(&ranks, &cores);
     if (ranks > 2 * cores && cores > 0) {
         atomic_store(&spin_ns, SHORT_SPIN_NS);
         atomic_store(&yield_ns, 0);

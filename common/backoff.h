@@ -39,5 +39,8 @@ long vocl_backoff_idle_step(uint64_t start, long sleep_ns);
 void vocl_backoff_setup(void);
 /* Whether vocl_backoff_setup found the node crowded. */
 bool vocl_backoff_crowded(void);
+/* Whether the job has more ranks on this node than this process has cores
+ * (crowded or not); any time, without vocl_backoff_setup. */
+bool vocl_backoff_node_busy(void);
 
 #endif

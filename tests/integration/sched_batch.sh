@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# sched_batch.sh - a proxy of several CPU devices (PoCL) puts its driver's
-# threads under SCHED_BATCH, and only them: while the application waits,
-# the proxies' threads are looked at (ps: class B or TS):
+# sched_batch.sh - a proxy of several CPU devices (PoCL), or of one on a
+# node with more ranks than cores, puts its driver's threads under
+# SCHED_BATCH, and only them: while the application waits, the proxies'
+# threads are looked at (ps: class B or TS).  Every job runs on 2 cores
+# (taskset), so that the node's size is the test's:
 #   1. two proxies of 2 devices: each has at least one thread in class B,
 #      and its main thread (the serving one) in TS;
 #   2. the same with VOCL_SCHED_BATCH=0: none in class B;
-#   3. two proxies of 1 device: none in class B.
+#   3. one proxy of 1 device (2 ranks on 2 cores): none in class B;
+#   4. two proxies of 1 device (3 ranks on 2 cores): class B again.
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
 set -euo pipefail
 vocl_run=$1 prog=$2
@@ -14,10 +17,13 @@ tmp=$(mktemp -d)
 job=
 trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-run() { # LABEL WANT_BATCH DEVICES_PER_PROXY ENV...
-    local label=$1 want=$2 devices=$3
-    shift 3
-    env "$@" timeout 120 "$vocl_run" -n 2 -d "$devices" -- "$prog" 4 >"$tmp/out" 2>&1 &
+[ "$(nproc)" -ge 2 ] || { echo "FAIL: this test needs 2 cores, $(nproc) here"; exit 1; }
+
+run() { # LABEL WANT_BATCH PROXIES DEVICES_PER_PROXY ENV...
+    local label=$1 want=$2 nproxies=$3 devices=$4
+    shift 4
+    env "$@" taskset -c 0,1 timeout 120 "$vocl_run" -n "$nproxies" -d "$devices" -- "$prog" 4 \
+        >"$tmp/out" 2>&1 &
     job=$!
     for _ in $(seq 100); do
         grep -q '^devices' "$tmp/out" && break
@@ -43,12 +49,14 @@ run() { # LABEL WANT_BATCH DEVICES_PER_PROXY ENV...
             exit 1
         fi
     done
-    [ "$proxies" -eq 2 ] || { echo "FAIL: $label: $proxies proxies found, not 2"; exit 1; }
+    [ "$proxies" -eq "$nproxies" ] ||
+        { echo "FAIL: $label: $proxies proxies found, not $nproxies"; exit 1; }
     wait "$job" || { cat "$tmp/out"; echo "FAIL: $label: the job failed"; exit 1; }
     job=
     echo "ok: $label"
 }
 
-run "2 devices a proxy: the driver's threads in SCHED_BATCH (the default)" yes 2
-run "2 devices a proxy, VOCL_SCHED_BATCH=0" no 2 VOCL_SCHED_BATCH=0
-run "1 device a proxy: left alone" no 1
+run "2 devices a proxy: the driver's threads in SCHED_BATCH (the default)" yes 2 2
+run "2 devices a proxy, VOCL_SCHED_BATCH=0" no 2 2 VOCL_SCHED_BATCH=0
+run "1 device, a core for each rank: left alone" no 1 1
+run "1 device a proxy, more ranks than cores: SCHED_BATCH" yes 2 1

@@ -178,6 +178,22 @@ static void busy_yields_at_once(void **state)
     assert_int_equal(step(10), 'p');
 }
 
+static void node_busy_is_more_ranks_than_cores(void **state)
+{
+    (void)state;
+    ranks_here(SPARE);
+    assert_false(vocl_backoff_node_busy());
+    ranks_here(BUSY);
+    assert_true(vocl_backoff_node_busy());
+    ranks_here(CROWDED);
+    assert_true(vocl_backoff_node_busy());
+    unsetenv("MPI_LOCALNRANKS"); /* not said: not busy */
+    assert_false(vocl_backoff_node_busy());
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "100000", 1); /* Open MPI's word */
+    assert_true(vocl_backoff_node_busy());
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
 static void yield_us_sets_the_yield(void **state)
 {
     (void)state;
@@ -202,6 +218,7 @@ int main(void)
         cmocka_unit_test(an_idle_proxy_naps_every_16th_yield),
         cmocka_unit_test(crowded_sleeps_after_5us),
         cmocka_unit_test(busy_yields_at_once),
+        cmocka_unit_test(node_busy_is_more_ranks_than_cores),
         cmocka_unit_test(yield_us_sets_the_yield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
