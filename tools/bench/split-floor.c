@@ -1,25 +1,26 @@
 /*
- * split-floor.c - the least a round of small commands can cost when each
- * device is driven by a process of its own, as VOCL's proxies drive them:
- * the floor under `vocl-run -n P -d D` that no forwarding layer can go
- * below on this node, beside the same rounds in one process.
+ * split-floor.c - what a round of small commands costs when each device is
+ * driven by a process of its own, as VOCL's proxies drive them, with
+ * nothing between the processes but their messages: the floor under
+ * `vocl-run -n P -d D` on this node, beside the same rounds in one process
+ * (docs/report/split-floor).
  *
  * A round is kmer-assemble's traversal round (examples/kmer): for each
  * device, a write of 50 queries (400 bytes), a lookup kernel over a hash
  * table on the device, a read of 50 result bytes; then one wait for all
- * devices.  Natively (--native) one process does it over all P * D devices
- * of one context.  Split (under mpiexec -n 1+P): rank 0 sends each rank
- * 1..P one message with its devices' queries and waits for one reply each
- * (MPI_Waitall); a rank receives (MPI_Recv), enqueues the same commands on
- * its D devices, waits for them (clFinish) and replies.  Nothing else: no
+ * devices.  Every round's results are checked.
+ *
+ *   --native    one process, all the devices in one context;
+ *   --fork P    P forked processes of D devices each, a socket to each: the
+ *               application writes each its queries and reads its results;
+ *               every wait sleeps in the kernel until its message comes;
+ *   (mpiexec)   the same over MPI, rank 0 the application: MPICH's own
+ *               waits, or with --yield waits that poll MPI_Test and yield.
+ * A server waits for its devices with clWaitForEvents.  Nothing else: no
  * handles to translate, no batching, no threads besides the driver's.
- * Each side's waits are MPI's and the driver's own.
  *
- * Prints one CSV line: mode,devices,rounds,seconds,us_per_round; and exits
- * non-zero if a round's results are wrong.
- *
- *   split-floor [--native] [--devices N] [--rounds N]
- *   mpiexec -n 1+P split-floor [--devices-per-rank D] [--rounds N]
+ * Prints one CSV line: mode,devices,rounds,seconds,us_per_round; exits 1 if
+ * a round's results are wrong, 2 on bad arguments or an OpenCL error.
  */
 #include <CL/cl.h>
 #include <mpi.h>
@@ -305,6 +306,10 @@ static int run_fork(unsigned servers, unsigned per_rank, unsigned rounds)
             return 2;
         }
         pids[s] = fork();
+        if (pids[s] < 0) {
+            perror("split-floor: fork");
+            return 2; /* (the servers made so far end at their socket's EOF) */
+        }
         if (pids[s] == 0) {
             for (unsigned k = 0; k < s; k++)
                 close(fds[k]); /* (the parent's ends of the others: their EOF) */
