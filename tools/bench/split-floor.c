@@ -191,76 +191,81 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int run_native(unsigned devices, unsigned rounds)
+/* One round's queries and results, a row per device. */
+typedef uint64_t query_rows[MAX_DEVS][QUERIES];
+typedef uint8_t result_rows[MAX_DEVS][QUERIES];
+
+/* Gets round's results for q into out, one way; false if it failed. */
+typedef bool exchange_fn(query_rows q, result_rows out, void *how);
+
+/* The application's rounds, timed after WARMUP, each checked; prints the
+ * CSV line.  0, or 1 on a wrong or failed round. */
+static int app_rounds(const char *mode, unsigned devices, unsigned rounds, exchange_fn *exchange,
+                      void *how)
 {
-    open_devices(devices);
-    static uint64_t q[MAX_DEVS][QUERIES];
-    static uint8_t out[MAX_DEVS][QUERIES];
-    cl_event done[MAX_DEVS];
+    static query_rows q;
+    static result_rows out;
     double start = 0;
     for (unsigned r = 0; r < WARMUP + rounds; r++) {
         if (r == WARMUP)
             start = now();
-        for (unsigned i = 0; i < devices; i++) {
+        for (unsigned i = 0; i < devices; i++)
             queries(r, i, q[i]);
-            enqueue(i, q[i], out[i], &done[i]);
-        }
-        CHECK(clWaitForEvents(devices, done));
-        for (unsigned i = 0; i < devices; i++) {
-            clReleaseEvent(done[i]);
+        if (!exchange(q, out, how))
+            return 1;
+        for (unsigned i = 0; i < devices; i++)
             if (!right(q[i], out[i])) {
                 fprintf(stderr, "split-floor: round %u, device %u: wrong results\n", r, i);
                 return 1;
             }
-        }
     }
-    double s = now() - start;
-    printf("native,%u,%u,%.6f,%.2f\n", devices, rounds, s, s / rounds * 1e6);
+    double sec = now() - start;
+    printf("%s,%u,%u,%.6f,%.2f\n", mode, devices, rounds, sec, sec / rounds * 1e6);
     return 0;
 }
 
-/* Rank 0: the application. */
-static int run_app(int ranks, unsigned per_rank, unsigned rounds)
+/* A server's part of a round, or native's whole: n devices' commands for
+ * q (a row each), waited for, their results in out. */
+static void serve(unsigned n, const uint64_t *q, uint8_t *out)
 {
-    unsigned servers = (unsigned)ranks - 1, devices = servers * per_rank;
-    static uint64_t q[MAX_DEVS][QUERIES];
-    static uint8_t out[MAX_DEVS][QUERIES];
-    MPI_Request req[2 * MAX_DEVS];
-    double start = 0;
-    int bad = 0;
-    for (unsigned r = 0; r < WARMUP + rounds && !bad; r++) {
-        if (r == WARMUP)
-            start = MPI_Wtime();
-        for (unsigned i = 0; i < devices; i++)
-            queries(r, i, q[i]);
-        for (unsigned s = 0; s < servers; s++) {
-            MPI_Irecv(out[s * per_rank], (int)(per_rank * QUERIES), MPI_BYTE, (int)s + 1, 1,
-                      MPI_COMM_WORLD, &req[2 * s]);
-            MPI_Isend(q[s * per_rank], (int)(per_rank * QUERIES * 8), MPI_BYTE, (int)s + 1, 1,
-                      MPI_COMM_WORLD, &req[2 * s + 1]);
-        }
-        wait_all((int)(2 * servers), req);
-        for (unsigned i = 0; i < devices && !bad; i++)
-            if (!right(q[i], out[i])) {
-                fprintf(stderr, "split-floor: round %u, device %u: wrong results\n", r, i);
-                bad = 1;
-            }
-    }
-    double s = MPI_Wtime() - start;
-    for (unsigned k = 0; k < servers; k++)
-        MPI_Send(NULL, 0, MPI_BYTE, (int)k + 1, 2, MPI_COMM_WORLD); /* stop */
-    if (!bad)
-        printf("split,%u,%u,%.6f,%.2f\n", devices, rounds, s, s / rounds * 1e6);
-    return bad;
+    cl_event done[MAX_DEVS] = {0};
+    for (unsigned i = 0; i < n; i++)
+        enqueue(i, q + i * QUERIES, out + i * QUERIES, &done[i]);
+    CHECK(clWaitForEvents(n, done));
+    for (unsigned i = 0; i < n; i++)
+        clReleaseEvent(done[i]);
 }
 
-/* Ranks 1..P: a device server, as thin as one can be. */
-static void run_server(unsigned per_rank)
+static bool native_exchange(query_rows q, result_rows out, void *how)
+{
+    serve(*(const unsigned *)how, q[0], out[0]);
+    return true;
+}
+
+/* MPI: rank 0 is the application, ranks 1..servers serve per_rank devices each. */
+struct mpi_way {
+    unsigned servers, per_rank;
+};
+
+static bool mpi_exchange(query_rows q, result_rows out, void *how)
+{
+    const struct mpi_way *m = how;
+    MPI_Request req[2 * MAX_DEVS];
+    for (unsigned s = 0; s < m->servers; s++) {
+        MPI_Irecv(out[s * m->per_rank], (int)(m->per_rank * QUERIES), MPI_BYTE, (int)s + 1, 1,
+                  MPI_COMM_WORLD, &req[2 * s]);
+        MPI_Isend(q[s * m->per_rank], (int)(m->per_rank * QUERIES * 8), MPI_BYTE, (int)s + 1, 1,
+                  MPI_COMM_WORLD, &req[2 * s + 1]);
+    }
+    wait_all((int)(2 * m->servers), req);
+    return true;
+}
+
+static void mpi_server(unsigned per_rank)
 {
     open_devices(per_rank);
     static uint64_t q[MAX_DEVS * QUERIES];
     static uint8_t out[MAX_DEVS * QUERIES];
-    cl_event done[MAX_DEVS];
     for (;;) {
         MPI_Status st;
         MPI_Request req;
@@ -274,18 +279,14 @@ static void run_server(unsigned per_rank)
         }
         if (st.MPI_TAG == 2)
             return;
-        for (unsigned i = 0; i < per_rank; i++)
-            enqueue(i, q + i * QUERIES, out + i * QUERIES, &done[i]);
-        CHECK(clWaitForEvents(per_rank, done));
-        for (unsigned i = 0; i < per_rank; i++)
-            clReleaseEvent(done[i]);
+        serve(per_rank, q, out);
         MPI_Isend(out, (int)(per_rank * QUERIES), MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req);
         wait_all(1, &req);
     }
 }
 
-/* --fork P: the same split, over sockets between forked processes, whose
- * waits sleep in the kernel until their message comes: no polling at all. */
+/* --fork P: the same over sockets to forked processes, whose waits sleep in
+ * the kernel until their message comes: no polling at all. */
 static bool xfer(int fd, void *buf, size_t n, bool out)
 {
     ssize_t got = out ? write(fd, buf, n) : read(fd, buf, n);
@@ -294,71 +295,71 @@ static bool xfer(int fd, void *buf, size_t n, bool out)
     return got == (ssize_t)n;
 }
 
+struct fork_way {
+    unsigned servers, per_rank;
+    int fds[MAX_DEVS]; /* the application's end of each server's socket */
+};
+
+static bool fork_exchange(query_rows q, result_rows out, void *how)
+{
+    const struct fork_way *f = how;
+    bool ok = true;
+    for (unsigned s = 0; s < f->servers && ok; s++)
+        ok = xfer(f->fds[s], q[s * f->per_rank], f->per_rank * QUERIES * 8, true);
+    for (unsigned s = 0; s < f->servers && ok; s++)
+        ok = xfer(f->fds[s], out[s * f->per_rank], f->per_rank * QUERIES, false);
+    return ok;
+}
+
+static void fork_server(int fd, unsigned per_rank)
+{
+    open_devices(per_rank);
+    static uint64_t q[MAX_DEVS * QUERIES];
+    static uint8_t out[MAX_DEVS * QUERIES];
+    while (xfer(fd, q, per_rank * QUERIES * 8, false)) {
+        serve(per_rank, q, out);
+        if (!xfer(fd, out, per_rank * QUERIES, true))
+            break;
+    }
+}
+
 static int run_fork(unsigned servers, unsigned per_rank, unsigned rounds)
 {
-    unsigned devices = servers * per_rank;
-    int fds[MAX_DEVS];
+    struct fork_way f = {.servers = servers, .per_rank = per_rank};
     pid_t pids[MAX_DEVS];
-    for (unsigned s = 0; s < servers; s++) {
+    int rc = 0;
+    unsigned made = 0;
+    for (; made < servers; made++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) {
             perror("split-floor: socketpair");
-            return 2;
+            rc = 2;
+            break;
         }
-        pids[s] = fork();
-        if (pids[s] < 0) {
-            perror("split-floor: fork");
-            return 2; /* (the servers made so far end at their socket's EOF) */
-        }
-        if (pids[s] == 0) {
-            for (unsigned k = 0; k < s; k++)
-                close(fds[k]); /* (the parent's ends of the others: their EOF) */
+        pids[made] = fork();
+        if (pids[made] == 0) {
+            for (unsigned k = 0; k < made; k++)
+                close(f.fds[k]); /* (the others' ends: their servers see EOF) */
             close(sv[0]);
-            open_devices(per_rank);
-            static uint64_t q[MAX_DEVS * QUERIES];
-            static uint8_t out[MAX_DEVS * QUERIES];
-            cl_event done[MAX_DEVS];
-            while (xfer(sv[1], q, per_rank * QUERIES * 8, false)) {
-                for (unsigned i = 0; i < per_rank; i++)
-                    enqueue(i, q + i * QUERIES, out + i * QUERIES, &done[i]);
-                CHECK(clWaitForEvents(per_rank, done));
-                for (unsigned i = 0; i < per_rank; i++)
-                    clReleaseEvent(done[i]);
-                if (!xfer(sv[1], out, per_rank * QUERIES, true))
-                    break;
-            }
+            fork_server(sv[1], per_rank);
             _exit(0);
         }
         close(sv[1]);
-        fds[s] = sv[0];
+        if (pids[made] < 0) {
+            perror("split-floor: fork");
+            close(sv[0]);
+            rc = 2;
+            break;
+        }
+        f.fds[made] = sv[0];
     }
-    static uint64_t q[MAX_DEVS][QUERIES];
-    static uint8_t out[MAX_DEVS][QUERIES];
-    double start = 0;
-    int bad = 0;
-    for (unsigned r = 0; r < WARMUP + rounds && !bad; r++) {
-        if (r == WARMUP)
-            start = now();
-        for (unsigned i = 0; i < devices; i++)
-            queries(r, i, q[i]);
-        for (unsigned s = 0; s < servers && !bad; s++)
-            bad = !xfer(fds[s], q[s * per_rank], per_rank * QUERIES * 8, true);
-        for (unsigned s = 0; s < servers && !bad; s++)
-            bad = !xfer(fds[s], out[s * per_rank], per_rank * QUERIES, false);
-        for (unsigned i = 0; i < devices && !bad; i++)
-            if (!right(q[i], out[i])) {
-                fprintf(stderr, "split-floor: round %u, device %u: wrong results\n", r, i);
-                bad = 1;
-            }
-    }
-    double sec = now() - start;
-    for (unsigned s = 0; s < servers; s++) {
-        close(fds[s]);
+    if (!rc)
+        rc = app_rounds("fork", servers * per_rank, rounds, fork_exchange, &f);
+    for (unsigned s = 0; s < made; s++) { /* (EOF ends each server) */
+        close(f.fds[s]);
         waitpid(pids[s], NULL, 0);
     }
-    if (!bad)
-        printf("fork,%u,%u,%.6f,%.2f\n", devices, rounds, sec, sec / rounds * 1e6);
-    return bad;
+    return rc;
 }
 
 static void usage(FILE *f)
@@ -412,8 +413,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (native)
-        return run_native(devices, rounds);
+    if (native) {
+        open_devices(devices);
+        return app_rounds("native", devices, rounds, native_exchange, &devices);
+    }
     if (forked)
         return forked * per_rank > MAX_DEVS ? 2 : run_fork(forked, per_rank, rounds);
     int provided, rank, ranks;
@@ -427,9 +430,12 @@ int main(int argc, char **argv)
                     MAX_DEVS + 1);
         rc = 2;
     } else if (rank == 0) {
-        rc = run_app(ranks, per_rank, rounds);
+        struct mpi_way m = {.servers = (unsigned)ranks - 1, .per_rank = per_rank};
+        rc = app_rounds("split", m.servers * per_rank, rounds, mpi_exchange, &m);
+        for (unsigned k = 0; k < m.servers; k++)
+            MPI_Send(NULL, 0, MPI_BYTE, (int)k + 1, 2, MPI_COMM_WORLD); /* stop */
     } else {
-        run_server(per_rank);
+        mpi_server(per_rank);
     }
     MPI_Finalize();
     return rc;
