@@ -10,6 +10,7 @@
 #   3. one proxy of 1 device (2 ranks on 2 cores): none in class B;
 #   4. two proxies of 1 device (3 ranks on 2 cores): class B again.
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
+# (Each job stays a second once its devices are open: ps takes milliseconds.)
 set -euo pipefail
 vocl_run=$1 prog=$2
 . "$(dirname "$0")/../reliability/common.sh" # descendants
@@ -22,7 +23,7 @@ trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$tmp"' EXIT
 run() { # LABEL WANT_BATCH PROXIES DEVICES_PER_PROXY ENV...
     local label=$1 want=$2 nproxies=$3 devices=$4
     shift 4
-    env "$@" taskset -c 0,1 timeout 120 "$vocl_run" -n "$nproxies" -d "$devices" -- "$prog" 4 \
+    env "$@" taskset -c 0,1 timeout 120 "$vocl_run" -n "$nproxies" -d "$devices" -- "$prog" 1 \
         >"$tmp/out" 2>&1 &
     job=$!
     for _ in $(seq 100); do
