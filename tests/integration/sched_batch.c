@@ -1,8 +1,9 @@
 /*
  * sched_batch: finds every device (so that the proxies have opened theirs),
- * says so on stdout, then stays for the seconds given, for sched_batch.sh
- * to look at the proxies' threads meanwhile.
- *   sched_batch SECONDS
+ * says so on stdout, then stays for the seconds given, or until the file
+ * STOP exists, for sched_batch.sh to look at the proxies' threads
+ * meanwhile.
+ *   sched_batch SECONDS [STOP]
  */
 #include <CL/cl.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
     }
     printf("devices %u\n", n);
     fflush(stdout);
-    sleep((unsigned)seconds);
+    const char *stop = argc > 2 ? argv[2] : NULL;
+    for (int i = 0; i < seconds * 10 && !(stop && access(stop, F_OK) == 0); i++)
+        usleep(100000);
     return 0;
 }

@@ -10,27 +10,32 @@
 #   3. one proxy of 1 device (2 ranks on 2 cores): none in class B;
 #   4. two proxies of 1 device (3 ranks on 2 cores): class B again.
 #   sched_batch.sh VOCL_RUN SCHED_BATCH_PROGRAM
-# (Each job stays a second once its devices are open: ps takes milliseconds.)
+# (Each job stays until its proxies have been looked at, 60 s at most.)
 set -euo pipefail
 vocl_run=$1 prog=$2
 . "$(dirname "$0")/../reliability/common.sh" # descendants
 tmp=$(mktemp -d)
 job=
-trap '[ -n "$job" ] && kill "$job" 2>/dev/null; rm -rf "$tmp"' EXIT
+runs=0
+trap '[ -n "$job" ] && { touch "$tmp/stop$runs"; kill "$job" 2>/dev/null; }; rm -rf "$tmp"' EXIT
 
-[ "$(nproc)" -ge 2 ] || { echo "FAIL: this test needs 2 cores, $(nproc) here"; exit 1; }
+# The first two of the cores this test may use.
+cores=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0))[:2])))')
+[[ $cores == *,* ]] || { echo "FAIL: this test needs 2 cores, $(nproc) here"; exit 1; }
 
 run() { # LABEL WANT_BATCH PROXIES DEVICES_PER_PROXY ENV...
     local label=$1 want=$2 nproxies=$3 devices=$4
     shift 4
-    env "$@" taskset -c 0,1 timeout 120 "$vocl_run" -n "$nproxies" -d "$devices" -- "$prog" 1 \
-        >"$tmp/out" 2>&1 &
+    runs=$((runs + 1))
+    local out=$tmp/out$runs stop=$tmp/stop$runs # (each its own: a job's last words come late)
+    env "$@" taskset -c "$cores" timeout 120 "$vocl_run" -n "$nproxies" -d "$devices" -- \
+        "$prog" 60 "$stop" >"$out" 2>&1 &
     job=$!
     for _ in $(seq 100); do
-        grep -q '^devices' "$tmp/out" && break
+        grep -q '^devices' "$out" && break
         sleep 0.1
     done
-    grep -q '^devices' "$tmp/out" || { cat "$tmp/out"; echo "FAIL: $label: no devices"; exit 1; }
+    grep -q '^devices' "$out" || { cat "$out"; echo "FAIL: $label: no devices"; exit 1; }
     local proxies=0 pid
     for pid in $(descendants "$job"); do
         [ "$(ps -o comm= -p "$pid")" = voclproxyd ] || continue
@@ -50,9 +55,10 @@ run() { # LABEL WANT_BATCH PROXIES DEVICES_PER_PROXY ENV...
             exit 1
         fi
     done
+    touch "$stop"
     [ "$proxies" -eq "$nproxies" ] ||
         { echo "FAIL: $label: $proxies proxies found, not $nproxies"; exit 1; }
-    wait "$job" || { cat "$tmp/out"; echo "FAIL: $label: the job failed"; exit 1; }
+    wait "$job" || { cat "$out"; echo "FAIL: $label: the job failed"; exit 1; }
     job=
     echo "ok: $label"
 }
