@@ -34,8 +34,8 @@ long vocl_backoff_idle_step(uint64_t start, long sleep_ns);
  * then sleep.  Where it has more ranks than cores, but not twice as many,
  * waits yield at once: a rank that polls keeps another from its batch
  * (kmer-assemble through 2 proxies of 1 device on 2 cores: 0.31 s -> 0.28
- * s, medians).  VOCL_YIELD_US sets how long they yield.  Says what it chose (log.h,
- * info). */
+ * s, medians).  VOCL_YIELD_US sets how long they yield.  Says what it
+ * chose (log.h, info). */
 void vocl_backoff_setup(void);
 /* Whether vocl_backoff_setup found the node crowded. */
 bool vocl_backoff_crowded(void);

@@ -236,13 +236,19 @@ static struct {
     int fd;
 } bell = {PTHREAD_MUTEX_INITIALIZER, NULL, -1};
 
+/* The bell's memfd's token: no buffer's (theirs add a count from 1). */
+static uint64_t bell_token(void)
+{
+    return (uint64_t)getpid() << 32;
+}
+
 /* The bell, made the first time a client asks for it (NULL: it cannot be). */
 static struct vocl_bell *bell_make(void)
 {
     pthread_mutex_lock(&bell.lock);
     if (!atomic_load(&bell.b)) {
         void *p = NULL;
-        bell.fd = map_new(VOCL_BELL_SIZE, (uint64_t)getpid() << 32, &p); /* (no buffer's token) */
+        bell.fd = map_new(VOCL_BELL_SIZE, bell_token(), &p);
         if (bell.fd >= 0)
             atomic_store(&bell.b, p);
     }
@@ -272,5 +278,5 @@ void exec_op_bell(struct exec_req *q)
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_enc_BELL_rep(q->w, &(struct vocl_msg_BELL_rep){.pid = (uint64_t)getpid(),
                                                         .fd = b ? (uint32_t)bell.fd : UINT32_MAX,
-                                                        .token = (uint64_t)getpid() << 32});
+                                                        .token = bell_token()});
 }
