@@ -15,7 +15,9 @@
 #include "backoff.h"
 #include "log.h"
 #include "mpi_start.h"
+#include "chan.h"
 #include "shm.h"
+#include "ucx.h"
 #include "wire.h"
 
 /* The liveness thread looks for pings and pongs this often: an answer takes
@@ -45,10 +47,10 @@ static struct {
     MPI_Comm comm; /* the job's, or MPI_COMM_NULL (connect mode) */
     int size;      /* ranks of comm; then the links */
     int nlinks;    /* slots of links in use or used, under links_lock */
-    /* A linked peer is rank 0 of the far group of its intercommunicator;
-     * MPI_COMM_NULL: a free slot.  Under links_lock, with the linked
-     * peers' where: held for no wait, only to probe or send on a link. */
-    MPI_Comm *links;
+    /* A linked peer's channel (chan.h); NULL: a free slot.  Under
+     * links_lock, with the linked peers' where: held for no wait, only to
+     * probe or send on a link. */
+    struct vocl_conn **links;
     pthread_mutex_t links_lock;
     _Atomic uint64_t *heard; /* per peer: when its last pong came */
     _Atomic uint64_t *asked; /* per peer: the ping it has not answered; 0: none */
@@ -90,9 +92,10 @@ static void send_nothing(int peer, int tag)
         return;
     }
     pthread_mutex_lock(&live.links_lock);
-    MPI_Comm comm = live.links[peer - live.size];
-    if (comm != MPI_COMM_NULL)
-        isend_nothing(comm, 0, tag);
+    struct vocl_conn *c = live.links[peer - live.size];
+    struct vocl_req r;
+    if (c && vocl_isend(VOCL_CHAN_UCX(c), tag, &nothing, 1, &r) == 0)
+        vocl_req_free(&r);
     pthread_mutex_unlock(&live.links_lock);
 }
 
@@ -110,6 +113,17 @@ static int take_from(MPI_Comm comm, int src, int tag)
     return st.MPI_SOURCE;
 }
 
+/* Takes one message on tag from link c off its queue: whether there was one. */
+static bool take_link(struct vocl_conn *c, int tag)
+{
+    struct vocl_probed m;
+    uint8_t b;
+    if (vocl_improbe(VOCL_CHAN_UCX(c), tag, &m) <= 0)
+        return false;
+    vocl_mrecv(&m, &b, 1); /* a longer one is cut: no matter */
+    return true;
+}
+
 /* Takes one message on tag off the queue of the job's communicator or of
  * a link; the peer it came from, or -1 when none. */
 static int take(int tag)
@@ -122,7 +136,7 @@ static int take(int tag)
     int peer = -1;
     pthread_mutex_lock(&live.links_lock);
     for (int i = 0; i < live.nlinks && peer < 0; i++)
-        if (live.links[i] != MPI_COMM_NULL && take_from(live.links[i], 0, tag) >= 0)
+        if (live.links[i] && take_link(live.links[i], tag))
             peer = live.size + i;
     pthread_mutex_unlock(&live.links_lock);
     return peer;
@@ -250,8 +264,6 @@ int vocl_live_start(MPI_Comm comm)
         MPI_Comm_size(comm, &live.size);
     else if (!(live.links = calloc(LINKS_MAX, sizeof(*live.links))))
         goto fail;
-    for (int i = 0; live.links && i < LINKS_MAX; i++)
-        live.links[i] = MPI_COMM_NULL;
     live.node = vocl_node_key(false);
     live.where = calloc((size_t)npeers(), sizeof(*live.where));
     live.heard = calloc((size_t)npeers(), sizeof(*live.heard));
@@ -288,83 +300,86 @@ fail:
  * that connects and says nothing holds no thread for long). */
 #define LINK_HELLO_NS (10ull * 1000000000u)
 
-/* What each side of a link says: where it runs, and its tag base (a
- * proxy's LINK_MOVED: the client is to connect to the port that follows). */
+/* What each side of a link says: where it runs, and a word: a client's is
+ * the key a worker gave it (0 for a daemon), a daemon's 0, or LINK_MOVED:
+ * the client is to connect where the next message says. */
 struct link_hello {
     struct where where;
-    int64_t tag_base;
+    int64_t word;
 };
 
 #define LINK_MOVED INT64_MIN
 
 /* Sends out (nout bytes; NULL: nothing) and receives in (at most nin
- * bytes; NULL: nothing) on inter's link tag, within LINK_HELLO_NS; 0 or -1. */
-static int exchange(MPI_Comm inter, const void *out, int nout, void *in, int nin)
+ * bytes; NULL: nothing; *got: how many came) on c's link tag, within
+ * LINK_HELLO_NS; 0 or -1. */
+static int exchange(struct vocl_conn *c, const void *out, size_t nout, void *in, size_t nin,
+                    size_t *got)
 {
-    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    bool posted =
-        (!in || MPI_Irecv(in, nin, MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[0]) == MPI_SUCCESS) &&
-        (!out || MPI_Isend(out, nout, MPI_BYTE, 0, VOCL_TAG_LINK, inter, &r[1]) == MPI_SUCCESS);
+    struct vocl_chan ch = VOCL_CHAN_UCX(c);
+    struct vocl_req r[2] = {VOCL_REQ_NULL, VOCL_REQ_NULL};
+    bool posted = (!in || vocl_irecv(ch, VOCL_TAG_LINK, in, nin, &r[0]) == 0) &&
+                  (!out || vocl_isend(ch, VOCL_TAG_LINK, out, nout, &r[1]) == 0);
     uint64_t start = vocl_now_ns();
-    int done = 0;
-    MPI_Status st[2];
-    while (posted && !done && vocl_now_ns() - start < LINK_HELLO_NS) {
-        if (MPI_Testall(2, r, &done, st) != MPI_SUCCESS)
-            break;
-        if (!done)
+    bool failed = !posted;
+    while (!failed && !(vocl_req_null(&r[0]) && vocl_req_null(&r[1])) &&
+           vocl_now_ns() - start < LINK_HELLO_NS) {
+        int a = vocl_test(&r[0], got), b = vocl_test(&r[1], NULL);
+        failed = a < 0 || b < 0;
+        if (!failed && !(a && b))
             vocl_backoff(start, 1000000);
     }
-    if (done)
+    if (!failed && vocl_req_null(&r[0]) && vocl_req_null(&r[1]))
         return 0;
-    for (int i = 0; i < 2; i++)
-        if (r[i] != MPI_REQUEST_NULL) {
-            MPI_Cancel(&r[i]);
-            MPI_Request_free(&r[i]);
-        }
+    vocl_req_cancel(&r[0]);
+    vocl_req_cancel(&r[1]);
     return -1;
 }
 
-int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base, char *moved_to)
+int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far_word,
+                   char *moved_to)
 {
     if (!live.running || !live.links)
         return -1;
-    struct link_hello me = {{live.node, (int64_t)getpid()}, tag_base}, far = {{0, 0}, 0};
-    if (exchange(inter, &me, sizeof(me), &far, sizeof(far)))
+    struct link_hello me = {{live.node, (int64_t)getpid()}, word}, far = {{0, 0}, 0};
+    size_t got = 0;
+    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far))
         return -1;
-    if (far.tag_base == LINK_MOVED) {
-        char port[MPI_MAX_PORT_NAME + 1] = {0};
-        if (!moved_to || exchange(inter, NULL, 0, port, MPI_MAX_PORT_NAME))
+    if (far.word == LINK_MOVED) {
+        char to[VOCL_LIVE_MOVED_MAX + 1] = {0};
+        if (!moved_to || exchange(c, NULL, 0, to, VOCL_LIVE_MOVED_MAX, &got))
             return -1;
-        memcpy(moved_to, port, MPI_MAX_PORT_NAME);
-        moved_to[MPI_MAX_PORT_NAME - 1] = 0;
+        memcpy(moved_to, to, VOCL_LIVE_MOVED_MAX);
+        moved_to[VOCL_LIVE_MOVED_MAX - 1] = 0;
         return VOCL_LIVE_MOVED;
     }
     int peer = -1;
     pthread_mutex_lock(&live.links_lock);
     for (int i = 0; i < LINKS_MAX && peer < 0; i++)
-        if (live.links[i] == MPI_COMM_NULL) {
+        if (!live.links[i]) {
             peer = live.size + i;
             live.where[peer] = far.where;
             atomic_store(&live.heard[peer], vocl_now_ns());
             atomic_store(&live.asked[peer], 0);
             atomic_store(&live.warned[peer], 0);
-            live.links[i] = inter;
+            live.links[i] = c;
             if (i >= live.nlinks)
                 live.nlinks = i + 1;
         }
     pthread_mutex_unlock(&live.links_lock);
     if (pid)
         *pid = far.where.pid;
-    if (far_tag_base)
-        *far_tag_base = (int)far.tag_base;
+    if (far_word)
+        *far_word = far.word;
     return peer;
 }
 
-int vocl_live_move(MPI_Comm inter, const char *port, int64_t *pid)
+int vocl_live_move(struct vocl_conn *c, const char *to, int64_t *pid)
 {
     struct link_hello me = {{live.node, (int64_t)getpid()}, LINK_MOVED}, far = {{0, 0}, 0};
-    if (exchange(inter, &me, sizeof(me), &far, sizeof(far)) ||
-        exchange(inter, port, (int)strlen(port) + 1, NULL, 0))
+    size_t got = 0;
+    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far) ||
+        exchange(c, to, strlen(to) + 1, NULL, 0, NULL))
         return -1;
     if (pid)
         *pid = far.where.pid;
@@ -376,8 +391,8 @@ void vocl_live_unlink(int peer)
     if (!live.links || peer < live.size || peer >= npeers())
         return;
     pthread_mutex_lock(&live.links_lock);
-    live.links[peer - live.size] = MPI_COMM_NULL;
-    /* Pings it sent and no one took stay on its communicator: its owner frees it. */
+    live.links[peer - live.size] = NULL;
+    /* Pings it sent and no one took stay on its connection: its owner closes it. */
     pthread_mutex_unlock(&live.links_lock);
 }
 
@@ -424,10 +439,27 @@ static void silent_too_long(int peer, int64_t pid, uint64_t asked, uint64_t now)
               peer_name(peer, name), (long long)pid, (double)(now - asked) / 1e9);
 }
 
+/* A linked peer whose connection failed (it died, or closed it): why,
+ * copied into why (n bytes); false: not failed, or not a link. */
+static bool link_failed(int peer, char *why, size_t n)
+{
+    if (!live.links || peer < live.size || peer >= npeers())
+        return false;
+    pthread_mutex_lock(&live.links_lock);
+    struct vocl_conn *c = live.links[peer - live.size];
+    bool dead = c && vocl_conn_dead(c);
+    if (dead && why)
+        snprintf(why, n, "%s", vocl_conn_why(c));
+    pthread_mutex_unlock(&live.links_lock);
+    return dead;
+}
+
 bool vocl_live_ok(struct vocl_live *w)
 {
     if (!live.running || w->rank < 0 || w->rank >= npeers())
         return true;
+    if (link_failed(w->rank, NULL, 0))
+        return false; /* (UCX saw its connection end) */
     uint64_t now = vocl_now_ns(), heard = atomic_load(&live.heard[w->rank]);
     if (heard > w->since)
         w->since = heard;
@@ -461,6 +493,12 @@ bool vocl_live_ok(struct vocl_live *w)
 
 const char *vocl_live_why(int rank)
 {
+    static _Thread_local char why[160];
+    char conn[128];
+    if (link_failed(rank, conn, sizeof(conn))) {
+        snprintf(why, sizeof(why), "its connection failed: %s", conn);
+        return why;
+    }
     if (rank >= 0 && rank < npeers() && pid_on_this_node(rank))
         return "its process is gone";
     return live.silence;

@@ -18,9 +18,10 @@
  * peer's liveness thread answers while its main thread waits on the device.
  *
  * Peers are numbered.  In job mode a peer's number is its rank on the
- * job's communicator.  In connect mode each client and proxy pair has an
- * intercommunicator of its own, and both sides link it (vocl_live_link)
+ * job's communicator.  In daemon mode each client and proxy pair has a UCX
+ * connection of its own (ucx.h), and both sides link it (vocl_live_link)
  * right after connecting: the link's number names the peer from then on.
+ * A linked peer is also dead as soon as UCX says its connection failed.
  */
 #ifndef VOCL_LIVENESS_H
 #define VOCL_LIVENESS_H
@@ -30,6 +31,8 @@
 
 #include <mpi.h>
 
+struct vocl_conn; /* ucx.h */
+
 /* A wait silent this long pings its peer. */
 #define VOCL_LIVE_PING_NS (500ull * 1000000u)
 
@@ -38,24 +41,26 @@
  * making comm.  MPI_COMM_NULL: connect mode, peers linked later.  0, or -1
  * when the thread cannot start. */
 int vocl_live_start(MPI_Comm comm);
-/* Connect mode: both sides of the intercommunicator inter (one process
- * each) call this right after connecting; they tell each other where they
- * run (*pid: the far side's process) and their tag bases (the proxy's:
- * vocl_tag_base in wire.h; the client's: 0).  The peer's number, or -1
- * when the other side said nothing in 10 s (or too many are linked).  A
- * client (moved_to: MPI_MAX_PORT_NAME bytes) may instead be told to
- * connect to another port (vocl_live_move): VOCL_LIVE_MOVED, the port in
- * moved_to, and nothing linked. */
+/* Daemon mode: both sides of connection c call this right after
+ * connecting; they tell each other where they run (*pid: the far side's
+ * process) and a word (*far_word: the far side's; a client's is the key a
+ * worker expects of it, 0 for a daemon).
+ * The peer's number, or -1 when the other side said nothing in 10 s (or
+ * too many are linked).  A client (moved_to: VOCL_LIVE_MOVED_MAX bytes)
+ * may instead be told to connect elsewhere (vocl_live_move):
+ * VOCL_LIVE_MOVED, where in moved_to, and nothing linked. */
 #define VOCL_LIVE_MOVED (-2)
-int vocl_live_link(MPI_Comm inter, int tag_base, int64_t *pid, int *far_tag_base, char *moved_to);
-/* The proxy's side of a link that hands the client on to port (a worker
- * of voclproxyd --isolate); *pid: the client's process.  0 or -1. */
-int vocl_live_move(MPI_Comm inter, const char *port, int64_t *pid);
+#define VOCL_LIVE_MOVED_MAX 256
+int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far_word,
+                   char *moved_to);
+/* The daemon's side of a link that hands the client on to where (a
+ * worker of voclproxyd --isolate); *pid: the client's process.  0 or -1. */
+int vocl_live_move(struct vocl_conn *c, const char *where, int64_t *pid);
 /* A linked peer's process if it runs on this node, else 0; and whether such
  * a process is gone (or a zombie). */
 int64_t vocl_live_local_pid(int peer);
 bool vocl_live_pid_gone(int64_t pid);
-/* Before its intercommunicator is freed: the peer is no longer pinged. */
+/* Before its connection is closed: the peer is no longer pinged. */
 void vocl_live_unlink(int peer);
 /* Stops the liveness thread, before comm goes. */
 void vocl_live_stop(void);

@@ -6,8 +6,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 int vocl_log_level = VOCL_LOG_WARN;
+int vocl_log_stamp;
 static char log_prefix[64] = "vocl";
 
 void vocl_log_set_prefix(const char *prefix)
@@ -17,8 +19,8 @@ void vocl_log_set_prefix(const char *prefix)
 
 void vocl_log(enum vocl_log_level lvl, const char *fmt, ...)
 {
-    static const char *names[] = {"error", "warning", "info", "debug"};
-    if ((int)lvl > vocl_log_level)
+    static const char *names[] = {"error", "warning", "info", "debug", "note"};
+    if ((int)(lvl == VOCL_LOG_NOTE ? VOCL_LOG_WARN : lvl) > vocl_log_level)
         return;
     /* One fprintf per line, so lines of several threads do not interleave. */
     char line[1024];
@@ -26,5 +28,14 @@ void vocl_log(enum vocl_log_level lvl, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s: %s\n", log_prefix, names[lvl], line);
+    char stamp[40] = "";
+    if (vocl_log_stamp) {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        size_t n = strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(stamp + n, sizeof(stamp) - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+    }
+    fprintf(stderr, "%s%s: %s: %s\n", stamp, log_prefix, names[lvl], line);
 }

@@ -444,7 +444,7 @@ static cl_int move(struct migration *m, struct vocl_rep *from, struct vocl_rep *
 cl_int vocl_copy_across(struct vocl_proxy *from, uint64_t from_id, struct vocl_proxy *to,
                         uint64_t to_id, uint64_t *event)
 {
-    if (from->local || to->local || from->comm != to->comm)
+    if (from->local || to->local || !vocl_px_same_job(from, to))
         return CL_INVALID_OPERATION;
     const struct vocl_rep src = {.px = from, .id = from_id}, dst = {.px = to, .id = to_id};
     struct migration m = {

@@ -384,6 +384,7 @@ static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what,
     px->rank = s->rank;
     px->live = s->live;
     px->comm = s->comm;
+    px->conn = s->conn;
     px->tag_base = s->tag_base;
     memcpy(px->node, s->node, sizeof(px->node));
     atomic_fetch_add(&px->epoch, 1);

@@ -547,11 +547,9 @@ static void leave(void)
     vocl_live_stop();
     /* Unreceived pings would make UCX complain at exit, on stdout. */
     vocl_live_drain();
-    if (vocl.mpi_used && !fin) {
-        vocl_connect_close();
-        if (vocl.comm != MPI_COMM_NULL)
-            MPI_Comm_free(&vocl.comm);
-    }
+    vocl_connect_close();
+    if (vocl.mpi_used && !fin && vocl.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&vocl.comm);
 }
 
 /*

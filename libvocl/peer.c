@@ -27,7 +27,7 @@ int vocl_peer_tag(void)
 bool vocl_peer_route(const struct vocl_proxy *from, const struct vocl_proxy *to, uint32_t *peer_out,
                      uint32_t *peer_in)
 {
-    bool relayed = from->comm != to->comm;
+    bool relayed = !vocl_px_same_job(from, to);
     *peer_out = relayed ? VOCL_PEER_CLIENT : (uint32_t)to->rank;
     *peer_in = relayed ? VOCL_PEER_CLIENT : (uint32_t)from->rank;
     return relayed;

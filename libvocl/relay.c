@@ -26,7 +26,7 @@
 /* One message on its way to the receiving proxy. */
 struct fwd {
     struct fwd *next;
-    MPI_Request req;
+    struct vocl_req req;
     uint8_t *buf;
     size_t cap;
 };
@@ -112,8 +112,7 @@ static void send_on(struct relay *r, uint8_t *buf, size_t cap, size_t n)
 {
     struct fwd *f = malloc(sizeof(*f));
     if (!f || r->to->dead ||
-        MPI_Isend(buf, (int)n, MPI_BYTE, r->to->rank, r->tag_to, r->to->comm, &f->req) !=
-            MPI_SUCCESS) {
+        vocl_isend(vocl_px_chan(r->to), r->tag_to, buf, n, &f->req)) {
         free(f);
         buf_put(buf, cap); /* (the receiver's proxy is gone, or will find the message missing) */
         return;
@@ -129,12 +128,10 @@ static bool take(struct relay *r)
 {
     bool moved = false;
     while (!r->in) {
-        MPI_Message msg;
-        MPI_Status st;
-        int flag = 0, count = 0;
+        struct vocl_probed msg;
+        int flag = 0;
         if (r->from->dead || !vocl_xport_alive(r->from, &r->live) ||
-            MPI_Improbe(r->from->rank, r->tag_from, r->from->comm, &flag, &msg, &st) !=
-                MPI_SUCCESS) {
+            (flag = vocl_improbe(vocl_px_chan(r->from), r->tag_from, &msg)) < 0) {
             /* The receiver would wait for it as long as this process lives. */
             send_on(r, NULL, 0, 0);
             r->in = true;
@@ -142,19 +139,18 @@ static bool take(struct relay *r)
         }
         if (!flag)
             return moved;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        size_t cap = 0;
-        uint8_t *buf = count > 0 ? buf_get((size_t)count, &cap) : NULL;
+        size_t cap = 0, count = msg.len;
+        uint8_t *buf = count > 0 ? buf_get(count, &cap) : NULL;
         if (count > 0 && !buf) {
             char dummy;
-            MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* (cut short) */
+            vocl_mrecv(&msg, &dummy, 0); /* (cut short) */
             count = 0;
             r->in = true; /* an empty message fails the receiver's side */
         } else {
-            MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            r->in = last(r, buf, (size_t)count);
+            vocl_mrecv(&msg, buf, count);
+            r->in = last(r, buf, count);
         }
-        send_on(r, buf, cap, (size_t)count);
+        send_on(r, buf, cap, count);
         moved = true;
     }
     return moved;
@@ -166,9 +162,9 @@ static bool through(struct relay *r)
     for (struct fwd **p = &r->out, *f; (f = *p);) {
         int done = 0;
         if (r->to->dead) {
-            MPI_Request_free(&f->req); /* (its buffer is left to MPI: kept) */
+            vocl_req_free(&f->req); /* (its buffer is left to the send: kept) */
             done = 1;
-        } else if (MPI_Test(&f->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        } else if ((done = vocl_test(&f->req, NULL)) < 0) {
             done = 1;
         } else if (done) {
             buf_put(f->buf, f->cap);
@@ -226,7 +222,7 @@ static void *relay_thread(void *arg)
         mine = r->next;
         for (struct fwd *f = r->out, *next; f; f = next) {
             next = f->next;
-            MPI_Request_free(&f->req);
+            vocl_req_free(&f->req);
             free(f);
         }
         free(r);

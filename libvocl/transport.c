@@ -33,7 +33,7 @@ void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t 
         /* A reply cut short: MPI may still copy what had come into its
          * buffer (a matched receive cannot be cancelled), so the buffer is
          * left to it and px receives into a new one. */
-        MPI_Request_free(&px->rx_req);
+        vocl_req_free(&px->rx_req);
         vocl_wr_init(&px->rx);
         px->rx_on = false;
     }
@@ -42,11 +42,11 @@ void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t 
     size_t nkeep = 0;
     for (size_t i = 0; i < pd->n; i++) {
         if (pd->meta[i].expect >= 0) {
-            MPI_Cancel(&pd->reqs[i]);
             if (keep && pd->meta[i].ticket)
                 keep[nkeep++] = pd->meta[i].ticket;
+            vocl_req_cancel(&pd->reqs[i]);
         }
-        MPI_Request_free(&pd->reqs[i]);
+        vocl_req_free(&pd->reqs[i]);
         free(pd->meta[i].scratch); /* (a dead peer writes no more) */
     }
     pd->n = 0;
@@ -241,22 +241,20 @@ static void reap(struct vocl_proxy *px)
     struct vocl_pending *pd = &px->pending;
     size_t keep = 0;
     for (size_t i = 0; i < pd->n; i++) {
-        int flag = 0, count = 0;
-        MPI_Status st;
-        if (MPI_Test(&pd->reqs[i], &flag, &st) != MPI_SUCCESS) {
+        size_t count = 0;
+        int done = vocl_test(&pd->reqs[i], &count);
+        if (done < 0) {
             fail_locked(px, "data transfer failed");
             return;
         }
-        if (!flag) {
+        if (!done) {
             pd->reqs[keep] = pd->reqs[i];
             pd->meta[keep++] = pd->meta[i];
             continue;
         }
-        if (pd->meta[i].expect >= 0) {
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            if (count != pd->meta[i].expect && pd->failed == CL_SUCCESS)
-                pd->failed = CL_OUT_OF_RESOURCES;
-        }
+        if (pd->meta[i].expect >= 0 && count != (size_t)pd->meta[i].expect &&
+            pd->failed == CL_SUCCESS)
+            pd->failed = CL_OUT_OF_RESOURCES;
         free(pd->meta[i].scratch);
         pd->replays -= pd->meta[i].replay;
     }
@@ -274,8 +272,8 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
         return;
     for (;;) {
         if (px->rx_on) {
-            int done = 0;
-            if (MPI_Test(&px->rx_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            int done = vocl_test(&px->rx_req, NULL);
+            if (done < 0) {
                 fail_locked(px, "receive failed");
                 return;
             }
@@ -287,24 +285,22 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
                 return;
             continue;
         }
-        MPI_Message msg;
-        MPI_Status st;
-        int flag = 0, count = 0;
-        if (MPI_Improbe(px->rank, VOCL_TAG_REP, px->comm, &flag, &msg, &st) != MPI_SUCCESS) {
+        struct vocl_probed msg;
+        int flag = vocl_improbe(vocl_px_chan(px), VOCL_TAG_REP, &msg);
+        if (flag < 0) {
             fail_locked(px, "probe failed");
             return;
         }
         if (!flag)
             break;
-        MPI_Get_count(&st, MPI_BYTE, &count);
         vocl_wr_reset(&px->rx);
-        if (count < 0 || !vocl_wr_reserve(&px->rx, (size_t)count)) {
+        if (!vocl_wr_reserve(&px->rx, msg.len)) {
             char dummy[1];
-            MPI_Mrecv(dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            vocl_mrecv(&msg, dummy, 0);
             fail_locked(px, "reply too large");
             return;
         }
-        if (MPI_Imrecv(px->rx.buf, count, MPI_BYTE, &msg, &px->rx_req) != MPI_SUCCESS) {
+        if (vocl_imrecv(&msg, px->rx.buf, msg.len, &px->rx_req)) {
             fail_locked(px, "receive failed");
             return;
         }
@@ -442,10 +438,9 @@ static void batch_take(struct vocl_proxy *px, struct vocl_wr *out)
     px->nbatch = 0;
 }
 
-static int isend(struct vocl_proxy *px, const struct vocl_wr *w, MPI_Request *req)
+static int isend(struct vocl_proxy *px, const struct vocl_wr *w, struct vocl_req *req)
 {
-    if (MPI_Isend(w->buf, (int)w->len, MPI_BYTE, px->rank, px->tag_base + VOCL_TAG_REQ, px->comm,
-                  req) == MPI_SUCCESS) {
+    if (vocl_isend(vocl_px_chan(px), px->tag_base + VOCL_TAG_REQ, w->buf, w->len, req) == 0) {
         if (px->bell)
             vocl_bell_ring(px->bell);
         return 0;
@@ -537,10 +532,10 @@ int vocl_xport_post(struct vocl_call *c)
 }
 
 /* Tests a send of epoch, holding nothing; -1: it failed. */
-static int send_test(struct vocl_proxy *px, MPI_Request *req, bool *sending, unsigned epoch)
+static int send_test(struct vocl_proxy *px, struct vocl_req *req, bool *sending, unsigned epoch)
 {
-    int done = 0;
-    if (*sending && MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+    int done = *sending ? vocl_test(req, NULL) : 0;
+    if (done < 0) {
         *sending = false;
         fail_at(px, "send failed", epoch);
         return -1;
@@ -571,9 +566,9 @@ int vocl_xport_sent(struct vocl_call *c)
             /* Moved to a spare: the replay sends it there (failover.c). */
             moved = atomic_load(&px->epoch) != c->epoch;
             if (c->bsending)
-                MPI_Request_free(&c->breq);
+                vocl_req_free(&c->breq);
             if (c->sending)
-                MPI_Request_free(&c->sreq);
+                vocl_req_free(&c->sreq);
             c->sending = c->bsending = false;
             vocl_wr_init(&c->out); /* (MPI may still read it: kept) */
             return moved ? 0 : -1;
@@ -738,7 +733,7 @@ static int reserve(struct vocl_pending *pd, size_t n)
     size_t cap = pd->cap ? pd->cap : 64;
     while (cap < pd->n + n)
         cap *= 2;
-    MPI_Request *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
+    struct vocl_req *reqs = realloc(pd->reqs, cap * sizeof(*reqs));
     if (reqs)
         pd->reqs = reqs;
     struct vocl_chunk *meta = reqs ? realloc(pd->meta, cap * sizeof(*meta)) : NULL;
@@ -754,7 +749,7 @@ int vocl_xport_isend(struct vocl_proxy *px, const void *buf, size_t n, int tag)
 {
     struct vocl_pending *pd = &px->pending;
     if (reserve(pd, 1) ||
-        MPI_Isend(buf, (int)n, MPI_BYTE, px->rank, tag, px->comm, &pd->reqs[pd->n]) != MPI_SUCCESS)
+        vocl_isend(vocl_px_chan(px), tag, buf, n, &pd->reqs[pd->n]))
         return -1;
     pd->meta[pd->n++] = (struct vocl_chunk){.expect = -1, .replay = true};
     pd->replays++;
@@ -767,8 +762,7 @@ int vocl_xport_irecv(struct vocl_proxy *px, void *dst, size_t n, int tag, uint64
     struct vocl_pending *pd = &px->pending;
     void *scratch = dst ? NULL : malloc(n ? n : 1);
     if ((!dst && !scratch) || reserve(pd, 1) ||
-        MPI_Irecv(dst ? dst : scratch, (int)n, MPI_BYTE, px->rank, tag, px->comm,
-                  &pd->reqs[pd->n]) != MPI_SUCCESS) {
+        vocl_irecv(vocl_px_chan(px), tag, dst ? dst : scratch, n, &pd->reqs[pd->n])) {
         free(scratch);
         return -1;
     }
@@ -802,11 +796,11 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
         return -1;
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * chunk;
-        int len = (int)(n - off < chunk ? n - off : chunk);
-        MPI_Request *r = &pd->reqs[pd->n];
-        int rc = out ? MPI_Isend((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r)
-                     : MPI_Irecv((char *)buf + off, len, MPI_BYTE, px->rank, tag, px->comm, r);
-        if (rc != MPI_SUCCESS) {
+        size_t len = n - off < chunk ? n - off : chunk;
+        struct vocl_req *r = &pd->reqs[pd->n];
+        int rc = out ? vocl_isend(vocl_px_chan(px), tag, (char *)buf + off, len, r)
+                     : vocl_irecv(vocl_px_chan(px), tag, (char *)buf + off, len, r);
+        if (rc) {
             unsigned epoch = atomic_load(&px->epoch);
             fail_locked(px, out ? "data send failed" : "data receive failed");
             if (out && epoch != atomic_load(&px->epoch) && !px->dead)
@@ -814,7 +808,7 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
             return -1;
         }
         pd->meta[pd->n++] =
-            (struct vocl_chunk){.ticket = ++pd->posted, .queue = c->queue, .expect = out ? -1 : len};
+            (struct vocl_chunk){.ticket = ++pd->posted, .queue = c->queue, .expect = out ? -1 : (int)len};
     }
     c->data_n = n;
     return 0;

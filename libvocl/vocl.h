@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "map.h"
+#include "chan.h"
 #include "linkmeter.h"
 #include "native.h"
 #include "protocol.h"
@@ -72,7 +73,7 @@ struct vocl_rep {
     struct vocl_arrival *twin_made; /* memory: the twin's making, held while it lives */
 };
 
-/* Chunks of transfers posted to MPI and not yet completed (transport.c). */
+/* Chunks of transfers posted and not yet completed (transport.c). */
 struct vocl_chunk {
     uint64_t ticket;   /* the order posted, from 1 (0: a failover's, waited for by none) */
     const void *queue; /* the queue of its command (NULL: none) */
@@ -81,7 +82,7 @@ struct vocl_chunk {
     bool replay;       /* a failover's send (vocl_pending.replays) */
 };
 struct vocl_pending {
-    MPI_Request *reqs;
+    struct vocl_req *reqs;
     struct vocl_chunk *meta;
     size_t n, cap;
     uint64_t posted; /* tickets given so far */
@@ -100,11 +101,12 @@ struct vocl_waiter {
 /* A proxy: a voclproxyd rank, or the in-process executor for local devices. */
 struct vocl_proxy {
     int index;
-    int rank;   /* MPI rank on comm; -1 in-process */
-    MPI_Comm comm; /* job mode: vocl.comm; connect mode: an intercommunicator of its own */
+    int rank;   /* MPI rank on comm; -1 in-process; 0 for a daemon */
+    MPI_Comm comm; /* job mode: vocl.comm; daemon mode: MPI_COMM_NULL */
+    struct vocl_conn *conn; /* daemon mode: its UCX connection (ucx.h); NULL: none */
     atomic_int live; /* its number in liveness.h (job mode: its rank); moves with a failover */
-    int tag_base;  /* connect mode: added to the tags of requests and data (wire.h); 0 */
-    char *name;    /* connect mode: how the user named it (VOCL_PROXIES) */
+    int tag_base;  /* added to the tags of requests and data (wire.h); 0 */
+    char *name;    /* daemon mode: how the user named it (VOCL_PROXIES) */
     char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
     bool local; /* in-process executor (local passthrough) */
     bool spare; /* VOCL_SPARE: its devices are listed by none, a migration's target */
@@ -124,7 +126,7 @@ struct vocl_proxy {
     struct vocl_pending pending;    /* under lock */
     struct vocl_waiter *waiters;    /* under lock */
     struct vocl_wr rx;              /* under lock: the message being received */
-    MPI_Request rx_req;             /* under lock: its receive, while rx_on */
+    struct vocl_req rx_req;         /* under lock: its receive, while rx_on */
     bool rx_on;
     struct vocl_wr batch;           /* under lock: requests that wait to go as one (BATCH) */
     unsigned nbatch;                /* how many */
@@ -327,6 +329,17 @@ extern struct vocl_state vocl;
 /* init.c, for connect.c: a proxy added to vocl.proxies; HELLO to it (0, or
  * -1 with the reason on stderr); MPI started (0, or -1 with init_error). */
 struct vocl_proxy *vocl_proxy_new(int rank, bool local);
+/* Where px's messages go (chan.h). */
+static inline struct vocl_chan vocl_px_chan(const struct vocl_proxy *px)
+{
+    return (struct vocl_chan){.comm = px->comm, .rank = px->rank, .conn = px->conn};
+}
+/* Whether a and b reach each other directly: ranks of one job (daemons
+ * reach each other through the client: relay.c). */
+static inline bool vocl_px_same_job(const struct vocl_proxy *a, const struct vocl_proxy *b)
+{
+    return !a->conn && !b->conn && a->comm == b->comm;
+}
 int vocl_greet(struct vocl_proxy *px);
 int vocl_open_mpi(void);
 /* connect.c: connect mode, where VOCL_CONNECT, VOCL_PROXIES or a proxies
@@ -392,12 +405,12 @@ struct vocl_call {
     struct vocl_waiter waiter;
     bool waiting;  /* the waiter is on px's list */
     bool sending;  /* sreq: the request is still leaving */
-    MPI_Request sreq;
+    struct vocl_req sreq;
     unsigned op;   /* its opcode */
     struct vocl_wr out; /* a batch it took from its proxy, leaving with it (transport.c) */
     bool bsending;      /* breq: that batch leaves in a message before the request's */
     bool batched;       /* the request waits in its proxy's batch */
-    MPI_Request breq;
+    struct vocl_req breq;
     unsigned epoch;  /* its proxy's when it was posted (failover.c) */
     uint64_t ticket; /* the proxy's last chunk ticket before this call's */
     uint64_t posted; /* and after them, once it left (vocl_call_wait) */

@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 
+#include "chan.h"
 #include "executor.h"
 #include "wire.h"
 
@@ -22,7 +23,9 @@ struct options {
     cl_device_type type;
     bool listen;
     const char *port_file;
-    const char *name; /* connect mode: published as "vocl.NAME" (default: the host name) */
+    const char *name; /* daemon mode: its name for vocl-ctl (default: the host name) */
+    const char *address; /* daemon mode: the interface's address it listens on (NULL: all) */
+    int port;            /* daemon mode: the port it listens on */
     const char *token_file;
     const char *users; /* connect mode: --users DIR, a token per user (token.h) */
     struct exec_xfer_cfg xfer;
@@ -37,12 +40,11 @@ struct options {
 
 /* channel.c */
 
-/* A session's channel (its transport): the communicator its client speaks
- * on, as rank peer (job mode: the job's; connect mode: an
- * intercommunicator of its own, peer 0), and the client's number in
- * liveness.h. */
+/* A session's channel (its transport): where its client speaks (job
+ * mode: its rank of the job's communicator; daemon mode: its UCX
+ * connection), and the client's number in liveness.h. */
 struct proxyd_chan {
-    MPI_Comm comm;
+    struct vocl_chan ch;
     int live;
     bool job; /* job mode: a client's death ends the job (main) */
     /* Replies the client has not taken yet (a slow or stopped client):
@@ -52,12 +54,12 @@ struct proxyd_chan {
     atomic_size_t unsent_bytes; /* (read without the lock: 0, nothing kept) */
     /* A write's chunk being received into rx_buf (channel.c): the serving
      * thread's alone. */
-    MPI_Request rx;
+    struct vocl_req rx;
     void *rx_buf;
 };
 /* Initialiser of a channel's fields after job. */
 #define PROXYD_CHAN_REST                                                                           \
-    .lock = PTHREAD_MUTEX_INITIALIZER, .unsent = NULL, .unsent_bytes = 0, .rx = MPI_REQUEST_NULL,  \
+    .lock = PTHREAD_MUTEX_INITIALIZER, .unsent = NULL, .unsent_bytes = 0, .rx = VOCL_REQ_NULL,     \
     .rx_buf = NULL
 
 /* A peer (client or proxy) stopped answering pings: the job ends with
@@ -65,18 +67,19 @@ struct proxyd_chan {
 extern atomic_bool proxyd_peer_died;
 /* Clients that said BYE, told that a peer died or not (serve.c counts). */
 extern int proxyd_left_told, proxyd_left_untold;
-/* A session's data channel over MPI. */
-extern const struct exec_data_ops proxyd_mpi_data;
-/* Posts a send to s's client (*req: MPI_REQUEST_NULL when it fails); waits
+/* A session's data channel (chan.h: MPI or UCX). */
+extern const struct exec_data_ops proxyd_chan_data;
+/* Posts a send to s's client (*req: VOCL_REQ_NULL when it fails); waits
  * for one, not forever and not past the client's death; 0 or -1. */
-int proxyd_chan_post(struct exec_session *s, int tag, const void *buf, size_t n, MPI_Request *req);
-int proxyd_chan_sent(struct exec_session *s, MPI_Request *req);
+int proxyd_chan_post(struct exec_session *s, int tag, const void *buf, size_t n,
+                     struct vocl_req *req);
+int proxyd_chan_sent(struct exec_session *s, struct vocl_req *req);
 
 /* replies.c */
 
 /* Sends w to s's client without waiting for it to take it (w's buffer
  * may be taken for that: w stays usable); 0 or -1. */
-int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w);
+int proxyd_reply(struct exec_session *s, struct vocl_wr *w);
 /* Lets go of the replies c's client has taken since; false when the
  * client has left too many untaken (its next requests should wait) or
  * one for too long (its session should end: *stuck). */
@@ -96,7 +99,7 @@ void proxyd_output_capture(void);
 extern int proxyd_stdout;
 /* What kernels printed since, as an OUTPUT message in msg posted to s's
  * client (*req; MPI_REQUEST_NULL: nothing to send); 0 or -1. */
-int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, MPI_Request *req);
+int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, struct vocl_req *req);
 
 /* peers.c */
 
@@ -112,8 +115,8 @@ bool proxyd_peer_gone(void);
  * bytes, else dropped (*got: its size), waited for while src lives (live:
  * its number in liveness.h) and *closed (if given) is false: 0, -1 (MPI
  * failed, or closed), or 1 (src died). */
-int proxyd_recv_from(MPI_Comm comm, int src, int tag, int live, const atomic_bool *closed,
-                     void *buf, size_t n, size_t *got);
+int proxyd_recv_from(struct vocl_chan ch, int tag, int live, const atomic_bool *closed, void *buf,
+                     size_t n, size_t *got);
 
 /* workers.c (--isolate) */
 
@@ -122,7 +125,7 @@ int proxyd_workers_init(int argc, char **argv);
 /* Starts a worker ahead, if none is waiting for a client. */
 void proxyd_workers_ahead(void);
 /* A worker for client (one started ahead, or a new one), its port in port
- * (MPI_MAX_PORT_NAME); another is started ahead.  Its pid, or -1 with a
+ * (VOCL_LIVE_MOVED_MAX bytes: "PORT KEY"); another is started ahead.  Its pid, or -1 with a
  * message. */
 pid_t proxyd_worker_take(int client, char *port);
 /* Reaps the workers that ended, saying how; the serving loop calls it. */

@@ -28,6 +28,7 @@
 #include "daemon.h"
 #include "executor.h"
 #include "log.h"
+#include "ucx.h"
 #include "mpi_start.h"
 #include "native.h"
 #include "protocol.h"
@@ -46,14 +47,15 @@ static void usage(FILE *f)
             "Normally started by vocl-run as ranks of the application's MPI job.\n\n"
             "  -t, --device-type TYPE  devices to serve: all (default), gpu, cpu,\n"
             "                          accelerator, custom, default\n"
-            "  -l, --listen            connect mode: open an MPI port for clients\n"
-            "                          (needs an MPI with dynamic processes)\n"
-            "  -p, --port-file FILE    connect mode: write the port name to FILE\n"
-            "  -n, --name NAME         connect mode: publish the port as vocl.NAME in the\n"
-            "                          MPI's name service (default: the host name)\n"
-            "      --name-server URI   connect mode: the name service (Open MPI's\n"
-            "                          ompi-server URI, or file:PATH of the file that\n"
-            "                          ompi-server -r wrote; default $VOCL_NAME_SERVER)\n"
+            "  -l, --listen            daemon mode: serve the applications of any user\n"
+            "                          that connect (over UCX), until stopped\n"
+            "      --port PORT         daemon mode: the port to listen on (default %d;\n"
+            "                          0: one the kernel picks)\n"
+            "  -a, --address ADDR      daemon mode: listen on this address only (default:\n"
+            "                          every interface)\n"
+            "  -p, --port-file FILE    daemon mode: write HOST:PORT to FILE\n"
+            "  -n, --name NAME         daemon mode: its name for vocl-ctl (default: the\n"
+            "                          host name)\n"
             "  -k, --token-file FILE   connect mode: the secret clients must present\n"
             "                          (default $VOCL_TOKEN_FILE, else ~/.vocl/token;\n"
             "                          made, mode 0600, if missing)\n"
@@ -107,7 +109,8 @@ static void usage(FILE *f)
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
-            EXEC_POOL_N, EXEC_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS, EXEC_POLL_NS / 1000);
+            VOCL_DEFAULT_PORT, EXEC_POOL_N, EXEC_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS,
+            EXEC_POLL_NS / 1000);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -240,7 +243,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         OPT_POLL,
         OPT_NO_BATCH_GATE,
         OPT_NO_SCHED_BATCH,
-        OPT_NAME_SERVER,
+        OPT_PORT,
         OPT_ISOLATE,
         OPT_NO_ISOLATE,
         OPT_BUSY,
@@ -251,7 +254,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"listen", no_argument, NULL, 'l'},
         {"port-file", required_argument, NULL, 'p'},
         {"name", required_argument, NULL, 'n'},
-        {"name-server", required_argument, NULL, OPT_NAME_SERVER},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"address", required_argument, NULL, 'a'},
         {"token-file", required_argument, NULL, 'k'},
         {"users", required_argument, NULL, 'u'},
         {"isolate", no_argument, NULL, OPT_ISOLATE},
@@ -303,7 +307,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->sched_batch = !env_off("VOCL_SCHED_BATCH");
     if (poll && *poll && set_poll(o, "VOCL_POLL_US", poll))
         return 2;
-    while ((c = getopt_long(argc, argv, "t:lp:n:k:u:b:s:vqhV", longopts, NULL)) != -1) {
+    o->port = VOCL_DEFAULT_PORT;
+    while ((c = getopt_long(argc, argv, "t:lp:n:a:k:u:b:s:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->type)) {
@@ -314,7 +319,17 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'l': o->listen = true; break;
         case 'p': o->port_file = optarg; break;
         case 'n': o->name = optarg; break;
-        case OPT_NAME_SERVER: setenv("VOCL_NAME_SERVER", optarg, 1); break;
+        case OPT_PORT: {
+            char *end;
+            long p = strtol(optarg, &end, 10);
+            if (*end || p < 0 || p > 65535) {
+                fprintf(stderr, "voclproxyd: --port %s: not a port (0 to 65535)\n", optarg);
+                return 2;
+            }
+            o->port = (int)p;
+            break;
+        }
+        case 'a': o->address = optarg; break;
         case 'k': o->token_file = optarg; break;
         case 'u': o->users = optarg; break;
         case OPT_ISOLATE:
@@ -475,19 +490,25 @@ int main(int argc, char **argv)
         batch_driver_threads(&node, &before);
     if (listed)
         vocl_threads_free(&before);
-    if (vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    /* Daemon mode speaks UCX only (common/ucx.h): no MPI at all. */
+    bool mpi = !o.listen;
+    if (mpi && vocl_mpi_start(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         vocl_error("MPI_Init_thread failed");
         return 1;
     }
     /* No MPI error ends the proxy.  A message it drops is received cut
      * short (MPI_Mrecv into a small buffer), which MPICH reports on
      * MPI_COMM_WORLD's handler, not on the communicator's. */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (o.worker_fd < 0) {
+    if (mpi) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+    } else {
+        vocl_log_stamp = 1; /* (a daemon's log is read long after) */
+    }
+    if (o.worker_fd < 0 && mpi) {
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "voclproxyd[%d]", rank);
         vocl_log_set_prefix(prefix);
@@ -499,7 +520,8 @@ int main(int argc, char **argv)
 
     if (!opened) {
         vocl_error("no native OpenCL library");
-        MPI_Finalize();
+        if (mpi)
+            MPI_Finalize();
         return 1;
     }
     if (node.ndev == 0)
@@ -518,16 +540,17 @@ int main(int argc, char **argv)
         !exec_watch_start()) {
         vocl_error("cannot start the proxy's threads (out of memory, or ulimit -u): it would "
                    "serve its clients on one thread that waits");
-        MPI_Finalize();
+        if (mpi)
+            MPI_Finalize();
         return 1;
     }
-    vocl_info("serving %u devices; staging %u x %zu KiB%s%s%s", node.ndev,
+    vocl_log(o.listen && o.worker_fd < 0 ? VOCL_LOG_NOTE : VOCL_LOG_INFO, "serving %u devices; staging %u x %zu KiB%s%s%s", node.ndev,
               o.xfer.pipeline ? o.xfer.pool_n : 1, o.xfer.pool_size >> 10,
               o.xfer.driver_staging ? " per context" : "",
               o.xfer.pipeline ? ", pipelined" : ", not pipelined",
               o.xfer.direct ? ", direct where possible" : "");
-    if (o.listen)
-        vocl_info("per session at most: %" PRIu64 " MiB of memory objects, %" PRIu64
+    if (o.listen && o.worker_fd < 0)
+        vocl_note("per session at most: %" PRIu64 " MiB of memory objects, %" PRIu64
                   " objects, %" PRIu64 " MiB of host memory (0: no limit; --max-session-*)",
                   o.limits.mem >> 20, o.limits.objects, o.limits.host >> 20);
 
@@ -554,6 +577,8 @@ int main(int argc, char **argv)
     exec_stream_stop(node.stream);
     exec_node_close(&node);
     report_rusage(rank);
+    if (!mpi)
+        return rc;
     if (atomic_load(&proxyd_peer_died)) {
         /* (await_exits says why.)  A client that left before the death
          * waits in MPI_Finalize: only MPI_Abort ends it.  The others get a

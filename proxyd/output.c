@@ -84,10 +84,10 @@ void proxyd_output_capture(void)
     vocl_thread_detached(output_thread, NULL);
 }
 
-int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, MPI_Request *req)
+int proxyd_output_post(struct exec_session *s, struct vocl_wr *msg, struct vocl_req *req)
 {
     int rc = 0;
-    *req = MPI_REQUEST_NULL;
+    *req = VOCL_REQ_NULL;
     if (out.fd < 0)
         return 0;
     fflush(stdout);

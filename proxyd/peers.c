@@ -28,7 +28,7 @@ int proxyd_peer_send(int rank, int tag, const void *buf, size_t n)
 
 int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
 {
-    int rc = proxyd_recv_from(proxyd_peer_comm, rank, tag, rank, NULL, buf, n, got);
+    int rc = proxyd_recv_from(VOCL_CHAN_MPI(proxyd_peer_comm, rank), tag, rank, NULL, buf, n, got);
     if (rc > 0) {
         vocl_warn("proxy rank %d: %s: it died", rank, vocl_live_why(rank));
         atomic_store(&proxyd_peer_died, true);
@@ -36,18 +36,16 @@ int proxyd_peer_recv(int rank, int tag, void *buf, size_t n, size_t *got)
     return rc ? -1 : 0;
 }
 
-int proxyd_recv_from(MPI_Comm comm, int src, int tag, int live, const atomic_bool *closed,
-                     void *buf, size_t n, size_t *got)
+int proxyd_recv_from(struct vocl_chan ch, int tag, int live, const atomic_bool *closed, void *buf,
+                     size_t n, size_t *got)
 {
-    MPI_Message msg;
-    MPI_Status st;
-    int count = 0, flag = 0;
+    struct vocl_probed msg;
+    int flag = 0;
     uint64_t start = vocl_now_ns();
     struct vocl_live lw;
     vocl_live_begin(&lw, live);
     for (;;) {
-        if ((closed && atomic_load(closed)) ||
-            MPI_Improbe(src, tag, comm, &flag, &msg, &st) != MPI_SUCCESS)
+        if ((closed && atomic_load(closed)) || (flag = vocl_improbe(ch, tag, &msg)) < 0)
             return -1;
         if (flag)
             break;
@@ -55,14 +53,13 @@ int proxyd_recv_from(MPI_Comm comm, int src, int tag, int live, const atomic_boo
             return 1;
         vocl_backoff(start, 100000);
     }
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    *got = (size_t)count;
-    if ((size_t)count <= n)
-        return MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
-    void *drop = malloc((size_t)count);
-    int rc = drop && MPI_Mrecv(drop, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    *got = msg.len;
+    if (msg.len <= n)
+        return vocl_mrecv(&msg, buf, msg.len);
+    void *drop = malloc(msg.len);
+    int rc = drop ? vocl_mrecv(&msg, drop, msg.len) : -1;
     free(drop);
-    return rc ? 0 : -1;
+    return rc;
 }
 
 bool proxyd_peer_gone(void)

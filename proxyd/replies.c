@@ -2,7 +2,7 @@
  * replies.c - a session's replies, each after the kernel output and the
  * context notifications before it.
  *
- * A reply MPI cannot hand over at once (one past the eager size, to a
+ * A reply the transport cannot hand over at once (one past the eager size, to a
  * client that is stopped, or slow to read) is kept with its buffer until
  * the client takes it: the thread replying goes on to other sessions.
  * A client that leaves UNSENT_MAX bytes untaken has its next requests
@@ -11,8 +11,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-
-#include <mpi.h>
 
 #include "backoff.h"
 #include "daemon.h"
@@ -25,7 +23,7 @@
 
 struct unsent {
     struct unsent *next;
-    MPI_Request req;
+    struct vocl_req req;
     uint8_t *buf;
     size_t len;
     uint64_t posted_ns;
@@ -33,7 +31,7 @@ struct unsent {
 
 /* Keeps req, a send of w's message, until it completes: w's buffer goes
  * with it (w is left empty, and usable).  -1 when it cannot be kept. */
-static int keep_unsent(struct proxyd_chan *c, MPI_Request req, struct vocl_wr *w)
+static int keep_unsent(struct proxyd_chan *c, struct vocl_req req, struct vocl_wr *w)
 {
     struct unsent *u = malloc(sizeof(*u));
     if (!u)
@@ -59,8 +57,7 @@ bool proxyd_chan_flowing(struct proxyd_chan *c, bool *stuck)
      * and a reply kept a moment ago looked 30 s old). */
     uint64_t now = vocl_now_ns();
     for (struct unsent **pu = &c->unsent, *u; (u = *pu);) {
-        int done = 0;
-        if (MPI_Test(&u->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+        if (vocl_test(&u->req, NULL) != 0) {
             *pu = u->next;
             atomic_fetch_sub(&c->unsent_bytes, u->len);
             free(u->buf);
@@ -81,8 +78,7 @@ void proxyd_chan_drop(struct proxyd_chan *c)
     while (c->unsent) {
         struct unsent *u = c->unsent;
         c->unsent = u->next;
-        MPI_Cancel(&u->req);
-        MPI_Request_free(&u->req);
+        vocl_req_cancel(&u->req);
         free(u->buf);
         free(u);
     }
@@ -93,10 +89,10 @@ void proxyd_chan_drop(struct proxyd_chan *c)
 /* Any thread may reply: the OUTPUT is posted under output.c's lock, so
  * that output leaves in the order it was printed; nothing waits under it,
  * nor after it: what the client does not take at once is kept (above). */
-int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
+int proxyd_reply(struct exec_session *s, struct vocl_wr *w)
 {
     struct vocl_wr output, note;
-    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    struct vocl_req req[3] = {VOCL_REQ_NULL, VOCL_REQ_NULL, VOCL_REQ_NULL};
     struct vocl_wr *msg[3] = {&output, &note, w};
     vocl_wr_init(&output);
     vocl_wr_init(&note);
@@ -105,12 +101,12 @@ int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
         proxyd_chan_post(s, VOCL_TAG_REP, note.buf, note.len, &req[1]);
     int rc = proxyd_chan_post(s, VOCL_TAG_REP, w->buf, w->len, &req[2]);
     for (int i = 0; i < 3; i++) {
-        int done = 0;
-        if (req[i] == MPI_REQUEST_NULL)
+        int done;
+        if (vocl_req_null(&req[i]))
             continue;
         if (atomic_load(&s->lost)) /* (found by an earlier one): nothing takes it */
-            MPI_Request_free(&req[i]);
-        else if (MPI_Test(&req[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            vocl_req_free(&req[i]);
+        else if ((done = vocl_test(&req[i], NULL)) < 0)
             rc = -1;
         else if (!done && keep_unsent(s->transport, req[i], msg[i]) && proxyd_chan_sent(s, &req[i]))
             rc = -1; /* (no memory to keep it: waited for, as it was) */
@@ -126,10 +122,9 @@ int proxyd_mpi_reply(struct exec_session *s, struct vocl_wr *w)
  * for the client to take it; msg is left usable. */
 static void push(struct exec_session *s, struct vocl_wr *msg)
 {
-    MPI_Request req = MPI_REQUEST_NULL;
-    int done = 0;
+    struct vocl_req req = VOCL_REQ_NULL;
     if (!msg->fail && proxyd_chan_post(s, VOCL_TAG_REP, msg->buf, msg->len, &req) == 0 &&
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+        vocl_test(&req, NULL) == 0 &&
         keep_unsent(s->transport, req, msg))
         proxyd_chan_sent(s, &req); /* (no memory to keep it: waited for, as a reply) */
 }

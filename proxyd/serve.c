@@ -1,8 +1,8 @@
 /*
  * serve.c - voclproxyd's serving loop: the clients' sessions, each request
  * received and handed to the executor, clients that die, the state report
- * (SIGUSR1); job mode (the clients are ranks of the job) and connect mode
- * (clients accepted on an MPI port, with a token).
+ * (SIGUSR1); job mode (the clients are ranks of the job) and daemon mode
+ * (clients accepted on a UCX listener, with a token).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <mpi.h>
@@ -28,7 +29,9 @@
 #include "log.h"
 #include "mpi_start.h"
 #include "protocol.h"
+#include "thread.h"
 #include "token.h"
+#include "ucx.h"
 #include "wire.h"
 
 /* --- serving sessions ------------------------------------------------------------------------ */
@@ -39,7 +42,7 @@ struct client {
     int id;                  /* for messages: its rank, or its number since the proxy started */
     bool gone;     /* its session closed: nothing more is served or sent */
     bool released; /* and everything it held released (release_clients) */
-    bool freed;    /* connect mode: and its connection freed, its process gone (let_go) */
+    bool freed;    /* daemon mode: and nothing more read from its connection (let_go) */
     int64_t pid;   /* connect mode: its process, if on this node (else 0) */
     uint64_t since_ns;  /* when it connected */
     uint64_t closed_ns; /* when its session was closed */
@@ -65,24 +68,24 @@ struct server {
     uint64_t published_ns; /* a worker: when it last said what its session holds */
 };
 
-/* A client on comm (rank peer of it; live: its number in liveness.h; tag_base: wire.h;
- * pid: its process, if on this node). */
-static struct client *add_client(struct server *sv, MPI_Comm comm, int peer, int live, int id,
-                                  int tag_base, int64_t pid)
+/* A client on ch (live: its number in liveness.h; tag_base: wire.h; pid:
+ * its process, if on this node). */
+static struct client *add_client(struct server *sv, struct vocl_chan ch, int live, int id,
+                                 int tag_base, int64_t pid)
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
         return NULL;
-    cl->chan = (struct proxyd_chan){.comm = comm, .live = live, .job = sv->job_mode,
-                                     PROXYD_CHAN_REST};
+    cl->chan = (struct proxyd_chan){.ch = ch, .live = live, .job = sv->job_mode,
+                                    PROXYD_CHAN_REST};
     cl->id = id;
-    exec_session_init(&cl->s, sv->node, peer);
+    exec_session_init(&cl->s, sv->node, ch.rank);
     cl->s.who = id;
     cl->s.tag_base = tag_base;
     cl->pid = pid;
     cl->since_ns = vocl_now_ns();
-    cl->s.data = &proxyd_mpi_data;
-    cl->s.reply = proxyd_mpi_reply;
+    cl->s.data = &proxyd_chan_data;
+    cl->s.reply = proxyd_reply;
     cl->s.transport = &cl->chan;
     vocl_live_begin(&cl->lw, live);
     /* The serving thread reads the array under the lock (connect mode). */
@@ -210,42 +213,16 @@ static void release_clients(struct server *sv)
     }
 }
 
-/*
- * Connect mode: a released client's connection is freed only once its
- * process is gone (a process of this node), or QUARANTINE_NS after its
- * session closed (elsewhere: its process cannot be looked up, and by then
- * libvocl has long taken the proxy for dead, pongs having stopped at the
- * close).  Open MPI gives the next connection the context id of the last
- * one freed and orders each sender's messages by a sequence number of that
- * context: what a client still sent after its connection was freed here
- * (a pong in flight, or anything at all after its session was closed for a
- * protocol error) would land in the next client's connection and take the
- * place of one of its messages, which would never be served.  Until then
- * its requests are read and dropped.  (Freed, not disconnected:
- * MPI_Comm_disconnect would wait for a client that is stopped.)
- */
-#define QUARANTINE_NS (60ull * 1000000000u)
-
+/* Daemon mode: a released client's connection is read no more (what it
+ * still sends is dropped); it is closed when its entry goes (sweep_clients). */
 static void let_go(struct server *sv)
 {
-    uint64_t now = vocl_now_ns();
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
-        if (!cl->released || cl->freed)
-            continue;
-        MPI_Message msg;
-        MPI_Status st;
-        char dummy;
-        int flag = 1;
-        while (flag && MPI_Improbe(0, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg,
-                                   &st) == MPI_SUCCESS && flag)
-            MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* (cut short: dropped) */
-        if (cl->pid ? !vocl_live_pid_gone(cl->pid) : now - cl->closed_ns < QUARANTINE_NS)
-            continue;
-        MPI_Comm_free(&cl->chan.comm);
-        cl->freed = true;
-        vocl_info("client %d: connection freed (%s)", cl->id,
-                  cl->pid ? "its process is gone" : "a minute after its session closed");
+        if (cl->released && !cl->freed) {
+            cl->freed = true;
+            vocl_info("client %d: released", cl->id);
+        }
     }
 }
 
@@ -257,8 +234,14 @@ static void sweep_clients(struct server *sv)
     int kept = 0;
     for (int i = 0; i < sv->nclients; i++) {
         struct client *cl = sv->clients[i];
-        if (cl->freed && !exec_session_held(&cl->s))
+        /* (Closed once nothing names it, and after the client hung up,
+         * or 2 s: ucx.h says why.) */
+        struct vocl_conn *conn = cl->chan.ch.conn;
+        if (cl->freed && !exec_session_held(&cl->s) &&
+            (!conn || vocl_conn_dead(conn) || vocl_now_ns() - cl->closed_ns > GIVE_UP_NS)) {
+            vocl_conn_close(conn);
             free(cl);
+        }
         else
             sv->clients[kept++] = cl;
     }
@@ -286,20 +269,20 @@ static void check_clients(struct server *sv)
  * err, by its seq, if its sender waits for a reply.  Its header is read
  * from a copy of it (MPI fills nothing of a message cut short); a message
  * too large even for that ends the session, since it cannot be answered. */
-static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int count, cl_int err)
+static void refuse(struct server *sv, struct client *cl, struct vocl_probed *msg, cl_int err)
 {
-    uint8_t *copy = count >= (int)VOCL_HDR_SIZE && (size_t)count <= 4 * (size_t)VOCL_MSG_MAX
-                        ? malloc((size_t)count)
-                        : NULL;
+    size_t count = msg->len;
+    uint8_t *copy = count >= VOCL_HDR_SIZE && count <= 4 * (size_t)VOCL_MSG_MAX ? malloc(count)
+                                                                               : NULL;
     struct vocl_msg_hdr h = {0};
     if (copy)
-        MPI_Mrecv(copy, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        vocl_mrecv(msg, copy, count);
     else
-        MPI_Mrecv(&h, 0, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+        vocl_mrecv(msg, &h, 0);
     if (copy)
         vocl_hdr_get(copy, VOCL_HDR_SIZE, &h); /* only the length disagrees */
     free(copy);
-    vocl_warn("client %d: refused a message of %d bytes (%s)", cl->id, count,
+    vocl_warn("client %d: refused a message of %zu bytes (%s)", cl->id, count,
               err == CL_OUT_OF_HOST_MEMORY ? "out of memory" : "over the limit");
     if (h.magic != VOCL_WIRE_MAGIC) {
         atomic_store(&cl->s.broken, true); /* unanswerable: the session ends */
@@ -310,44 +293,46 @@ static void refuse(struct server *sv, struct client *cl, MPI_Message *msg, int c
     vocl_wr_begin(&sv->reply, h.opcode, 0, h.seq);
     vocl_wr_i32(&sv->reply, err);
     vocl_wr_finish(&sv->reply);
-    proxyd_mpi_reply(&cl->s, &sv->reply);
+    proxyd_reply(&cl->s, &sv->reply);
 }
 
 static void ended(struct server *sv, struct client *cl, int rc, bool bye);
 
 /* Receives and executes one request of client cl; msg was probed. */
-static void handle(struct server *sv, struct client *cl, MPI_Message *msg, MPI_Status *st)
+static void handle(struct server *sv, struct client *cl, struct vocl_probed *msg)
 {
-    int count = 0;
-    MPI_Get_count(st, MPI_BYTE, &count);
-    if (count < 0 || (size_t)count > VOCL_MSG_MAX) {
-        refuse(sv, cl, msg, count, CL_OUT_OF_RESOURCES);
+    size_t count = msg->len;
+    if (count > VOCL_MSG_MAX) {
+        refuse(sv, cl, msg, CL_OUT_OF_RESOURCES);
         if (cl->s.broken)
             close_client(sv, cl, "an unreadable message");
         return;
     }
-    if ((size_t)count > sv->cap) {
-        uint8_t *nb = realloc(sv->buf, (size_t)count);
+    if (count > sv->cap) {
+        uint8_t *nb = realloc(sv->buf, count);
         if (!nb) {
-            refuse(sv, cl, msg, count, CL_OUT_OF_HOST_MEMORY);
+            refuse(sv, cl, msg, CL_OUT_OF_HOST_MEMORY);
             if (cl->s.broken)
                 close_client(sv, cl, "a message it had no memory for");
             return;
         }
         sv->buf = nb;
-        sv->cap = (size_t)count;
+        sv->cap = count;
     }
-    MPI_Mrecv(sv->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-    int rc = exec_request(&cl->s, sv->buf, (size_t)count, &sv->reply);
+    if (vocl_mrecv(msg, sv->buf, count)) {
+        close_client(sv, cl, "a message that could not be received");
+        return;
+    }
+    int rc = exec_request(&cl->s, sv->buf, count, &sv->reply);
     bool moved = false;
     if (rc >= 0 && exec_session_parked(&cl->s))
         rc = exec_inbound_step(&cl->s, &sv->reply, &moved); /* (its first chunks may be here) */
     if (rc > 0)
-        proxyd_mpi_reply(&cl->s, &sv->reply);
+        proxyd_reply(&cl->s, &sv->reply);
     exec_after_reply(&cl->s);
     vocl_live_begin(&cl->lw, cl->chan.live); /* it spoke: no ping due for a while */
     struct vocl_msg_hdr h;
-    bool bye = vocl_hdr_get(sv->buf, (size_t)count, &h) && h.opcode == VOCL_OP_BYE;
+    bool bye = vocl_hdr_get(sv->buf, count, &h) && h.opcode == VOCL_OP_BYE;
     ended(sv, cl, rc, bye);
 }
 
@@ -396,7 +381,7 @@ static bool move_on(struct server *sv, bool *any_held)
         if (exec_session_parked(&cl->s)) {
             int rc = exec_inbound_step(&cl->s, &sv->reply, &moved);
             if (rc > 0)
-                proxyd_mpi_reply(&cl->s, &sv->reply);
+                proxyd_reply(&cl->s, &sv->reply);
             if (rc < 0 || !exec_session_parked(&cl->s)) {
                 moved = true;
                 vocl_live_begin(&cl->lw, cl->chan.live);
@@ -413,34 +398,42 @@ static bool move_on(struct server *sv, bool *any_held)
  * session moved on (move_on). */
 static bool poll_once(struct server *sv)
 {
-    MPI_Message msg;
-    MPI_Status st;
-    int flag = 0;
+    struct vocl_probed msg;
     bool held, moved = move_on(sv, &held);
     if (sv->job_mode && !held) {
         /* One communicator for all: probe any source, find its session. */
-        MPI_Comm c = sv->clients[0]->chan.comm;
-        MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg, &st);
+        MPI_Status st;
+        int flag = 0, count = 0;
+        MPI_Comm c = sv->clients[0]->chan.ch.comm;
+        msg = (struct vocl_probed){.mpi = MPI_MESSAGE_NULL};
+        MPI_Improbe(MPI_ANY_SOURCE, VOCL_TAG_REQ, c, &flag, &msg.mpi, &st);
         if (!flag)
             return moved;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        msg.len = count < 0 ? 0 : (size_t)count;
         int src = st.MPI_SOURCE;
         if (src >= sv->nclients || sv->clients[src]->gone) {
             char dummy;
-            MPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            vocl_mrecv(&msg, &dummy, 0);
             vocl_warn("rank %d: dropped a message (not a client, or closed)", src);
             return true;
         }
-        handle(sv, sv->clients[src], &msg, &st);
+        handle(sv, sv->clients[src], &msg);
         return true;
     }
     bool any = moved;
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
+        if (cl->freed) { /* (released: what it sends is dropped) */
+            char dummy;
+            while (vocl_improbe(cl->chan.ch, cl->s.tag_base + VOCL_TAG_REQ, &msg) > 0)
+                vocl_mrecv(&msg, &dummy, 0);
+            continue;
+        }
         if (cl->gone || cl->held)
             continue;
-        MPI_Improbe(cl->s.peer, cl->s.tag_base + VOCL_TAG_REQ, cl->chan.comm, &flag, &msg, &st);
-        if (flag) {
-            handle(sv, cl, &msg, &st);
+        if (vocl_improbe(cl->chan.ch, cl->s.tag_base + VOCL_TAG_REQ, &msg) > 0) {
+            handle(sv, cl, &msg);
             any = true;
         }
     }
@@ -640,7 +633,7 @@ int proxyd_job_mode(struct exec_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (!add_client(&sv, comm, r, r, r, 0, 0)) {
+        if (!add_client(&sv, VOCL_CHAN_MPI(comm, r), r, r, 0, 0)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -659,100 +652,127 @@ int proxyd_job_mode(struct exec_node *node, int nclients)
     return 0;
 }
 
-/* --- connect mode ---------------------------------------------------------------------------------- */
+/* --- daemon mode ----------------------------------------------------------------------------------- */
+
+/*
+ * Connections are accepted on a thread of their own (the VOCL paper's
+ * accept thread); each one's first exchange (where each side runs, or,
+ * with --isolate, the worker it is handed to) runs on a short thread of
+ * its own, so that a client that connects and says nothing holds up no
+ * other: it is dropped after VOCL_CONNECT_TIMEOUT.  At most GREETING of
+ * them at once; more are refused with a message, and their clients may
+ * try again.
+ */
+#define GREETING 128
 
 struct acceptor {
     struct server *sv;
-    char port[MPI_MAX_PORT_NAME];
-    char service[256]; /* "vocl.NAME" in the MPI's name service; empty: not published */
+    struct vocl_listener *listener;
+    uint64_t key;     /* a worker: what its one client must present (0: a daemon) */
+    atomic_int greeting;
+    atomic_int next;  /* clients' numbers, from 1 */
+    atomic_bool done; /* a worker has its client */
+};
+
+struct greeting {
+    struct acceptor *a;
+    struct vocl_conn *conn;
+    int n;
 };
 
 /* --isolate: client n goes to a worker of its own (workers.c). */
-static void hand_on(MPI_Comm client, int n)
+static void hand_on(struct vocl_conn *conn, int n)
 {
-    char port[MPI_MAX_PORT_NAME];
+    char where[VOCL_LIVE_MOVED_MAX];
     int64_t pid = 0;
-    pid_t worker = proxyd_worker_take(n, port);
-    if (worker > 0 && vocl_live_move(client, port, &pid) == 0) {
-        vocl_info("client %d connected (process %lld): handed to worker process %d", n,
-                  (long long)pid, (int)worker);
+    pid_t worker = proxyd_worker_take(n, where);
+    if (worker > 0 && vocl_live_move(conn, where, &pid) == 0) {
+        vocl_note("client %d from %s (process %lld): handed to worker process %d", n,
+                 vocl_conn_peer(conn), (long long)pid, (int)worker);
     } else {
-        vocl_warn("client %d: could not be handed to a worker: dropped", n);
+        vocl_warn("client %d from %s: could not be handed to a worker: dropped", n,
+                  vocl_conn_peer(conn));
         if (worker > 0)
             kill(worker, SIGTERM); /* (no client will come to it) */
     }
-    MPI_Comm_free(&client); /* (neither side sends on it any more) */
+    vocl_conn_close_after_peer(conn, 2000000000u); /* (it goes on at the worker) */
+}
+
+static void *greet(void *arg)
+{
+    struct greeting g = *(struct greeting *)arg;
+    free(arg);
+    struct server *sv = g.a->sv;
+    /* (Drained, the daemon greets the client itself, to refuse it with
+     * the reason: the daemon alone knows it is drained.) */
+    if (sv->isolate && !atomic_load(&sv->node->drained)) {
+        hand_on(g.conn, g.n);
+        atomic_fetch_sub(&g.a->greeting, 1);
+        return NULL;
+    }
+    int64_t pid = 0, key = 0;
+    int live = vocl_live_link(g.conn, 0, &pid, &key, NULL);
+    struct client *cl = NULL;
+    if (live < 0) {
+        vocl_warn("client %d from %s: said nothing after connecting (or too many clients): "
+                  "dropped", g.n, vocl_conn_peer(g.conn));
+    } else if (g.a->key && (uint64_t)key != g.a->key) {
+        vocl_warn("client %d from %s: presented the wrong key for this worker: dropped", g.n,
+                  vocl_conn_peer(g.conn));
+        vocl_live_unlink(live);
+        live = -1;
+    } else if (g.a->key && atomic_exchange(&g.a->done, true)) {
+        vocl_live_unlink(live); /* (a worker serves one client) */
+        live = -1;
+    } else {
+        int64_t local = vocl_live_local_pid(live);
+        cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, 0, local);
+        if (!cl) {
+            vocl_warn("client %d: out of memory: dropped", g.n);
+            vocl_live_unlink(live);
+            live = -1;
+        } else {
+            vocl_note("client %d connected from %s (process %lld%s)", g.n, vocl_conn_peer(g.conn),
+                     (long long)pid, local ? "" : ", on another node");
+        }
+    }
+    if (!cl)
+        vocl_conn_close(g.conn);
+    atomic_fetch_sub(&g.a->greeting, 1);
+    return NULL;
 }
 
 static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
-    for (int n = 1;; n++) { /* (from 1: rank 0 is its peer, in logs too) */
-        MPI_Comm client;
-        if (MPI_Comm_accept(a->port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &client) != MPI_SUCCESS) {
-            vocl_error("MPI_Comm_accept failed: no more clients");
-            return NULL;
-        }
-        MPI_Comm_set_errhandler(client, MPI_ERRORS_RETURN);
-        /* (Drained, the daemon greets the client itself, to refuse it
-         * with the reason: the daemon alone knows it is drained.) */
-        if (a->sv->isolate && !atomic_load(&a->sv->node->drained)) {
-            hand_on(client, n);
+    while (!atomic_load(&a->done)) {
+        struct vocl_conn *conn = vocl_accept(a->listener, 1000000000u);
+        if (!conn)
+            continue;
+        int n = atomic_fetch_add(&a->next, 1) + 1;
+        struct greeting *g = malloc(sizeof(*g));
+        if (!g || atomic_fetch_add(&a->greeting, 1) >= GREETING) {
+            vocl_warn("client %d from %s: %d connections being greeted already: refused", n,
+                      vocl_conn_peer(conn), GREETING);
+            atomic_fetch_sub(&a->greeting, 1);
+            free(g);
+            vocl_conn_close(conn);
             continue;
         }
-        /* Its requests and data come on tags of its own (wire.h). */
-        int tag_base = vocl_tag_base_draw(vocl_mpi_tag_ub());
-        int64_t pid = 0;
-        int live = vocl_live_link(client, tag_base, &pid, NULL, NULL);
-        if (live < 0) {
-            vocl_warn("client %d: said nothing after connecting (or too many clients): dropped", n);
-            MPI_Comm_free(&client);
-            continue;
+        *g = (struct greeting){.a = a, .conn = conn, .n = n};
+        if (vocl_thread_detached(greet, g)) {
+            vocl_warn("client %d: no thread to greet it on: refused", n);
+            atomic_fetch_sub(&a->greeting, 1);
+            free(g);
+            vocl_conn_close(conn);
         }
-        int64_t local = vocl_live_local_pid(live);
-        struct client *cl = add_client(a->sv, client, 0, live, n, tag_base, local);
-        if (!cl) {
-            vocl_warn("client %d: out of memory: dropped", n);
-            vocl_live_unlink(live);
-            MPI_Comm_free(&client);
-            continue;
-        }
-        vocl_info("client %d connected (process %lld%s)", n, (long long)pid,
-                  local ? "" : ", on another node");
-        if (a->sv->worker)
-            return NULL; /* (its one client) */
     }
+    return NULL;
 }
 
-/* Publishes the port as a->service, replacing what a proxy of that name
- * that died left there. */
-static void publish(struct acceptor *a, const char *name)
-{
-    if ((size_t)snprintf(a->service, sizeof(a->service), "vocl.%.200s", name) >=
-        sizeof(a->service) || strlen(name) > 200) {
-        vocl_warn("--name: %.40s...: too long to publish", name);
-        a->service[0] = 0;
-        return;
-    }
-    int rc = MPI_Publish_name(a->service, MPI_INFO_NULL, a->port);
-    if (rc != MPI_SUCCESS) {
-        char old[MPI_MAX_PORT_NAME];
-        if (MPI_Lookup_name(a->service, MPI_INFO_NULL, old) == MPI_SUCCESS &&
-            MPI_Unpublish_name(a->service, MPI_INFO_NULL, old) == MPI_SUCCESS)
-            rc = MPI_Publish_name(a->service, MPI_INFO_NULL, a->port);
-    }
-    if (rc != MPI_SUCCESS) {
-        vocl_warn("could not publish %s (no name server? VOCL_NAME_SERVER, voclproxyd(8)): "
-                  "clients need the port (--port-file)", a->service);
-        a->service[0] = 0;
-        return;
-    }
-    vocl_info("published as %s", a->service);
-}
-
-/* port into path, whole or not at all: written beside it and renamed, so
- * a client never reads half a port.  0, or -1 with a message. */
-static int write_port_file(const char *path, const char *port)
+/* text into path, whole or not at all: written beside it and renamed, so
+ * a client never reads half of it.  0, or -1 with a message. */
+static int write_port_file(const char *path, const char *text)
 {
     char tmp[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp)) {
@@ -760,7 +780,7 @@ static int write_port_file(const char *path, const char *port)
         return -1;
     }
     FILE *f = fopen(tmp, "w");
-    bool ok = f && fprintf(f, "%s\n", port) > 0;
+    bool ok = f && fprintf(f, "%s\n", text) > 0;
     if (f && fclose(f))
         ok = false;
     if (!ok || rename(tmp, path)) {
@@ -771,7 +791,6 @@ static int write_port_file(const char *path, const char *port)
     return 0;
 }
 
-/* The name this proxy goes by: --name, else the host's. */
 /*
  * vocl-ctl's requests (common/ctlsock.h, proxy-NAME.sock): "drain" refuses
  * new sessions from now on (for maintenance; vocl-ctl moves the open ones
@@ -786,12 +805,13 @@ static void daemon_ctl(int fd, const char *req, void *arg)
         return;
     }
     atomic_store(&a->sv->node->drained, drain);
-    vocl_info("%s by vocl-ctl: new sessions are %s", drain ? "drained" : "undrained",
-              drain ? "refused" : "served");
+    vocl_note("%s by vocl-ctl: new sessions are %s", drain ? "drained" : "undrained",
+             drain ? "refused" : "served");
     vocl_ctl_say(fd, "ok %s: new sessions are %s\n", drain ? "drained" : "undrained",
                  drain ? "refused" : "served");
 }
 
+/* The name this proxy goes by: --name, else the host's. */
 static const char *proxy_name(const struct options *o, char *buf, size_t n)
 {
     if (o->name)
@@ -801,6 +821,42 @@ static const char *proxy_name(const struct options *o, char *buf, size_t n)
     buf[n - 1] = 0;
     return buf;
 }
+
+/* The tokens: one for all (the token file), or one per user (--users). */
+static int setup_tokens(struct exec_node *node, const struct options *o)
+{
+    static struct vocl_token token;
+    char why[256];
+    if (o->users) {
+        struct stat st;
+        if (stat(o->users, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 022)) {
+            vocl_error("--users %s: not a directory of this user's that only it may write",
+                       o->users);
+            return -1;
+        }
+        node->users = o->users;
+        if (o->worker_fd < 0)
+            vocl_note("tokens per user: %s/USER", o->users);
+        return 0;
+    }
+    if (vocl_token_path(&token, o->token_file)) {
+        vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
+        return -1;
+    }
+    bool fresh;
+    if (vocl_token_create(&token, &fresh, why, sizeof(why))) {
+        vocl_error("--listen: token file %s: %s", token.path, why);
+        return -1;
+    }
+    if (fresh)
+        vocl_warn("made a new token in %s: clients need the same file (VOCL_TOKEN_FILE)",
+                  token.path);
+    node->token = &token;
+    return 0;
+}
+
+#define LISTEN_TRIES 90
 
 int proxyd_listen_mode(struct exec_node *node, const struct options *o)
 {
@@ -813,58 +869,52 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     node->sessions_ctx = &sv;
     static struct acceptor a;
     a.sv = &sv;
-    /* A listening proxy serves only clients that present its token, or
-     * with --users the token of the user they name. */
-    static struct vocl_token token;
-    char why[256];
-    if (o->users) {
-        struct stat st;
-        if (stat(o->users, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-            (st.st_mode & 022)) {
-            vocl_error("--users %s: not a directory of this user's that only it may write",
-                       o->users);
+    if (setup_tokens(node, o))
+        return 1;
+    char err[160];
+    /* A worker listens on a port the kernel picks, for its one client.  A
+     * daemon restarted at once may find its port still taken by
+     * connections of the last one closing: it tries for LISTEN_TRIES s. */
+    bool in_use = false;
+    for (int i = 0; i < LISTEN_TRIES; i++) {
+        a.listener = vocl_listen(o->address, sv.worker ? 0 : o->port, &in_use, err, sizeof(err));
+        if (a.listener || !in_use || stop_wanted)
+            break;
+        if (i == 0)
+            vocl_warn("port %d is in use: trying again every second for %d s", o->port,
+                      LISTEN_TRIES);
+        sleep(1);
+    }
+    if (!a.listener) {
+        vocl_error("--listen: cannot listen on %s:%d: %s", o->address ? o->address : "*",
+                   sv.worker ? 0 : o->port, err);
+        return 1;
+    }
+    int port = vocl_listener_port(a.listener);
+    char host[256];
+    if (sv.worker) {
+        if (getrandom(&a.key, sizeof(a.key), 0) != sizeof(a.key) || !(a.key &= (1ull << 62) - 1)) {
+            vocl_error("worker: no random key");
             return 1;
         }
-        node->users = o->users;
-        vocl_info("tokens per user: %s/USER", o->users);
-    } else if (vocl_token_path(&token, o->token_file)) {
-        vocl_error("--listen: no token file (--token-file, VOCL_TOKEN_FILE or HOME)");
-        return 1;
-    }
-    bool fresh;
-    if (!o->users && vocl_token_create(&token, &fresh, why, sizeof(why))) {
-        vocl_error("--listen: token file %s: %s", token.path, why);
-        return 1;
-    }
-    if (!o->users && fresh)
-        vocl_warn("made a new token in %s: clients need the same file (VOCL_TOKEN_FILE)",
-                  token.path);
-    if (!o->users)
-        node->token = &token;
-    int rc = MPI_Open_port(MPI_INFO_NULL, a.port);
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        vocl_error("--listen: this MPI does not support dynamic processes (MPI_Open_port: %s). "
-                   "Use job mode instead: vocl-run -n PROXIES -- APP",
-                   vocl_mpi_why(rc, msg));
-        return 1;
-    }
-    if (sv.worker) {
-        if (proxyd_worker_report(o->worker_fd, a.port)) {
+        char where[64];
+        snprintf(where, sizeof(where), "%d %" PRIu64, port, a.key);
+        if (proxyd_worker_report(o->worker_fd, where)) {
             vocl_error("worker: cannot give the daemon its port");
             return 1;
         }
-        vocl_info("worker: waiting for its client on %s", a.port);
-    } else if (o->port_file && write_port_file(o->port_file, a.port)) {
-        MPI_Close_port(a.port);
-        return 1;
-    }
-    char host[256];
-    if (!sv.worker) {
-        publish(&a, proxy_name(o, host, sizeof(host)));
-        dprintf(proxyd_stdout, "%s\n", a.port); /* (stdout is kernels' now: output.c) */
-        vocl_info("listening on %s%s", a.port,
-                  sv.isolate ? " (--isolate: each client in a worker process)" : "");
+        vocl_info("worker: waiting for its client on port %d", port);
+    } else {
+        char text[300];
+        snprintf(text, sizeof(text), "%s:%d", o->address ? o->address : proxy_name(o, host, 256),
+                 port);
+        if (o->port_file && write_port_file(o->port_file, text)) {
+            vocl_listener_close(a.listener);
+            return 1;
+        }
+        dprintf(proxyd_stdout, "%s\n", text); /* (stdout is kernels' now: output.c) */
+        vocl_note("listening on %s:%d%s", o->address ? o->address : "*", port,
+                 sv.isolate ? " (each client in a worker process)" : "");
         char ctl[300];
         snprintf(ctl, sizeof(ctl), "proxy-%s", proxy_name(o, host, sizeof(host)));
         vocl_ctl_listen(ctl, daemon_ctl, &a);
@@ -877,19 +927,20 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     pthread_t t;
     if (pthread_create(&t, NULL, accept_thread, &a)) {
         vocl_error("cannot start the accept thread");
-        MPI_Close_port(a.port);
+        vocl_listener_close(a.listener);
         return 1;
     }
     serve(&sv); /* a shared proxy serves until it is stopped */
 
+    atomic_store(&a.done, true);
+    pthread_join(t, NULL); /* (it looks at done every second) */
+    vocl_listener_close(a.listener);
     if (sv.isolate)
         proxyd_workers_stop();
     if (sv.worker)
         proxyd_worker_publish(NULL, 0);
     if (!sv.worker || sv.live)
-        vocl_info("stopping: %d clients' sessions end", sv.live);
-    if (a.service[0])
-        MPI_Unpublish_name(a.service, MPI_INFO_NULL, a.port);
+        vocl_note("stopping: %d clients' sessions end", sv.live);
     for (int i = 0, n = clients_now(&sv); i < n; i++)
         if (!client_at(&sv, i)->gone)
             close_client(&sv, client_at(&sv, i), "the proxy was stopped");
@@ -897,10 +948,8 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     if (o->port_file && !sv.worker)
         unlink(o->port_file);
     vocl_ctl_close();
-    /* The accept thread stays in MPI_Comm_accept, which nothing ends (Open
-     * MPI: connecting to oneself waits forever too): MPI_Close_port and
-     * MPI_Finalize would wait for it.  The process exits without them. */
+    /* Greetings under way may still hold connections: the process exits
+     * without waiting for them. */
     proxyd_no_finalize = true;
-    pthread_detach(t);
     return 0;
 }

@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include <mpi.h>
+#include "liveness.h"
 
 #include "backoff.h"
 #include "daemon.h"
@@ -129,14 +129,14 @@ static int read_port(struct worker *w, char *port)
 {
     size_t got = 0;
     uint64_t start = vocl_now_ns();
-    while (got < MPI_MAX_PORT_NAME - 1) {
+    while (got < VOCL_LIVE_MOVED_MAX - 1) {
         struct pollfd p = {.fd = w->fd, .events = POLLIN};
         uint64_t spent = vocl_now_ns() - start;
         if (spent > START_NS)
             break;
         if (poll(&p, 1, (int)((START_NS - spent) / 1000000u) + 1) <= 0)
             continue;
-        ssize_t r = read(w->fd, port + got, MPI_MAX_PORT_NAME - 1 - got);
+        ssize_t r = read(w->fd, port + got, VOCL_LIVE_MOVED_MAX - 1 - got);
         if (r <= 0)
             break;
         got += (size_t)r;

@@ -2,7 +2,7 @@
 # setup-debian.sh - install what VOCL needs to build, test and run, from
 # Debian 12's packages.  Installs only what is missing; needs root or sudo.
 set -eu
-pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev
+pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev libucx-dev ucx-utils
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libcmocka-dev clinfo man-db"
 # The external suite: independently written OpenCL clients (tests/external).
 pkgs="$pkgs piglit clpeak clblast-tests hashcat python3-pyopencl python3-numpy"

@@ -142,7 +142,7 @@ unsigned exec_busy_permille(struct exec_node *node, cl_uint dev);
 
 /* A send posted on a channel, tested later: the channel's own handle. */
 struct exec_sending {
-    _Alignas(8) unsigned char handle[16];
+    _Alignas(8) unsigned char handle[32];
 };
 
 /* How bulk data moves between the client and this session. */

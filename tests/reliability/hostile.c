@@ -46,13 +46,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <inttypes.h>
 #include <unistd.h>
 #include <sys/file.h>
 
+#include "chan.h"
 #include "liveness.h"
 #include "mpi_start.h"
 #include "protocol.h"
 #include "token.h"
+#include "ucx.h"
 #include "vocl_api.h"
 #include "vocl_msg.h"
 #include "wire.h"
@@ -123,6 +126,7 @@ static int victim(void)
 /* --- rank 1: a hostile client ---------------------------------------------------------------- */
 
 static MPI_Comm comm;
+static struct vocl_conn *conn; /* daemon mode: the connection (common/ucx.h) */
 static int proxy;          /* the proxy's rank */
 static int tag_base;       /* daemon mode: the connection's (wire.h) */
 static double reply_wait;  /* seconds a reply may take */
@@ -141,21 +145,36 @@ static void begin(unsigned op, bool want_reply)
     vocl_wr_begin(&w, (uint16_t)op, want_reply ? VOCL_F_REPLY : 0, ++seq);
 }
 
-static void send_raw(const void *p, size_t n)
+/* The proxy's channel (common/chan.h): its rank, or the connection. */
+static struct vocl_chan peer(void)
 {
-    MPI_Send(p, (int)n, MPI_BYTE, proxy, tag_base + VOCL_TAG_REQ, comm);
+    return conn ? VOCL_CHAN_UCX(conn) : VOCL_CHAN_MPI(comm, proxy);
 }
 
-/* Whether a message from the proxy on tag is there before until (its
- * status in *st). */
-static bool arrived(int tag, double until, MPI_Status *st)
+/* Sends n bytes of p on tag, and waits until they are gone (or the
+ * connection failed). */
+static void send_on(int tag, const void *p, size_t n)
+{
+    struct vocl_req r;
+    if (vocl_isend(peer(), tag, p, n, &r) == 0)
+        while (vocl_test(&r, NULL) == 0)
+            usleep(50);
+}
+
+static void send_raw(const void *p, size_t n)
+{
+    send_on(tag_base + VOCL_TAG_REQ, p, n);
+}
+
+/* The next message from the proxy on tag before until, taken off the
+ * queue (*m); false when none came. */
+static bool arrived(int tag, double until, struct vocl_probed *m)
 {
     for (;;) {
-        int flag = 0;
-        MPI_Iprobe(proxy, tag, comm, &flag, st);
-        if (flag)
+        int flag = vocl_improbe(peer(), tag, m);
+        if (flag > 0)
             return true;
-        if (now() > until)
+        if (flag < 0 || now() > until)
             return false;
         usleep(200);
     }
@@ -165,13 +184,13 @@ static bool arrived(int tag, double until, MPI_Status *st)
  * none came or its header is malformed. */
 static bool next_reply(double until, struct vocl_msg_hdr *h)
 {
-    MPI_Status st;
-    if (!arrived(VOCL_TAG_REP, until, &st))
+    struct vocl_probed m;
+    if (!arrived(VOCL_TAG_REP, until, &m))
         return false;
-    MPI_Get_count(&st, MPI_BYTE, &rep_len);
+    rep_len = (int)m.len;
     free(rep);
-    rep = malloc((size_t)rep_len + 1);
-    MPI_Recv(rep, rep_len, MPI_BYTE, proxy, VOCL_TAG_REP, comm, MPI_STATUS_IGNORE);
+    rep = malloc(m.len + 1);
+    vocl_mrecv(&m, rep, m.len);
     return vocl_hdr_get(rep, (size_t)rep_len, h);
 }
 
@@ -392,17 +411,15 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u32(&w, (uint32_t)out_tag);
     refused_quietly(queue, "the sending end of an event link past the limit");
     int32_t told = CL_COMPLETE;
-    MPI_Status rst;
-    bool came = arrived(tag_base + vocl_relay_tag(out_tag), now() + reply_wait, &rst);
+    struct vocl_probed rm;
+    bool came = arrived(tag_base + vocl_relay_tag(out_tag), now() + reply_wait, &rm);
     if (came)
-        MPI_Recv(&told, sizeof(told), MPI_BYTE, proxy, tag_base + vocl_relay_tag(out_tag), comm,
-                 MPI_STATUS_IGNORE);
+        vocl_mrecv(&rm, &told, sizeof(told));
     check(came && told < 0, "a refused event link's peer told of a failure", told);
     /* Their statuses: the threads end, and there is room again. */
     int32_t complete = CL_COMPLETE;
     for (int i = 0; i < RELAYS_MAX; i++)
-        MPI_Send(&complete, sizeof(complete), MPI_BYTE, proxy,
-                 tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN + i), comm);
+        send_on(tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN + i), &complete, sizeof(complete));
     double by = now() + reply_wait;
     cl_int st = 1;
     while (st != CL_COMPLETE && now() < by) { /* (the last one set is complete) */
@@ -419,8 +436,7 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u32(&w, VOCL_TAG_PEER_MIN);
     vocl_wr_u64(&w, RELAY_EVENTS + RELAYS_MAX + 1);
     expect(CL_SUCCESS, "an event link once the others are through");
-    MPI_Send(&complete, sizeof(complete), MPI_BYTE, proxy,
-             tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN), comm);
+    send_on(tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN), &complete, sizeof(complete));
 
     /* Two rows 60 GiB apart: the proxy would stage a span of 60 GiB. */
     const uint64_t pitch = 60ull << 30, span = pitch + 16;
@@ -445,12 +461,10 @@ static void strangers(uint64_t ctx, uint64_t queue)
     /* As many empty chunks as the read would have had. */
     uint64_t want = (span + chunk - 1) / chunk, got = 0;
     double until = now() + reply_wait;
-    MPI_Status cst;
-    while (got < want && arrived(tag, until, &cst)) {
-        int n = -1;
-        MPI_Get_count(&cst, MPI_BYTE, &n);
-        MPI_Recv(NULL, 0, MPI_BYTE, proxy, tag, comm, MPI_STATUS_IGNORE);
-        got += n == 0;
+    struct vocl_probed cm;
+    while (got < want && arrived(tag, until, &cm)) {
+        got += cm.len == 0;
+        vocl_mrecv(&cm, NULL, 0);
     }
     check(got == want, "the refused read's empty chunks", (cl_int)got);
     refcount(false, mem, 1);
@@ -657,49 +671,49 @@ static void hostile(void)
     printf("hostile: %d checks, %d failed\n", checks, failures);
 }
 
-/* Connects to port and links the connection (its number in liveness.h
- * in *live, VOCL_LIVE_MOVED with the worker's port in port); MPI's code. */
-static int dial(char *port, int *live)
+/* Connects to host:port and links the connection as libvocl does (its
+ * number in liveness.h in *live; VOCL_LIVE_MOVED with "PORT KEY" of the
+ * worker in moved); 0 or -1. */
+static int dial(const char *host, int port, uint64_t key, int *live, char *moved)
 {
-    /* One connect at a time on a node, under libvocl's lock (libvocl/connect.c). */
-    int fd = open("/tmp/.vocl-connect.lock", O_RDWR | O_CREAT, 0644);
-    if (fd >= 0)
-        flock(fd, LOCK_EX);
-    int rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &comm);
-    if (fd >= 0)
-        close(fd);
-    if (rc == MPI_SUCCESS)
-        *live = vocl_live_link(comm, 0, NULL, &tag_base, port);
-    return rc;
+    char err[160];
+    conn = vocl_conn_dial(host, port, 5000000000u, err, sizeof(err));
+    if (!conn) {
+        fprintf(stderr, "hostile: cannot connect to %s:%d: %s\n", host, port, err);
+        return -1;
+    }
+    *live = vocl_live_link(conn, (int64_t)key, NULL, NULL, moved);
+    return 0;
 }
 
-/* Connects to the daemon published as vocl.NAME as libvocl does, and to
- * the worker it hands this client to where it isolates its clients (its
- * number in liveness.h in *live); 0 or -1. */
-static int connect_to(const char *name, int *live)
+/* Connects to the daemon at HOST:PORT as libvocl does, and to the worker
+ * it hands this client to where it isolates its clients (its number in
+ * liveness.h in *live); 0 or -1. */
+static int connect_to(const char *where, int *live)
 {
-    char service[300], port[MPI_MAX_PORT_NAME];
-    snprintf(service, sizeof(service), "vocl.%s", name);
-    int rc = MPI_Lookup_name(service, MPI_INFO_NULL, port);
-    if (rc == MPI_SUCCESS)
-        rc = dial(port, live);
-    handed_on = rc == MPI_SUCCESS && *live == VOCL_LIVE_MOVED;
-    if (handed_on) {
-        MPI_Comm_free(&comm);
-        rc = dial(port, live);
-    }
-    if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "hostile: cannot connect to %s\n", service);
+    char host[256], moved[VOCL_LIVE_MOVED_MAX];
+    int port = 0;
+    uint64_t key = 0;
+    if (sscanf(where, "%255[^:]:%d", host, &port) != 2) {
+        fprintf(stderr, "hostile: %s: not HOST:PORT\n", where);
         return -1;
+    }
+    if (dial(host, port, 0, live, moved))
+        return -1;
+    handed_on = *live == VOCL_LIVE_MOVED;
+    if (handed_on) {
+        vocl_conn_close(conn);
+        if (sscanf(moved, "%d %" SCNu64, &port, &key) != 2 || dial(host, port, key, live, moved))
+            return -1;
     }
     return *live < 0 ? -1 : 0;
 }
 
-/* Leaves the daemon as libvocl does: no more pings, the channel freed. */
+/* Leaves the daemon as libvocl does: no more pings, the connection closed. */
 static void leave(int live)
 {
     vocl_live_unlink(live);
-    MPI_Comm_free(&comm);
+    vocl_conn_close(conn);
 }
 
 static int daemon_main(const char *name)
@@ -709,9 +723,6 @@ static int daemon_main(const char *name)
         fprintf(stderr, "hostile: no token (VOCL_TOKEN_FILE)\n");
         return 2;
     }
-    int provided;
-    vocl_mpi_start(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     reply_wait = 30.0;
     proxy = 0;
     daemon_mode = true;
@@ -729,11 +740,10 @@ static int daemon_main(const char *name)
     check(got == CL_INVALID_OPERATION, "a HELLO with a wrong token", got);
     no_more_replies();
     /* Once the daemon has let the connection go, requests on it: a HELLO
-     * with the right token, releases, a finish.  Open MPI gives the next
-     * connection the freed one's context id (wire.h): the next client's
-     * session (the application's beside, or ours below) must not take them.
-     * (A worker ends with its session: then no process is there to take
-     * them, and no other session shares its process.) */
+     * with the right token, releases, a finish: the next client's session
+     * (the application's beside, or ours below) must not take them.  (A
+     * worker ends with its session: then no process is there to take them,
+     * and no other session shares its process.) */
     usleep(500000);
     if (!handed_on) {
         put_hello(false, &token);
@@ -746,18 +756,16 @@ static int daemon_main(const char *name)
         }
     }
     vocl_wr_free(&w);
-    MPI_Comm old = comm;
+    struct vocl_conn *old = conn;
     old_live = live;
 
     if (connect_to(name, &live))
         return 1;
     hostile();
     leave(live);
-    comm = old;
+    conn = old;
     leave(old_live);
     vocl_live_stop();
-    vocl_live_drain();
-    MPI_Finalize();
     return failures != 0;
 }
 

@@ -1,0 +1,427 @@
+/*
+ * ucx.c - daemon mode's connections over UCX's client-server API (ucx.h).
+ */
+#include "ucx.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <ucp/api/ucp.h>
+
+#include "backoff.h"
+#include "log.h"
+
+struct vocl_conn {
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+    atomic_bool dead;
+    atomic_bool closing; /* the endpoint is being closed by force (vocl_conn_fail) */
+    char why[128];       /* written once, before dead is set */
+    char peer[INET6_ADDRSTRLEN + 8];
+};
+
+/* A connection asked for that the listener has not accepted yet. */
+#define BACKLOG 256
+
+struct vocl_listener {
+    ucp_worker_h worker;
+    ucp_listener_h listener;
+    pthread_mutex_t lock; /* the queue (UCX calls conn_asked while progressing) */
+    ucp_conn_request_h asked[BACKLOG];
+    int nasked;
+    int port;
+};
+
+/* --- the context, once a process ----------------------------------------------------------- */
+
+static ucp_context_h context;
+static char context_error[128];
+
+static void context_init(void)
+{
+    ucp_config_t *cfg;
+    ucs_status_t st = ucp_config_read("VOCL", NULL, &cfg);
+    if (st != UCS_OK) {
+        snprintf(context_error, sizeof(context_error), "UCX's settings: %s",
+                 ucs_status_string(st));
+        return;
+    }
+    /* Shared memory between two users' processes fails in UCX (and a
+     * same-node client's buffers travel in a memfd anyway): left out
+     * unless the user names the transports. */
+    if (!getenv("UCX_TLS") && !getenv("VOCL_UCX_TLS"))
+        ucp_config_modify(cfg, "TLS", "^sm");
+    ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                      .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
+                      .mt_workers_shared = 0};
+    st = ucp_init(&p, cfg, &context);
+    ucp_config_release(cfg);
+    if (st != UCS_OK) {
+        context = NULL;
+        snprintf(context_error, sizeof(context_error), "UCX: %s", ucs_status_string(st));
+    }
+}
+
+static bool have_context(char *err, size_t errlen)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, context_init);
+    if (!context)
+        snprintf(err, errlen, "%s", context_error);
+    return context != NULL;
+}
+
+/* A worker that any thread may use. */
+static ucp_worker_h new_worker(char *err, size_t errlen)
+{
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_MULTI};
+    ucp_worker_h w;
+    ucs_status_t st = ucp_worker_create(context, &wp, &w);
+    if (st != UCS_OK) {
+        snprintf(err, errlen, "no UCX worker: %s", ucs_status_string(st));
+        return NULL;
+    }
+    return w;
+}
+
+/* --- connections ---------------------------------------------------------------------------- */
+
+static void conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    struct vocl_conn *c = arg;
+    if (atomic_load(&c->dead))
+        return;
+    if (!atomic_load(&c->closing))
+        snprintf(c->why, sizeof(c->why), "%s", ucs_status_string(status));
+    atomic_store(&c->dead, true);
+}
+
+static const char *addr_text(const struct sockaddr *sa, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const void *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, n, "%s:%d", host, port);
+    return out;
+}
+
+static struct vocl_conn *conn_new(char *err, size_t errlen)
+{
+    struct vocl_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!(c->worker = new_worker(err, errlen))) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void conn_free(struct vocl_conn *c)
+{
+    ucp_worker_destroy(c->worker);
+    free(c);
+}
+
+/* Waits for request req of c (NULL: done) at most timeout_ns: UCS_OK, its
+ * error, or UCS_ERR_TIMED_OUT (req is freed all the same). */
+static ucs_status_t wait_req(struct vocl_conn *c, void *req, uint64_t timeout_ns)
+{
+    if (req == NULL)
+        return UCS_OK;
+    if (UCS_PTR_IS_ERR(req))
+        return UCS_PTR_STATUS(req);
+    uint64_t start = vocl_now_ns();
+    ucs_status_t st;
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        if (vocl_now_ns() - start > timeout_ns) {
+            st = UCS_ERR_TIMED_OUT;
+            break;
+        }
+        if (!ucp_worker_progress(c->worker))
+            vocl_backoff(start, 1000000);
+    }
+    ucp_request_free(req);
+    return st;
+}
+
+struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns, char *err,
+                                 size_t errlen)
+{
+    if (!have_context(err, errlen))
+        return NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    int rc = getaddrinfo(host, service, &hints, &ai);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
+        return NULL;
+    }
+    struct vocl_conn *c = conn_new(err, errlen);
+    if (!c) {
+        freeaddrinfo(ai);
+        return NULL;
+    }
+    addr_text(ai->ai_addr, c->peer, sizeof(c->peer));
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+        .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+        .sockaddr = {.addr = ai->ai_addr, .addrlen = ai->ai_addrlen},
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = conn_failed, .arg = c}};
+    ucs_status_t st = ucp_ep_create(c->worker, &ep, &c->ep);
+    freeaddrinfo(ai);
+    if (st != UCS_OK) {
+        snprintf(err, errlen, "%s", ucs_status_string(st));
+        conn_free(c);
+        return NULL;
+    }
+    /* A flush ends once the connection is made (or fails). */
+    ucp_request_param_t rp = {.op_attr_mask = 0};
+    st = wait_req(c, ucp_ep_flush_nbx(c->ep, &rp), timeout_ns);
+    if (st == UCS_OK && atomic_load(&c->dead))
+        st = UCS_ERR_UNREACHABLE;
+    if (st != UCS_OK) {
+        snprintf(err, errlen, "%s",
+                 st == UCS_ERR_TIMED_OUT ? "no answer" : c->why[0] ? c->why : ucs_status_string(st));
+        atomic_store(&c->dead, true);
+        vocl_conn_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void vocl_conn_close(struct vocl_conn *c)
+{
+    if (!c)
+        return;
+    if (c->ep) {
+        /* Flushed when the peer is there (what was sent arrives), at most
+         * a second; by force when it is not. */
+        bool force = atomic_load(&c->dead) || atomic_load(&c->closing);
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                  .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+        ucs_status_t st = wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u);
+        if (st == UCS_ERR_TIMED_OUT && !force) {
+            rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+            wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u);
+        }
+    }
+    conn_free(c);
+}
+
+void vocl_conn_close_after_peer(struct vocl_conn *c, uint64_t timeout_ns)
+{
+    uint64_t start = vocl_now_ns();
+    while (c && !atomic_load(&c->dead) && vocl_now_ns() - start < timeout_ns)
+        if (!ucp_worker_progress(c->worker))
+            vocl_backoff(start, 1000000);
+    vocl_conn_close(c);
+}
+
+void vocl_conn_fail(struct vocl_conn *c, const char *why)
+{
+    if (atomic_exchange(&c->closing, true))
+        return;
+    if (!atomic_load(&c->dead))
+        snprintf(c->why, sizeof(c->why), "%s", why);
+    atomic_store(&c->dead, true);
+}
+
+bool vocl_conn_progress(struct vocl_conn *c)
+{
+    return ucp_worker_progress(c->worker) != 0;
+}
+
+bool vocl_conn_dead(struct vocl_conn *c)
+{
+    return atomic_load(&c->dead);
+}
+
+const char *vocl_conn_why(struct vocl_conn *c)
+{
+    return atomic_load(&c->dead) ? c->why : "";
+}
+
+const char *vocl_conn_peer(struct vocl_conn *c)
+{
+    return c->peer;
+}
+
+int vocl_conn_fd(struct vocl_conn *c)
+{
+    int fd;
+    return ucp_worker_get_efd(c->worker, &fd) == UCS_OK ? fd : -1;
+}
+
+bool vocl_conn_arm(struct vocl_conn *c)
+{
+    return ucp_worker_arm(c->worker) == UCS_OK;
+}
+
+void *vocl_conn_worker(struct vocl_conn *c)
+{
+    return c->worker;
+}
+
+void *vocl_conn_ep(struct vocl_conn *c)
+{
+    return c->ep;
+}
+
+/* --- listening ------------------------------------------------------------------------------ */
+
+static void conn_asked(ucp_conn_request_h req, void *arg)
+{
+    struct vocl_listener *l = arg;
+    pthread_mutex_lock(&l->lock);
+    bool room = l->nasked < BACKLOG;
+    if (room)
+        l->asked[l->nasked++] = req;
+    pthread_mutex_unlock(&l->lock);
+    if (!room)
+        ucp_listener_reject(l->listener, req); /* (too many at once: that client retries) */
+}
+
+struct vocl_listener *vocl_listen(const char *addr, int port, bool *in_use, char *err,
+                                  size_t errlen)
+{
+    *in_use = false;
+    if (!have_context(err, errlen))
+        return NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE}, *ai;
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    int rc = getaddrinfo(addr, service, &hints, &ai);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", addr ? addr : "*", gai_strerror(rc));
+        return NULL;
+    }
+    struct vocl_listener *l = calloc(1, sizeof(*l));
+    if (!l || !(l->worker = new_worker(err, errlen))) {
+        free(l);
+        freeaddrinfo(ai);
+        return NULL;
+    }
+    pthread_mutex_init(&l->lock, NULL);
+    ucp_listener_params_t lp = {
+        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+        .sockaddr = {.addr = ai->ai_addr, .addrlen = ai->ai_addrlen},
+        .conn_handler = {.cb = conn_asked, .arg = l}};
+    ucs_status_t st = ucp_listener_create(l->worker, &lp, &l->listener);
+    freeaddrinfo(ai);
+    if (st != UCS_OK) {
+        *in_use = st == UCS_ERR_BUSY;
+        snprintf(err, errlen, "%s", st == UCS_ERR_BUSY ? "the port is in use" : ucs_status_string(st));
+        ucp_worker_destroy(l->worker);
+        free(l);
+        return NULL;
+    }
+    ucp_listener_attr_t la = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+    if (ucp_listener_query(l->listener, &la) == UCS_OK) {
+        const struct sockaddr *sa = (const void *)&la.sockaddr;
+        l->port = sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
+                                            : ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    }
+    return l;
+}
+
+int vocl_listener_port(struct vocl_listener *l)
+{
+    return l->port;
+}
+
+static ucp_conn_request_h next_asked(struct vocl_listener *l)
+{
+    pthread_mutex_lock(&l->lock);
+    ucp_conn_request_h r = NULL;
+    if (l->nasked) {
+        r = l->asked[0];
+        memmove(l->asked, l->asked + 1, (size_t)--l->nasked * sizeof(*l->asked));
+    }
+    pthread_mutex_unlock(&l->lock);
+    return r;
+}
+
+struct vocl_conn *vocl_accept(struct vocl_listener *l, uint64_t timeout_ns)
+{
+    uint64_t start = vocl_now_ns();
+    ucp_conn_request_h req;
+    for (;;) {
+        while (ucp_worker_progress(l->worker))
+            ;
+        if ((req = next_asked(l)))
+            break;
+        uint64_t spent = vocl_now_ns() - start;
+        if (spent >= timeout_ns)
+            return NULL;
+        /* Idle: sleep on the worker's descriptor until a client asks. */
+        int fd;
+        if (ucp_worker_get_efd(l->worker, &fd) == UCS_OK && ucp_worker_arm(l->worker) == UCS_OK) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            uint64_t left = timeout_ns - spent;
+            poll(&p, 1, left > 100000000u ? 100 : (int)(left / 1000000u) + 1);
+        }
+    }
+    char err[128];
+    struct vocl_conn *c = conn_new(err, sizeof(err));
+    if (!c) {
+        vocl_warn("a connection refused: %s", err);
+        ucp_listener_reject(l->listener, req);
+        return NULL;
+    }
+    ucp_conn_request_attr_t ra = {.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR};
+    if (ucp_conn_request_query(req, &ra) == UCS_OK)
+        addr_text((const struct sockaddr *)&ra.client_address, c->peer, sizeof(c->peer));
+    else
+        snprintf(c->peer, sizeof(c->peer), "?");
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+        .conn_request = req,
+        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = conn_failed, .arg = c}};
+    ucs_status_t st = ucp_ep_create(c->worker, &ep, &c->ep);
+    if (st != UCS_OK) {
+        vocl_warn("a connection from %s refused: %s", c->peer, ucs_status_string(st));
+        conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void vocl_listener_close(struct vocl_listener *l)
+{
+    if (!l)
+        return;
+    ucp_conn_request_h r;
+    while ((r = next_asked(l)))
+        ucp_listener_reject(l->listener, r);
+    ucp_listener_destroy(l->listener);
+    ucp_worker_destroy(l->worker);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
