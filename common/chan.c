@@ -19,13 +19,14 @@ static ucp_request_param_t contig(bool receive)
 }
 
 /* A UCX call's result as a request of conn: 0, or -1. */
-static int posted(struct vocl_conn *conn, ucs_status_ptr_t sp, struct vocl_req *r)
+static int posted(struct vocl_conn *conn, ucs_status_ptr_t sp, bool recv, struct vocl_req *r)
 {
     *r = VOCL_REQ_NULL;
     if (UCS_PTR_IS_ERR(sp))
         return -1;
     r->conn = conn;
     r->ucx = sp; /* NULL: done at once */
+    r->recv = recv;
     return 0;
 }
 
@@ -46,7 +47,7 @@ int vocl_isend(struct vocl_chan ch, int tag, const void *buf, size_t n, struct v
     ucp_request_param_t p = contig(false);
     return posted(ch.conn,
                   ucp_tag_send_nbx(vocl_conn_ep(ch.conn), buf, n, (ucp_tag_t)(unsigned)tag, &p),
-                  r);
+                  false, r);
 }
 
 int vocl_irecv(struct vocl_chan ch, int tag, void *buf, size_t n, struct vocl_req *r)
@@ -63,7 +64,7 @@ int vocl_irecv(struct vocl_chan ch, int tag, void *buf, size_t n, struct vocl_re
     return posted(ch.conn,
                   ucp_tag_recv_nbx(vocl_conn_worker(ch.conn), buf, n, (ucp_tag_t)(unsigned)tag,
                                    ~(ucp_tag_t)0, &p),
-                  r);
+                  true, r);
 }
 
 int vocl_improbe(struct vocl_chan ch, int tag, struct vocl_probed *m)
@@ -101,7 +102,8 @@ int vocl_imrecv(struct vocl_probed *m, void *buf, size_t n, struct vocl_req *r)
     }
     ucp_request_param_t p = contig(true);
     return posted(m->conn,
-                  ucp_tag_msg_recv_nbx(vocl_conn_worker(m->conn), buf, n, m->ucx, &p), r);
+                  ucp_tag_msg_recv_nbx(vocl_conn_worker(m->conn), buf, n, m->ucx, &p), true,
+                  r);
 }
 
 int vocl_mrecv(struct vocl_probed *m, void *buf, size_t n)
@@ -154,7 +156,9 @@ int vocl_test(struct vocl_req *r, size_t *got)
         if (st == UCS_INPROGRESS)
             return 0;
     }
-    if (got && st == UCS_OK) {
+    if (got)
+        *got = 0;
+    if (got && st == UCS_OK && r->recv) {
         ucp_tag_recv_info_t info;
         *got = ucp_tag_recv_request_test(r->ucx, &info) == UCS_OK ? info.length : 0;
     }

@@ -40,9 +40,11 @@ struct vocl_req {
     MPI_Request mpi;
     void *ucx; /* UCX's request; NULL: none (or done) */
     struct vocl_conn *conn;
+    bool recv; /* a receive (UCX: its size is asked of it) */
 };
 
-#define VOCL_REQ_NULL ((struct vocl_req){.mpi = MPI_REQUEST_NULL, .ucx = NULL, .conn = NULL})
+#define VOCL_REQ_NULL                                                                              \
+    ((struct vocl_req){.mpi = MPI_REQUEST_NULL, .ucx = NULL, .conn = NULL, .recv = false})
 
 /* A message probed and taken off the queue, not yet received. */
 struct vocl_probed {

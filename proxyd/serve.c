@@ -66,6 +66,7 @@ struct server {
     bool worker;         /* a worker: serves one client, then ends */
     pid_t parent;        /* a worker's daemon */
     uint64_t published_ns; /* a worker: when it last said what its session holds */
+    int published;         /* and what: no session, a client, a client that said HELLO */
 };
 
 /* A client on ch (live: its number in liveness.h; tag_base: wire.h; pid:
@@ -135,15 +136,21 @@ static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t ma
     return n;
 }
 
-/* A worker: what its session holds, for its siblings, every second. */
+/* A worker: what its session holds, for its siblings, every second, and
+ * at once when its client comes, says who it is, or goes (vocl-smi may
+ * look at once). */
 static void publish_state(struct server *sv)
 {
-    uint64_t now = vocl_now_ns();
-    if (!sv->worker || now - sv->published_ns < 1000000000u)
+    if (!sv->worker)
         return;
-    sv->published_ns = now;
+    uint64_t now = vocl_now_ns();
     struct exec_session_state st;
     bool any = own_sessions(sv, &st, 1) > 0;
+    int what = any ? 1 + (st.user && *st.user) : 0; /* (none, a client, one that said HELLO) */
+    if (what == sv->published && now - sv->published_ns < 1000000000u)
+        return;
+    sv->published_ns = now;
+    sv->published = what;
     cl_uint measured = sv->node->busy_share ? sv->node->ndev : 0;
     for (cl_uint d = 0; any && d < measured && d < EXEC_BUSY_DEVS; d++)
         st.busy[d] = (uint16_t)exec_busy_permille(sv->node, d);

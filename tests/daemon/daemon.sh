@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # daemon.sh - long-lived proxies (voclproxyd --listen) and applications
-# that connect to them by name, as deployed: a name server (Open MPI's
-# ompi-server), daemons started once, applications started alone (no
-# mpirun, no vocl-run) under LD_PRELOAD.  All traffic stays on loopback.
+# that connect to them, as deployed: daemons started once, applications
+# started alone (no mpirun, no vocl-run) under LD_PRELOAD, over UCX.  All
+# traffic stays on loopback: each daemon listens on 127.0.0.1, on a port
+# the kernel picks, written to a port file ($tmp/ports/NAME) that the
+# applications are given for NAME (px).
 #   daemon.sh MPI LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [HOSTILE [VOCL-SMI]]
 # MPI: the build's MPI (openmpi or mpich); TEST: overlap, cycles, deaths,
 # hostile (which runs tests/reliability/hostile, HOSTILE), bench
@@ -12,16 +14,9 @@
 # balance (vocl-ctl, there too), spanning (contexts over devices of several
 # daemons: tests/integration's programs, their directory there), ports
 # (port files and vocl-smi --watch: VOCL-SMI in HOSTILE's place).
-# Exits 77 (skipped) where the build's MPI has no dynamic processes.
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
 fail() { echo "FAIL: $*"; exit 1; }
-if [ "$mpi" != openmpi ]; then
-    echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $mpi" \
-         "(build with Open MPI: meson setup -Dmpi=any, README)"
-    exit 77
-fi
-command -v ompi-server >/dev/null || { echo "SKIP: no ompi-server (openmpi-bin)"; exit 77; }
 
 tmp=$(mktemp -d)
 pids=()
@@ -31,26 +26,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Open MPI on loopback only; a HOME of the test's own (the token).
-export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
-export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri TMPDIR=$tmp
-mkdir -p "$HOME"
+# UCX on loopback only; a HOME of the test's own (the token).
+export UCX_NET_DEVICES=lo HOME=$tmp/home TMPDIR=$tmp
+mkdir -p "$HOME" "$tmp/ports"
 unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
 
-ompi-server --no-daemonize -r "$VOCL_NAME_SERVER" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$VOCL_NAME_SERVER" ] && break; sleep 0.1; done
-[ -s "$VOCL_NAME_SERVER" ] || fail "ompi-server wrote no URI"
+# px NAME[,NAME...]: the daemons' port files, as VOCL_PROXIES takes them.
+px() {
+    local out="" n
+    for n in ${1//,/ }; do out="$out,$tmp/ports/$n"; done
+    echo "${out#,}"
+}
 
-# start_daemon NAME NDEV [OPTION...]: a daemon, published as vocl.NAME; its pid in $dpid.
+# start_daemon NAME NDEV [OPTION...]: a daemon, its port in $tmp/ports/NAME; its pid in $dpid.
 start_daemon() {
     local name=$1 ndev=$2 devs="" i
     shift 2
     for ((i = 0; i < ndev; i++)); do devs="$devs pthread"; done
     # (No MALLOC_PERTURB_, which meson sets: it writes into memory as it
     # is freed, so resident memory would count the free parts of the heap.)
-    POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v "$@" \
+    POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v \
+        --address 127.0.0.1 --port 0 --port-file "$tmp/ports/$name" "$@" \
         >"$tmp/$name.log" 2>&1 &
     dpid=$!
     pids+=("$dpid")
@@ -64,7 +60,7 @@ start_daemon() {
 
 # clients NAME: how many clients daemon NAME took (its workers' own lines aside).
 clients() {
-    grep 'connected (process' "$tmp/$1.log" | grep -vc '^voclproxyd\[worker'
+    grep -E 'connected from|handed to worker' "$tmp/$1.log" | grep -vc 'voclproxyd\[worker'
 }
 
 # state PID NAME: the daemon's figures (SIGUSR1), as "SESSIONS OBJECTS BYTES".
@@ -95,6 +91,7 @@ wait_idle() {
 app() {
     local log=$1 proxies=$2
     shift 2
+    case $proxies in */* | *:*) ;; *) proxies=$(px "$proxies") ;; esac
     VOCL_PROXIES=$proxies LD_PRELOAD=$lib timeout 120 "$@" >"$log" 2>&1
 }
 
@@ -155,10 +152,10 @@ overlap)
     echo "4 applications started at once: all verified"
     # vocl-smi while an application runs: its session, by user, host and process.
     # (Its 100 steps and their check on the CPU take seconds: it is still there.)
-    VOCL_PROXIES=a,b LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 >"$tmp/watched" 2>&1 & w=$!
+    VOCL_PROXIES=$(px a,b) LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 >"$tmp/watched" 2>&1 & w=$!
     pids+=("$w")
     for _ in $(seq 200); do grep -q 'bodies \[' "$tmp/watched" && break; sleep 0.1; done
-    "$smi" a b >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+    "$smi" "$(px a)" "$(px b)" >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
     kill -0 $w 2>/dev/null || fail "the watched application ended before vocl-smi looked"
     grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$w +00:00:" "$tmp/smi" ||
         fail "vocl-smi does not list process $w: $(cat "$tmp/smi")"
@@ -167,13 +164,14 @@ overlap)
     verified "$tmp/watched" "the watched application"
     wait_idle "$pa" a 5 >/dev/null
     wait_idle "$pb" b 5 >/dev/null
-    # Idle: no session but vocl-smi's own (which it leaves out); a name
-    # that does not answer gets libvocl's line, the others still listed.
-    "$smi" a b nosuch >"$tmp/smi" 2>&1 || fail "vocl-smi when idle: $(cat "$tmp/smi")"
-    grep -q "^proxy a: 2 devices, 0 sessions" "$tmp/smi" &&
-        grep -q "^proxy b: 1 device, 0 sessions" "$tmp/smi" &&
+    # Idle: no session but vocl-smi's own (which it leaves out); a daemon
+    # that does not answer (a closed port) gets libvocl's line, the others
+    # still listed.
+    "$smi" "$(px a)" "$(px b)" 127.0.0.1:1 >"$tmp/smi" 2>&1 || fail "vocl-smi when idle: $(cat "$tmp/smi")"
+    grep -q "^proxy $(px a): 2 devices, 0 sessions" "$tmp/smi" &&
+        grep -q "^proxy $(px b): 1 device, 0 sessions" "$tmp/smi" &&
         [ "$(grep -c '^  device .* busy   0 %$' "$tmp/smi")" -eq 3 ] &&
-        grep -q "proxy nosuch: vocl.nosuch is not in the name service" "$tmp/smi" ||
+        grep -q "proxy 127.0.0.1:1: cannot connect to 127.0.0.1:1 " "$tmp/smi" ||
         fail "vocl-smi when idle: $(cat "$tmp/smi")"
     cat "$tmp/smi"
     [ "$(clients a)" -eq 17 ] || fail "daemon a did not see 17 clients (15 applications, 2 vocl-smi)"
@@ -183,17 +181,16 @@ overlap)
              "(sessions objects bytes); threads $3 after the first round, $(threads "$2") after the rest"
         [ "$(threads "$2")" -le "$3" ] || fail "daemon $1: threads $3 -> $(threads "$2")"
     done
-    # A user's file of proxies, as the README shows it: no VOCL_PROXIES and
-    # no VOCL_NAME_SERVER, the name server named in ~/.vocl/proxies; then
-    # VOCL_PROXIES_FILE before it (the name server from the environment);
-    # a file that names none is an error.
+    # A user's file of proxies, as the README shows it: no VOCL_PROXIES,
+    # ~/.vocl/proxies; then VOCL_PROXIES_FILE before it; a file that names
+    # none is an error.
     mkdir -p "$HOME/.vocl"
-    printf '# the GPU nodes\nname-server %s\n\nb   # one device\na\n' "$VOCL_NAME_SERVER" \
-        >"$HOME/.vocl/proxies"
-    printf 'a\n' >"$tmp/only-a"
+    printf '# the GPU nodes\n\n%s   # one device\n%s\n' "$(cat "$tmp/ports/b")" \
+        "$(cat "$tmp/ports/a")" >"$HOME/.vocl/proxies"
+    printf '%s\n' "$(px a)" >"$tmp/only-a"
     printf '# nothing here\n' >"$tmp/none"
     before_a=$(clients a) before_b=$(clients b)
-    env -u VOCL_NAME_SERVER LD_PRELOAD="$lib" clinfo -l >"$tmp/from-home" 2>&1 ||
+    LD_PRELOAD="$lib" clinfo -l >"$tmp/from-home" 2>&1 ||
         fail "proxies from ~/.vocl/proxies: $(cat "$tmp/from-home")"
     [ "$(grep -c 'Device #' "$tmp/from-home")" -eq 3 ] ||
         fail "~/.vocl/proxies (b, a) should give 3 devices: $(cat "$tmp/from-home")"
@@ -210,7 +207,7 @@ overlap)
     fi
     grep -q "$tmp/none names no proxy" "$tmp/from-none" ||
         fail "a file that names no proxy: $(tail -3 "$tmp/from-none")"
-    echo "proxies from ~/.vocl/proxies (name server in it) and VOCL_PROXIES_FILE: served"
+    echo "proxies from ~/.vocl/proxies (HOST:PORT) and VOCL_PROXIES_FILE: served"
     ;;
 ports)
     # A daemon found by its port file (a name with a '/'), as with no name
@@ -220,6 +217,7 @@ ports)
     mkdir -p "$tmp/run"
     start_daemon c 2 --port-file "$tmp/run/c.port"; pc=$dpid
     port=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$tmp/c.log")
+    port=${port#\*:}
     [ -s "$tmp/run/c.port" ] && [ "$(cat "$tmp/run/c.port")" = "$port" ] ||
         fail "port file: '$(cat "$tmp/run/c.port" 2>&1)', the daemon listens on '$port'"
     ls "$tmp/run" | grep -q '\.tmp$' && fail "a temporary file left beside the port file: $(ls "$tmp/run")"
@@ -227,11 +225,11 @@ ports)
         fail "by port file: $(tail -3 "$tmp/by-file")"
     verified "$tmp/by-file" "the application given the port file"
     grep -q 'devices=2' "$tmp/by-file" || fail "by port file: $(grep RESULT "$tmp/by-file")"
-    app "$tmp/by-port" "port:$port" "$examples/gemm" -n 64 -r 1 ||
-        fail "by port:PORT: $(tail -3 "$tmp/by-port")"
-    verified "$tmp/by-port" "the application given port:PORT"
+    app "$tmp/by-port" "$port" "$examples/gemm" -n 64 -r 1 ||
+        fail "by HOST:PORT: $(tail -3 "$tmp/by-port")"
+    verified "$tmp/by-port" "the application given HOST:PORT"
     [ "$(clients c)" -eq 2 ] || fail "daemon c took $(clients c) clients, not 2"
-    echo "by port file and by port:PORT: both served"
+    echo "by port file and by HOST:PORT: both served"
 
     # vocl-smi --watch: one connection, a round each 0.5 s, --count rounds.
     start=$(ms)
@@ -400,7 +398,7 @@ deaths)
     # A client killed mid-transfer: another one is unaffected, and the
     # killed one's session is closed and freed within 5 s.
     app "$tmp/other" a,b "$examples/nbody" -n 2048 -s 10 & other=$!
-    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/gemm" -n 2048 -r 5 >"$tmp/victim" 2>&1 & victim=$!
+    VOCL_PROXIES=$(px a) LD_PRELOAD=$lib "$examples/gemm" -n 2048 -r 5 >"$tmp/victim" 2>&1 & victim=$!
     pids+=("$victim")
     for _ in $(seq 200); do
         grep -q 'rows \[' "$tmp/victim" && break
@@ -521,7 +519,7 @@ hostile)
             echo "$i runs verified"
         ) >"$tmp/victims" 2>&1 & victims=$!
         rc=0
-        timeout 300 "$hostile" --connect "$name" >"$tmp/hostile.out" 2>&1 || rc=$?
+        timeout 300 "$hostile" --connect "$(cat "$tmp/ports/$name")" >"$tmp/hostile.out" 2>&1 || rc=$?
         touch "$tmp/done"
         wait $victims || fail "daemon $name: the application beside it: $(cat "$tmp/victims")"
         echo "daemon $d:"
@@ -549,13 +547,13 @@ isolate)
     grep -q 'each client in a worker process' "$tmp/a.log" || fail "daemon a does not isolate its clients"
     app "$tmp/first" a "$examples/gemm" -n 256 -r 2 || fail "the first client: exit $?: $(tail -3 "$tmp/first")"
     verified "$tmp/first" "the first client"
-    VOCL_PROXIES=a LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 >"$tmp/beside" 2>&1 & beside=$!
+    VOCL_PROXIES=$(px a) LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 100 >"$tmp/beside" 2>&1 & beside=$!
     pids+=("$beside")
     for _ in $(seq 100); do grep -q 'bodies \[' "$tmp/beside" && break; sleep 0.1; done
     # vocl-smi, itself served by a worker, lists the session of another
     # worker (workers write what their sessions hold every second).
     sleep 1.2
-    "$smi" a >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+    "$smi" "$(px a)" >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
     kill -0 $beside 2>/dev/null || fail "nbody ended before vocl-smi looked"
     grep -Eq "^  [0-9]+ +$(id -un) +$(hostname) +$beside +00:00:" "$tmp/smi" ||
         fail "vocl-smi does not list nbody's session (process $beside): $(cat "$tmp/smi")"
@@ -566,7 +564,7 @@ isolate)
     for _ in $(seq 10); do
         grep -Eq "$busy" "$tmp/smi" && break
         sleep 0.5
-        "$smi" a >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
+        "$smi" "$(px a)" >"$tmp/smi" 2>&1 || fail "vocl-smi: $(cat "$tmp/smi")"
     done
     grep -Eq "$busy" "$tmp/smi" || fail "daemon a's device not busy under nbody: $(cat "$tmp/smi")"
     kill -0 $beside 2>/dev/null || fail "nbody ended before its device was seen busy"
@@ -608,7 +606,7 @@ midchunk)
     start_daemon a 1; pa=$dpid
     caught=
     for try in 1 2 3 4 5; do
-        VOCL_SHM=0 VOCL_PROXIES=a LD_PRELOAD=$lib "$hostile" --sections bw \
+        VOCL_SHM=0 VOCL_PROXIES=$(px a) LD_PRELOAD=$lib "$hostile" --sections bw \
             --sizes 64M --reps 100 >"$tmp/victim" 2>&1 & victim=$!
         pids+=("$victim")
         sleep "2.$((try * 3))"
