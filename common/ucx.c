@@ -26,6 +26,7 @@ struct vocl_conn {
     atomic_bool closing; /* the endpoint is being closed by force (vocl_conn_fail) */
     char why[128];       /* written once, before dead is set */
     char peer[INET6_ADDRSTRLEN + 8];
+    struct sockaddr_storage peer_addr; /* (accepted connections: the client's) */
 };
 
 /* A connection asked for that the listener has not accepted yet. */
@@ -281,6 +282,43 @@ bool vocl_conn_arm(struct vocl_conn *c)
     return ucp_worker_arm(c->worker) == UCS_OK;
 }
 
+/* The uid of the TCP socket of this node whose local address is a (IPv4
+ * or IPv6), from the kernel's table of sockets (/proc/net/tcp, tcp6: as
+ * the kernel prints them, each address word in host order); -1: none. */
+static long socket_uid(const struct sockaddr_storage *a)
+{
+    bool v6 = a->ss_family == AF_INET6;
+    if (!v6 && a->ss_family != AF_INET)
+        return -1;
+    char want[64];
+    if (v6) {
+        const struct sockaddr_in6 *in6 = (const void *)a;
+        uint32_t w[4];
+        memcpy(w, &in6->sin6_addr, sizeof(w));
+        snprintf(want, sizeof(want), "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3],
+                 ntohs(in6->sin6_port));
+    } else {
+        const struct sockaddr_in *in = (const void *)a;
+        snprintf(want, sizeof(want), "%08X:%04X", in->sin_addr.s_addr, ntohs(in->sin_port));
+    }
+    FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
+    char line[512], local[64];
+    long uid = -1, u;
+    unsigned st;
+    while (f && uid < 0 && fgets(line, sizeof(line), f))
+        if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %ld", local, &st, &u) == 3 &&
+            st == 1 /* (ESTABLISHED) */ && !strcmp(local, want))
+            uid = u;
+    if (f)
+        fclose(f);
+    return uid;
+}
+
+long vocl_conn_peer_uid(struct vocl_conn *c)
+{
+    return socket_uid(&c->peer_addr);
+}
+
 void *vocl_conn_worker(struct vocl_conn *c)
 {
     return c->worker;
@@ -394,9 +432,10 @@ struct vocl_conn *vocl_accept(struct vocl_listener *l, uint64_t timeout_ns)
         return NULL;
     }
     ucp_conn_request_attr_t ra = {.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR};
-    if (ucp_conn_request_query(req, &ra) == UCS_OK)
+    if (ucp_conn_request_query(req, &ra) == UCS_OK) {
+        c->peer_addr = ra.client_address;
         addr_text((const struct sockaddr *)&ra.client_address, c->peer, sizeof(c->peer));
-    else
+    } else
         snprintf(c->peer, sizeof(c->peer), "?");
     ucp_ep_params_t ep = {
         .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |

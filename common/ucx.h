@@ -45,6 +45,10 @@ bool vocl_conn_dead(struct vocl_conn *c);
 const char *vocl_conn_why(struct vocl_conn *c);
 /* The peer's address, "HOST:PORT" (for messages and logs). */
 const char *vocl_conn_peer(struct vocl_conn *c);
+/* An accepted connection's client: the uid its socket belongs to, where
+ * the client runs on this node (the kernel's own record, which the client
+ * cannot choose); -1 elsewhere. */
+long vocl_conn_peer_uid(struct vocl_conn *c);
 /* A descriptor that becomes readable when c has something to progress,
  * after vocl_conn_arm returned true (false: progress first); -1: none. */
 int vocl_conn_fd(struct vocl_conn *c);

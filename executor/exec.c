@@ -9,6 +9,8 @@
  * the session goes on.
  */
 #include "internal.h"
+
+#include <pwd.h>
 #include "shm.h"
 
 #include "backoff.h"
@@ -331,6 +333,16 @@ static void note_user(struct exec_session *s, const struct vocl_msg_HELLO_req *m
     s->host[n] = 0;
 }
 
+void exec_session_who(const struct exec_session *s, char *out, size_t n)
+{
+    int k = snprintf(out, n, "user %s", *s->user ? s->user : "(none)");
+    if (s->uid >= 0 && k > 0 && (size_t)k < n)
+        k += snprintf(out + k, n - (size_t)k, ", uid %ld", s->uid);
+    if (k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, ", host %s, process %ld", *s->host ? s->host : "?",
+                 s->pid);
+}
+
 /* Why a HELLO is refused (NULL: it is not): in connect mode its token must
  * be the proxy's, or with --users that of the user it names (note_user). */
 static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m)
@@ -338,6 +350,14 @@ static const char *refusal(const struct exec_session *s, const struct vocl_msg_H
     const struct exec_node *node = s->node;
     if (atomic_load(&node->drained))
         return "the proxy is drained";
+    /* Where the node knows who the client really is, it is who it says. */
+    if (s->uid >= 0 && *s->user) {
+        struct passwd pw, *found = NULL;
+        char buf[1024];
+        if (getpwuid_r((uid_t)s->uid, &pw, buf, sizeof(buf), &found) || !found ||
+            strcmp(found->pw_name, s->user))
+            return "a user name not its own";
+    }
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
     if (node->users) {
@@ -369,17 +389,18 @@ static void op_hello(struct exec_req *q)
     struct exec_node *node = q->s->node;
     note_user(q->s, &m);
     const char *refused = refusal(q->s, &m);
+    char who[160];
+    exec_session_who(q->s, who, sizeof(who));
     if (refused) {
         /* One try a connection: the session ends with this reply. */
-        vocl_warn("client %d: refused: %s%s%s%s", q->s->who, refused, *q->s->user ? " (user " : "",
-                  q->s->user, *q->s->user ? ")" : "");
+        vocl_note("client %d refused: %s (%s)", q->s->who, refused, who);
         atomic_store(&q->s->broken, true);
         vocl_wr_i32(q->w, atomic_load(&node->drained) ? CL_DEVICE_NOT_AVAILABLE
                                                       : CL_INVALID_OPERATION);
         return;
     }
-    if (*q->s->user)
-        vocl_info("client %d: user %s on %s", q->s->who, q->s->user, q->s->host);
+    if (node->token || node->users) /* (a daemon's: each client is logged) */
+        vocl_note("client %d served (%s)", q->s->who, who);
     struct vocl_rec_hello_device *devs = exec_tmp(q, node->ndev * sizeof(*devs));
     for (cl_uint i = 0; devs && i < node->ndev; i++)
         devs[i] = (struct vocl_rec_hello_device){node->types[i], node->max_alloc[i]};

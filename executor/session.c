@@ -116,6 +116,7 @@ void exec_session_init(struct exec_session *s, struct exec_node *node, int peer)
     s->node = node;
     s->peer = peer;
     s->who = peer;
+    s->uid = -1;
     s->serial = exec_notify_serial();
     vocl_map_init(&s->objs);
     exec_account_open(s);

@@ -190,13 +190,30 @@ static int connect_link(const char *name, const char *host, int port, uint64_t k
     return live;
 }
 
-/* One proxy, by name: connected, linked and greeted, or left out. */
-static void join(const char *name, uint64_t timeout_ns, bool spare)
+/* What a proxy is called in messages, vocl-smi and vocl-ctl: as named,
+ * or for a port file the file's name less ".port" (the daemon's --name,
+ * where the administrator named the file after it). */
+static void short_name(const char *name, char *out, size_t n)
 {
-    char host[256], moved[VOCL_LIVE_MOVED_MAX];
-    int port;
-    if (resolve(name, host, &port))
+    const char *slash = strrchr(name, '/');
+    if (!slash) {
+        snprintf(out, n, "%s", name);
         return;
+    }
+    size_t len = strlen(slash + 1);
+    if (len > 5 && !strcmp(slash + 1 + len - 5, ".port"))
+        len -= 5;
+    snprintf(out, n, "%.*s", (int)len, slash + 1);
+}
+
+/* One proxy, by name: connected, linked and greeted, or left out. */
+static void join(const char *given, uint64_t timeout_ns, bool spare)
+{
+    char host[256], moved[VOCL_LIVE_MOVED_MAX], name[256];
+    int port;
+    if (resolve(given, host, &port))
+        return;
+    short_name(given, name, sizeof(name));
     struct vocl_conn *conn;
     int live = connect_link(name, host, port, 0, timeout_ns, &conn, moved);
     if (live == VOCL_LIVE_MOVED) {
@@ -268,6 +285,12 @@ bool vocl_connect_mode(void)
     vocl.token = &token;
     static char user[65];
     vocl.user = vocl_user_name(user, sizeof(user));
+#ifdef VOCL_TEST_HOOKS
+    /* (A client that claims another user's name: what a daemon must see through.) */
+    const char *claimed = getenv("VOCL_TEST_USER");
+    if (claimed && *claimed)
+        vocl.user = claimed;
+#endif
     const char *t = getenv("VOCL_CONNECT_TIMEOUT");
     double secs = t && *t ? atof(t) : DEFAULT_TIMEOUT_S;
     if (secs <= 0)

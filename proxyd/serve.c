@@ -694,8 +694,8 @@ static void hand_on(struct vocl_conn *conn, int n)
     int64_t pid = 0;
     pid_t worker = proxyd_worker_take(n, where);
     if (worker > 0 && vocl_live_move(conn, where, &pid) == 0) {
-        vocl_note("client %d from %s (process %lld): handed to worker process %d", n,
-                 vocl_conn_peer(conn), (long long)pid, (int)worker);
+        vocl_note("client %d connected (process %lld) from %s: handed to worker process %d", n,
+                  (long long)pid, vocl_conn_peer(conn), (int)worker);
     } else {
         vocl_warn("client %d from %s: could not be handed to a worker: dropped", n,
                   vocl_conn_peer(conn));
@@ -734,13 +734,17 @@ static void *greet(void *arg)
     } else {
         int64_t local = vocl_live_local_pid(live);
         cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, 0, local);
+        if (cl) {
+            cl->s.uid = vocl_conn_peer_uid(g.conn);
+            cl->s.pid = (long)pid;
+        }
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", g.n);
             vocl_live_unlink(live);
             live = -1;
         } else {
-            vocl_note("client %d connected from %s (process %lld%s)", g.n, vocl_conn_peer(g.conn),
-                     (long long)pid, local ? "" : ", on another node");
+            vocl_note("client %d connected (process %lld) from %s%s", g.n, (long long)pid,
+                      vocl_conn_peer(g.conn), local ? "" : ", another node");
         }
     }
     if (!cl)
@@ -912,9 +916,14 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
         }
         vocl_info("worker: waiting for its client on port %d", port);
     } else {
+        /* (HOST:PORT for clients: the address listened on, or for every
+         * interface this host's name.) */
         char text[300];
-        snprintf(text, sizeof(text), "%s:%d", o->address ? o->address : proxy_name(o, host, 256),
-                 port);
+        bool any = !o->address || !strcmp(o->address, "0.0.0.0") || !strcmp(o->address, "::");
+        if (any && gethostname(host, sizeof(host) - 1))
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = 0;
+        snprintf(text, sizeof(text), "%s:%d", any ? host : o->address, port);
         if (o->port_file && write_port_file(o->port_file, text)) {
             vocl_listener_close(a.listener);
             return 1;

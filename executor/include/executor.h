@@ -194,7 +194,10 @@ struct exec_session {
     int who;         /* the client's number in logs (its rank in job mode) */
     char user[65];   /* the user its HELLO named (connect mode), or "" */
     char host[65];   /* and the host it runs on, or "" */
-    void *transport; /* the transport's own state (an MPI communicator) */
+    long uid;        /* daemon mode, a client of this node: the uid it really runs as
+                        (ucx.h: vocl_conn_peer_uid); -1: not known */
+    long pid;        /* and its process, as it said (0: not known) */
+    void *transport; /* the transport's own state (its channel) */
     bool in_process; /* local passthrough: may pass host pointers */
     bool hello;
     uint32_t serial; /* names the session in context notifications (notify.c) */
@@ -260,6 +263,9 @@ int exec_node_open(struct exec_node *node, const struct vocl_native_api *cl,
                    cl_device_type type_filter, const void *skip_dispatch);
 void exec_node_close(struct exec_node *node);
 void exec_session_init(struct exec_session *s, struct exec_node *node, int peer);
+/* Who s's client is, for a log line: "user U, uid N, host H, process P"
+ * (the uid where the node knows it). */
+void exec_session_who(const struct exec_session *s, char *out, size_t n);
 /* Releases everything the session's client still held. */
 void exec_session_end(struct exec_session *s);
 /*

@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
-# cluster.sh - daemon mode on the cluster harness (vocl-cluster): Open MPI's
-# name server on the login node, a daemon (voclproxyd --listen, 8 devices)
-# on each of 4 hosts, started once, outside any job; the applications on a
-# fifth host, under LD_PRELOAD alone, see 32 virtual GPUs and verify.
+# cluster.sh - daemon mode on the cluster harness (vocl-cluster): a daemon
+# (voclproxyd --listen, 8 devices, port 7010) on each of 4 hosts, started
+# once, outside any job; the applications on a fifth host, under
+# LD_PRELOAD alone, name them by host (VOCL_PROXIES=vc1,vc2,...), see 32
+# virtual GPUs and verify.
 # With slurm, the same daemons serve a batch job that allocates only the
 # application's node (sbatch -N 1 -w vc5).  All traffic stays on the
 # harness's own subnet (10.213.0.0/24) inside its namespaces.
 #   cluster.sh MPI VOCL_CLUSTER LIBVOCL VOCLPROXYD EXAMPLES-DIR apps|slurm
-# MPI: the build's (openmpi or mpich).  Exits 77 (skipped) on MPICH (no
-# dynamic processes), where namespaces cannot be made, without
-# ompi-server, or (slurm) without Slurm.
+# MPI: the build's (not used: daemon mode runs on UCX).  Exits 77 (skipped)
+# where namespaces cannot be made, or (slurm) without Slurm.
 set -uo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
 
 if [ "${1:-}" != --inner ]; then
-    [ "$1" = openmpi ] || { echo "SKIP: daemon mode needs an MPI with dynamic processes; this build's is $1"; exit 77; }
     shift
     cluster=$1 what=$5
     why=$("$cluster" check) || { echo "SKIP: $why"; exit 77; }
-    command -v ompi-server >/dev/null || { echo "SKIP: no ompi-server (openmpi-bin)"; exit 77; }
     up=(-n 5)
     if [ "$what" = slurm ]; then
         PATH=$PATH:/usr/sbin
@@ -33,7 +31,7 @@ if [ "${1:-}" != --inner ]; then
     CLUSTER_TMP=$(mktemp -d "${TMPDIR:-/tmp}/daemon-cluster.XXXXXX")
     export CLUSTER_TMP
     trap 'rm -rf "$CLUSTER_TMP"' EXIT
-    # (No preload of the harness's UCX fix: this is Open MPI.)
+    # (No preload of the harness's UCX fix: that is for MPICH's endpoints.)
     VOCL_CLUSTER_UCX_FIX= "$cluster" run "${up[@]}" -- bash "$0" --inner "$@"
     exit $?
 fi
@@ -45,21 +43,14 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# Open MPI on the harness's subnet only; no hydra, no preload.
+# UCX on the namespaces' interfaces (they have no other); no hydra, no preload.
 unset HYDRA_LAUNCHER HYDRA_LAUNCHER_EXEC HYDRA_HOST_FILE LD_PRELOAD VOCL_PRELOAD
-unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES
-export OMPI_MCA_oob_tcp_if_include=10.213.0.0/24 OMPI_MCA_btl_tcp_if_include=10.213.0.0/24
-export OMPI_MCA_btl=self,vader,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export HOME=$tmp/home VOCL_NAME_SERVER=$tmp/ns.uri
+unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES UCX_NET_DEVICES
+export HOME=$tmp/home
 # (The daemons' and applications' control sockets: the test's own.)
 export VOCL_CTL_DIR=$tmp/ctl
 mkdir -p "$HOME"
 mkdir -p -m 700 "$VOCL_CTL_DIR"
-
-ompi-server --no-daemonize -r "$VOCL_NAME_SERVER" >"$tmp/ns.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$VOCL_NAME_SERVER" ] && break; sleep 0.1; done
-[ -s "$VOCL_NAME_SERVER" ] || fail "ompi-server wrote no URI: $(cat "$tmp/ns.log")"
 
 daemons=(vc1 vc2 vc3 vc4)
 devs=$(printf 'pthread %.0s' 1 2 3 4 5 6 7 8)
@@ -72,7 +63,7 @@ for h in "${daemons[@]}"; do
     for _ in $(seq 300); do grep -q 'listening on' "$tmp/$h.log" && break; sleep 0.1; done
     grep -q 'listening on' "$tmp/$h.log" || fail "daemon on $h did not start: $(tail -5 "$tmp/$h.log")"
 done
-echo "daemons: $(printf '%s ' "${daemons[@]}")(8 devices each), name server on $(hostname)"
+echo "daemons: $(printf '%s ' "${daemons[@]}")(8 devices each, port 7010)"
 proxies=$(IFS=,; echo "${daemons[*]}")
 
 # check NAME OUTPUT: 32 devices, verified, and every daemon served vc5.
@@ -83,7 +74,7 @@ check() {
         fail "$1: no RESULT line on 32 devices with verified=yes: $(tail -5 "$2")"
     served=$((served + 1))
     for h in "${daemons[@]}"; do
-        n=$(grep -c "user root on vc5" "$tmp/$h.log")
+        n=$(grep -c "served (user root, .*host vc5," "$tmp/$h.log" || true)
         [ "$n" -eq "$served" ] || fail "$1: daemon $h served $n clients of vc5, not $served"
     done
 }
@@ -123,7 +114,7 @@ JOB
     grep -qx 'job on vc5, nodes vc5' "$tmp/job.out" || fail "the job did not run on vc5 alone"
     echo -n "gemm in the job: "
     check "the job" "$tmp/job.out"
-    for p in "${pids[@]}"; do kill -0 "$p" || fail "a daemon or the name server is gone after the job"; done
+    for p in "${pids[@]}"; do kill -0 "$p" || fail "a daemon is gone after the job"; done
     echo "the daemons stay after the job: $(grep -c 'session closed' "$tmp/vc1.log") session closed on vc1"
     ;;
 *)

@@ -38,6 +38,7 @@ VERSION = "@VERSION@"
 WORKER_CANDIDATES = ["@BUILD_WORKER@", "@WORKER@"]
 VOCL_RUN_CANDIDATES = ["@BUILD_VOCL_RUN@", "@VOCL_RUN@"]
 PINGPONG_CANDIDATES = ["@BUILD_PINGPONG@", "@PINGPONG@"]
+UCX_PINGPONG_CANDIDATES = ["@BUILD_UCX_PINGPONG@", "@UCX_PINGPONG@"]
 CLUSTER_CANDIDATES = ["@BUILD_VOCL_CLUSTER@"]
 LIBVOCL_CANDIDATES = ["@BUILD_LIBVOCL@", "@LIBVOCL@"]
 PROXYD_CANDIDATES = ["@BUILD_PROXYD@", "@PROXYD@"]
@@ -445,8 +446,6 @@ def plot(path, backend, series, title):
 # The targets of issue 22, against raw MPI between the same two hosts.
 CLUSTER_BW_TARGET = 0.97
 CLUSTER_LAT_EXTRA = 10e-6
-# The harness's subnet: daemon mode keeps Open MPI on it.
-CLUSTER_NET = "10.213.0.0/24"
 
 
 # The network's own ceiling: one TCP stream of 1 GiB in 4 MiB sends from
@@ -500,22 +499,23 @@ def merge_rounds(runs):
     return merged
 
 
-def cluster_round(cluster, worker, pingpong, wargs, pargs, env, r, vocl_run, libvocl):
+def cluster_round(cluster, worker, pingpong, wargs, pargs, env, r, vocl_run, libvocl, tmp):
     """One round's runs: native (the worker on vc1), raw MPI (mpi-pingpong
     between vc1 and vc2) and VOCL (the worker on vc1, its device served from
     vc2).  Job mode: MPICH's mpiexec and vocl_run on the login node with
-    the cluster's environment.  Daemon mode (libvocl given): Open MPI,
-    no mpiexec; mpi-pingpong on vc1 connects, through the name server, to
-    one accepting on vc2, and the worker runs under LD_PRELOAD, its device
-    the daemon's on vc2."""
+    the cluster's environment.  Daemon mode (libvocl given): UCX, no
+    mpiexec; ucx-pingpong on vc1 connects to one accepting on vc2, and the
+    worker runs under LD_PRELOAD, its device the daemon's on vc2 (tmp: the
+    port files)."""
     native = Run("native", [cluster, "exec", "vc1", worker] + wargs, env)
     if libvocl:
-        name = "vocl-bench-pingpong-%d" % r
-        mpi = Run("raw MPI", [cluster, "exec", "vc1", pingpong, "--connect", name] + pargs,
-                  dict(env, OMPI_MCA_pmix_server_uri="file:" + env["VOCL_NAME_SERVER"]))
-        mpi.peer = [cluster, "exec", "vc2", pingpong, "--accept", name] + pargs
+        pfile = os.path.join(tmp, "pingpong-%d.port" % r)
+        mpi = Run("raw UCX", [cluster, "exec", "vc1", pingpong, "--connect", "@" + pfile] + pargs,
+                  env)
+        mpi.peer = [cluster, "exec", "vc2", pingpong, "--accept", "0.0.0.0", "--port-file",
+                    pfile] + pargs
         vocl = Run("VOCL", [cluster, "exec", "vc1", "env", "LD_PRELOAD=" + libvocl,
-                            "VOCL_PROXIES=bench1", worker] + wargs, env)
+                            "VOCL_PROXIES=" + daemon_port_file(tmp, 1), worker] + wargs, env)
     else:
         on_head = [cluster, "exec", "vchead", "bash", "-c",
                    'eval "$("$0" env)" && exec "$@"', cluster]
@@ -543,7 +543,7 @@ def cluster_main(a, worker, vocl_run):
     """Native (the worker on vc1), raw MPI (mpi-pingpong, vc1 to vc2) and
     VOCL (the worker on vc1, its proxy on vc2) in one run, side by side; in
     job mode (mpiexec, vocl-run) or, with --daemons, in daemon mode (a
-    daemon on vc2, the name server on the login node, no mpiexec)."""
+    daemon on vc2, no mpiexec; raw UCX, ucx-pingpong, as the yardstick)."""
     cluster = a.vocl_cluster or find_first(CLUSTER_CANDIDATES) or shutil.which("vocl-cluster")
     pingpong = a.pingpong or find_first(PINGPONG_CANDIDATES)
     if not cluster or not pingpong:
@@ -552,6 +552,9 @@ def cluster_main(a, worker, vocl_run):
     libvocl = None
     if a.daemons:
         libvocl, proxyd = daemon_programs()
+        upingpong = find_first(UCX_PINGPONG_CANDIDATES)
+        if not upingpong:
+            die("--cluster --daemons needs ucx-pingpong (a build tree's)")
     sizes = a.sizes or "1M,4M,16M,64M"
     window, reps = str(a.window or 8), str(a.reps or 3)
     wargs = ["--sections", "bw,lat", "--sizes", sizes, "--window", window, "--reps", reps]
@@ -572,12 +575,13 @@ def cluster_main(a, worker, vocl_run):
             env = dict(os.environ, POCL_DEVICES="pthread")
             env.pop("VOCL_PIPELINE", None)
             if a.daemons:
-                procs, env = start_daemons(tmp, proxyd, 1, env, CLUSTER_NET,
-                                           [cluster, "exec", "vchead"], [cluster, "exec", "vc2"])
+                # (UCX on the harness's interfaces: the namespaces have no other.)
+                procs, env = start_daemons(tmp, proxyd, 1, dict(env, UCX_NET_DEVICES="all"),
+                                           "0.0.0.0", [cluster, "exec", "vc2"])
             for r in range(a.rounds):
                 note("round %d of %d" % (r + 1, a.rounds))
-                runs = cluster_round(cluster, worker, pingpong, wargs, pargs, env, r, vocl_run,
-                                     libvocl)
+                runs = cluster_round(cluster, worker, upingpong if a.daemons else pingpong, wargs,
+                                     pargs, env, r, vocl_run, libvocl, tmp)
                 for run in runs:
                     run_with_peer(run, tmp, a.timeout)
                 rounds.append(runs)
@@ -626,9 +630,9 @@ def cluster_main(a, worker, vocl_run):
                   fmt_value(less, "s"), "%+.1f us" % (added * 1e6) if lat else "-",
                   "<= MPI + %d us: %s" % (round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
     if a.daemons:
-        how = ("--cluster --daemons 1 (daemon mode: Open MPI, no mpiexec): hosts vc1 "
-               "(application under LD_PRELOAD, mpi-pingpong --connect) and vc2 (voclproxyd "
-               "--listen, mpi-pingpong --accept), ompi-server on vchead")
+        how = ("--cluster --daemons 1 (daemon mode: UCX, no mpiexec): hosts vc1 "
+               "(application under LD_PRELOAD, ucx-pingpong --connect) and vc2 (voclproxyd "
+               "--listen, ucx-pingpong --accept)")
     else:
         how = "--cluster: hosts vc1 (application) and vc2 (proxy / MPI rank 1)"
     print_table("%s %s %s, link %s each way (tc tbf), TCP; window %s, median of %s "
@@ -679,40 +683,37 @@ finally:  # (a script may end with sys.exit)
 SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
 
 
-def start_daemons(tmp, proxyd, n, env, net="lo", server_on=(), daemons_on=()):
-    """ompi-server and n daemons (bench1..benchN, one PoCL device each),
-    Open MPI kept on net (an interface or a subnet); each command after its
-    prefix server_on or daemons_on (vocl-cluster exec HOST), else on this
-    node; (their processes, the clients' environment).  Dies with the
-    daemon's own message where it cannot listen (a build against MPICH)."""
-    uri = os.path.join(tmp, "ns.uri")
-    env = dict(env, HOME=os.path.join(tmp, "home"), VOCL_NAME_SERVER=uri,
-               VOCL_CTL_DIR=os.path.join(tmp, "ctl"),
-               OMPI_MCA_oob_tcp_if_include=net, OMPI_MCA_btl_tcp_if_include=net,
-               OMPI_MCA_btl="self,vader,tcp", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", POCL_DEVICES="pthread")
+def start_daemons(tmp, proxyd, n, env, address="127.0.0.1", daemons_on=()):
+    """n daemons (bench1..benchN, one PoCL device each) listening on
+    address, each on a port the kernel picks, written to tmp/benchI.port;
+    each command after the prefix daemons_on (vocl-cluster exec HOST), else
+    on this node; (their processes, the clients' environment).  UCX is kept
+    on loopback unless the caller's environment says otherwise."""
+    env = dict(env, HOME=os.path.join(tmp, "home"), VOCL_CTL_DIR=os.path.join(tmp, "ctl"),
+               POCL_DEVICES="pthread")
+    env.setdefault("UCX_NET_DEVICES", "lo")
     for k in ("VOCL_APP_RANKS", "VOCL_CONNECT", "VOCL_PROXIES", "VOCL_PROXIES_FILE"):
         env.pop(k, None)
     os.makedirs(env["HOME"])
-    server = shutil.which("ompi-server")
-    if not server:
-        die("--daemons needs Open MPI's ompi-server (setup-debian.sh --openmpi)")
-    procs = [subprocess.Popen(list(server_on) + [server, "--no-daemonize", "-r", uri], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = []
     try:
-        wait_for(lambda: os.path.exists(uri) and os.path.getsize(uri) > 0, 10,
-                 "ompi-server's URI")
         for i in range(1, n + 1):
             # bench1 serves every section: its peak memory at exit (SIGTERM).
             denv = dict(env, VOCL_PROXY_RUSAGE=os.path.join(tmp, "rusage")) if i == 1 else env
             procs.append(start_listening(
-                list(daemons_on) + [proxyd, "--listen", "--name", "bench%d" % i, "-v"], denv,
-                os.path.join(tmp, "bench%d.log" % i), "daemon bench%d" % i,
-                " (daemon mode needs the build against Open MPI, README)"))
+                list(daemons_on) + [proxyd, "--listen", "--name", "bench%d" % i, "-v",
+                                    "--address", address, "--port", "0",
+                                    "--port-file", daemon_port_file(tmp, i)], denv,
+                os.path.join(tmp, "bench%d.log" % i), "daemon bench%d" % i))
     except BaseException:
         stop_all(procs)
         raise
     return procs, env
+
+
+def daemon_port_file(tmp, i):
+    """Where daemon benchI says where it listens (HOST:PORT)."""
+    return os.path.join(tmp, "bench%d.port" % i)
 
 
 def start_listening(cmd, env, log, what, hint=""):
@@ -736,17 +737,16 @@ def start_listening(cmd, env, log, what, hint=""):
 
 
 def stop_all(procs):
-    """Ends start_daemons' processes (or any list), the daemons first: on
-    SIGTERM each unpublishes its name from the name server, procs[0]."""
-    for group in (procs[1:], procs[:1]):
-        for p in group:
-            p.terminate()
-        for p in group:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+    """Ends start_daemons' processes (or any list): SIGTERM, then SIGKILL
+    after 10 s."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def wait_for(ready, seconds, what):
@@ -779,22 +779,22 @@ def daemon_main(a, worker):
         try:
             native = Run("native", [worker] + wargs, env)
             one = Run("VOCL, 1 daemon", [worker] + wargs,
-                      dict(env, LD_PRELOAD=libvocl, VOCL_PROXIES="bench1"))
-            names = ",".join("bench%d" % i for i in range(1, a.daemons + 1))
+                      dict(env, LD_PRELOAD=libvocl, VOCL_PROXIES=daemon_port_file(tmp, 1)))
+            names = ",".join(daemon_port_file(tmp, i) for i in range(1, a.daemons + 1))
             every = Run("VOCL, %d daemons" % a.daemons, [worker, "--sections", "call", "--quick"],
                         dict(env, LD_PRELOAD=libvocl, VOCL_PROXIES=names))
             runs = [native, one, every]
             for run in runs:
                 run_worker(run, a.timeout)
-            # Raw MPI between two programs started alone, as a client and
+            # Raw UCX between two programs started alone, as a client and
             # its daemon meet: the yardstick of daemon mode's round trip.
-            pingpong = a.pingpong or find_first(PINGPONG_CANDIDATES)
+            pingpong = find_first(UCX_PINGPONG_CANDIDATES)
             mpi = None
             if pingpong:
-                penv = dict(env, OMPI_MCA_pmix_server_uri="file:" + env["VOCL_NAME_SERVER"])
-                mpi = Run("raw MPI", [pingpong, "--connect", "vocl-bench-pingpong",
-                                      "--sizes", "4K"], penv)
-                mpi.peer = [pingpong, "--accept", "vocl-bench-pingpong", "--sizes", "4K"]
+                pfile = os.path.join(tmp, "pingpong.port")
+                mpi = Run("raw UCX", [pingpong, "--connect", "@" + pfile, "--sizes", "4K"], env)
+                mpi.peer = [pingpong, "--accept", "127.0.0.1", "--port-file", pfile,
+                            "--sizes", "4K"]
                 run_with_peer(mpi, tmp, a.timeout)
                 runs.append(mpi)
         finally:
@@ -805,16 +805,16 @@ def daemon_main(a, worker):
           "(daemon mode; the application alone under LD_PRELOAD, no mpiexec)"
           % (PROG, VERSION, device))
     rows = build_rows(native, one, None)
-    # Daemon mode's round-trip target is raw MPI's (two programs over TCP,
+    # Daemon mode's round-trip target is raw UCX's (two programs over TCP,
     # not one job's shared memory) + 10 us where the device allows: the
     # device's own read (the native row) comes out.
     rtt = value_of(mpi, ("lat", "rtt4", "4"))
     for row in rows:
         if row.metric == "read 4 B, blocking" and row.native is not None and row.vocl is not None:
-            row.target = "<= MPI (%s) + %d us, less native" % (
+            row.target = "<= UCX (%s) + %d us, less native" % (
                 fmt_value(rtt, "s") if rtt else "?", round(CLUSTER_LAT_EXTRA * 1e6))
             row.verdict = verdict(row.vocl - row.native - rtt <= CLUSTER_LAT_EXTRA) \
-                if rtt else "n/a (no mpi-pingpong run)"
+                if rtt else "n/a (no ucx-pingpong run)"
     first = ("call", "clGetPlatformIDs", "first")
     rows.insert(0, Row("call", "first call, connecting to %d daemons" % a.daemons, "first", "s",
                        value_of(native, first), value_of(every, first), None,
