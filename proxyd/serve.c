@@ -70,9 +70,10 @@ struct server {
 };
 
 /* A client on ch (live: its number in liveness.h; tag_base: wire.h; pid:
- * its process, if on this node). */
+ * its process, if on this node; who: its uid and process, for the session,
+ * or NULL). */
 static struct client *add_client(struct server *sv, struct vocl_chan ch, int live, int id,
-                                 int tag_base, int64_t pid)
+                                 int tag_base, int64_t pid, const long who[2])
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
@@ -83,6 +84,10 @@ static struct client *add_client(struct server *sv, struct vocl_chan ch, int liv
     exec_session_init(&cl->s, sv->node, ch.rank);
     cl->s.who = id;
     cl->s.tag_base = tag_base;
+    if (who) {
+        cl->s.uid = who[0];
+        cl->s.pid = who[1];
+    }
     cl->pid = pid;
     cl->since_ns = vocl_now_ns();
     cl->s.data = &proxyd_chan_data;
@@ -494,8 +499,18 @@ static bool worker_done(struct server *sv)
     if (!sv->worker)
         return false;
     pthread_mutex_lock(&sv->lock);
-    bool done = sv->nclients ? sv->clients[0]->released && !sv->closing : getppid() != sv->parent;
+    struct client *cl = sv->nclients ? sv->clients[0] : NULL;
+    bool done = cl ? cl->released && !sv->closing : getppid() != sv->parent;
     pthread_mutex_unlock(&sv->lock);
+    if (cl && cl->gone && atomic_load(&cl->s.lost)) {
+        /* Its client died: nothing is owed to anyone, and what it left on
+         * the device (a long kernel, queued commands) would hold a release
+         * for as long as it runs.  The process's end frees all of it. */
+        vocl_note("client %d is gone: its worker ends", cl->id);
+        proxyd_worker_publish(NULL, 0); /* (its file for vocl-smi goes too) */
+        fflush(NULL);
+        _exit(0);
+    }
     return done;
 }
 
@@ -640,7 +655,7 @@ int proxyd_job_mode(struct exec_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (!add_client(&sv, VOCL_CHAN_MPI(comm, r), r, r, 0, 0)) {
+        if (!add_client(&sv, VOCL_CHAN_MPI(comm, r), r, r, 0, 0, NULL)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -733,11 +748,8 @@ static void *greet(void *arg)
         live = -1;
     } else {
         int64_t local = vocl_live_local_pid(live);
-        cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, 0, local);
-        if (cl) {
-            cl->s.uid = vocl_conn_peer_uid(g.conn);
-            cl->s.pid = (long)pid;
-        }
+        const long who[2] = {vocl_conn_peer_uid(g.conn), (long)pid};
+        cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, 0, local, who);
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", g.n);
             vocl_live_unlink(live);
@@ -757,7 +769,7 @@ static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
     while (!atomic_load(&a->done)) {
-        struct vocl_conn *conn = vocl_accept(a->listener, 1000000000u);
+        struct vocl_conn *conn = vocl_accept(a->listener, 200000000u);
         if (!conn)
             continue;
         int n = atomic_fetch_add(&a->next, 1) + 1;
@@ -949,7 +961,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     serve(&sv); /* a shared proxy serves until it is stopped */
 
     atomic_store(&a.done, true);
-    pthread_join(t, NULL); /* (it looks at done every second) */
+    pthread_join(t, NULL); /* (it looks at done every 200 ms) */
     vocl_listener_close(a.listener);
     if (sv.isolate)
         proxyd_workers_stop();

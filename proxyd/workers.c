@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -221,12 +222,28 @@ void proxyd_workers_reap(void)
     pthread_mutex_unlock(&ws.lock);
 }
 
+/* How long stopped workers have to end their sessions, before SIGKILL. */
+#define STOP_NS (3ull * 1000000000u)
+
 void proxyd_workers_stop(void)
 {
     pthread_mutex_lock(&ws.lock);
     for (int i = 0; i < ws.n; i++)
         kill(ws.w[i].pid, SIGTERM); /* (each ends its session as the daemon would) */
     pthread_mutex_unlock(&ws.lock);
+    /* The daemon ends with its workers, not before them. */
+    uint64_t start = vocl_now_ns();
+    for (bool left = true; left;) {
+        proxyd_workers_reap();
+        pthread_mutex_lock(&ws.lock);
+        left = ws.n > 0;
+        bool late = left && vocl_now_ns() - start > STOP_NS;
+        for (int i = 0; late && i < ws.n; i++)
+            kill(ws.w[i].pid, SIGKILL);
+        pthread_mutex_unlock(&ws.lock);
+        if (left)
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
     DIR *d = opendir(ws.dir);
     for (struct dirent *e; d && (e = readdir(d));)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))

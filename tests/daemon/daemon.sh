@@ -389,6 +389,98 @@ cycles)
     [ "$limit" -lt 0 ] || [ "$per" -le "$limit" ] ||
         fail "resident memory grows $per KiB a cycle after the first $((n / 2))"
     ;;
+idle)
+    # Any time: a daemon idle longer than any timeout of its transport
+    # takes a new client at once, and a client whose session sat idle as
+    # long goes on.  VOCL_DAEMON_IDLE seconds (the daemon suite: 20, with
+    # UCX's keepalive and VOCL's peer timeout cut to a second; the full
+    # setup: 310, past the 300 s after which Open MPI's accept used to give
+    # up for good).  vocl-smi (HOSTILE's place) holds the idle session.
+    smi=$hostile
+    idle=${VOCL_DAEMON_IDLE:-20}
+    start_daemon a 1; pa=$dpid
+    "$smi" -w "$idle" -c 2 "$(px a)" >"$tmp/held" 2>&1 & held=$!
+    pids+=("$held")
+    sleep "$idle"
+    sleep 1
+    start=$(ms)
+    VOCL_PROXIES=$(px a) LD_PRELOAD=$lib timeout 60 clinfo -l >"$tmp/late" 2>&1 ||
+        fail "a client after $idle s idle: $(cat "$tmp/late")"
+    took=$(($(ms) - start))
+    [ "$(grep -c 'Device #' "$tmp/late")" -eq 1 ] || fail "a client after $idle s idle: $(cat "$tmp/late")"
+    [ "$took" -le 3000 ] || fail "a client after $idle s idle waited $took ms"
+    wait "$held" || fail "a session idle for $idle s: exit $?: $(cat "$tmp/held")"
+    [ "$(grep -c '^vocl-smi  ' "$tmp/held")" -eq 2 ] && grep -q '^proxy a: 1 device' "$tmp/held" ||
+        fail "a session idle for $idle s: $(cat "$tmp/held")"
+    echo "after $idle s with no new connection: clinfo -l through the daemon in $took ms;" \
+         "a session idle $idle s went on (vocl-smi's second round)"
+    ;;
+soak)
+    # For months: VOCL_DAEMON_CYCLES (default 200) sequential applications,
+    # each connecting, verifying and exiting, on a daemon with workers (the
+    # default).  Each one's worker is gone within 2 s of its exit; at the
+    # end the daemon's threads, descriptors and child processes are what
+    # they were after the first, and its resident memory grew less than
+    # VOCL_DAEMON_GROWTH_KB a connection in the second half.  Its figures
+    # every tenth of the way go to VOCL_SOAK_CSV, if set (docs/report/daemon).
+    n=${VOCL_DAEMON_CYCLES:-200}
+    start_daemon a 1; pa=$dpid
+    figures() {
+        echo "$(awk '/^VmRSS:/{print $2}' "/proc/$pa/status") $(threads "$pa")" \
+             "$(find "/proc/$pa/fd" -mindepth 1 | wc -l) $(pgrep -P "$pa" | wc -l)"
+    }
+    # workers_gone TIMEOUT-MS: until the daemon has only its spare worker.
+    workers_gone() {
+        local t0
+        t0=$(ms)
+        while [ "$(pgrep -P "$pa" | wc -l)" -gt 1 ]; do
+            [ $(($(ms) - t0)) -le "$1" ] || return 1
+            sleep 0.02
+        done
+    }
+    # A client killed (-9), then one ended by SIGTERM, mid-run: their workers go.
+    for sig in KILL TERM; do
+        VOCL_PROXIES=$(px a) LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 200 >"$tmp/victim" 2>&1 & v=$!
+        pids+=("$v")
+        for _ in $(seq 200); do grep -q 'bodies \[' "$tmp/victim" && break; sleep 0.05; done
+        kill -"$sig" "$v"
+        wait "$v" 2>/dev/null || true
+        t0=$(ms)
+        workers_gone 2000 || fail "the worker of a client ended by SIG$sig still runs 2 s after"
+        echo "a client ended by SIG$sig: its worker gone $(($(ms) - t0)) ms after"
+    done
+    app "$tmp/warm" a "$examples/gemm" -n 32 -r 1 || fail "first run: $(tail -3 "$tmp/warm")"
+    wait_idle "$pa" a 5 >/dev/null
+    workers_gone 2000 || fail "a worker stays after the first run"
+    read -r r0 t0 f0 k0 < <(figures)
+    [ -z "${VOCL_SOAK_CSV:-}" ] || echo "cycle,rss_kib,threads,fds,children" >"$VOCL_SOAK_CSV"
+    start=$SECONDS
+    worst=0
+    for ((i = 1; i <= n; i++)); do
+        app "$tmp/run" a "$examples/gemm" -n 32 -r 1 || fail "cycle $i: exit $?: $(tail -3 "$tmp/run")"
+        verified "$tmp/run" "cycle $i"
+        e=$(ms)
+        workers_gone 2000 || fail "cycle $i: its worker still runs 2 s after the client exited"
+        [ $(($(ms) - e)) -le "$worst" ] || worst=$(($(ms) - e))
+        if [ $((i % (n / 10 > 0 ? n / 10 : 1))) -eq 0 ]; then
+            [ "$i" -ne $((n / 2)) ] || { wait_idle "$pa" a 5 >/dev/null; rh=$(awk '/^VmRSS:/{print $2}' "/proc/$pa/status"); }
+            [ -z "${VOCL_SOAK_CSV:-}" ] || echo "$i,$(figures | tr ' ' ',')" >>"$VOCL_SOAK_CSV"
+        fi
+    done
+    took=$((SECONDS - start))
+    wait_idle "$pa" a 5 >/dev/null
+    read -r r1 t1 f1 k1 < <(figures)
+    per=$(( (r1 - ${rh:-$r0}) * 1024 / (n - n / 2) ))
+    echo "$n cycles in $took s ($(( n / (took > 0 ? took : 1) )) a second); a worker gone at most" \
+         "$worst ms after its client; daemon resident $r0 -> ${rh:-?} -> $r1 KiB (second half:" \
+         "$per bytes a connection), threads $t0 -> $t1, descriptors $f0 -> $f1, children $k0 -> $k1;" \
+         "holds $(state "$pa" a) (sessions objects bytes)"
+    [ "$t1" -le "$t0" ] && [ "$f1" -le "$f0" ] && [ "$k1" -le "$k0" ] ||
+        fail "threads, descriptors or children grew: $t0 $f0 $k0 -> $t1 $f1 $k1"
+    limit=${VOCL_DAEMON_GROWTH_KB:-1}
+    [ "$limit" -lt 0 ] || [ "$per" -le $((limit * 1024)) ] ||
+        fail "resident memory grows $per bytes a connection after the first $((n / 2))"
+    ;;
 deaths)
     start_daemon a 1; pa=$dpid
     start_daemon b 1; pb=$dpid

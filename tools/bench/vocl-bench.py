@@ -891,7 +891,7 @@ def breakdown_main(a, worker, vocl_run):
             libvocl, proxyd = daemon_programs()
             procs, base_env = start_daemons(tmp, proxyd, 1, base_env)
             vocl_cmd = []
-            vocl_env = dict(base_env, LD_PRELOAD=libvocl, VOCL_PROXIES="bench1")
+            vocl_env = dict(base_env, LD_PRELOAD=libvocl, VOCL_PROXIES=daemon_port_file(tmp, 1))
             how = "voclproxyd --listen, this node"
         else:
             procs = []
