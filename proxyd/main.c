@@ -459,7 +459,10 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (o.worker_fd >= 0) {
-        /* A worker: nothing of the daemon's but the pipe of its port. */
+        /* A worker: nothing of the daemon's but the pipe of its port (nor
+         * its service manager: the daemon speaks to it). */
+        unsetenv("NOTIFY_SOCKET");
+        unsetenv("WATCHDOG_USEC");
         if (o.worker_fd > 3)
             close_range(3, (unsigned)o.worker_fd - 1, 0);
         close_range((unsigned)o.worker_fd + 1, ~0u, 0);

@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stddef.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 
 #include <mpi.h>
@@ -68,6 +71,9 @@ struct server {
     uint64_t published_ns; /* a worker: when it last said what its session holds */
     int published;         /* and what: no session, a client, a client that said HELLO */
 };
+
+/* The serving loop's last pass (serve), which the watchdog wants recent. */
+static _Atomic uint64_t served_ns;
 
 /* A client on ch (live: its number in liveness.h; tag_base: wire.h; pid:
  * its process, if on this node; who: its uid and process, for the session,
@@ -559,6 +565,7 @@ static void serve(struct server *sv)
     unsigned long naps = 0, rung = 0;
     while (sv->job_mode ? sv->live > 0 || sv->closing || exec_builds_running()
                         : !stop_wanted && !worker_done(sv)) {
+        atomic_store(&served_ns, vocl_now_ns());
         if (sv->isolate)
             proxyd_workers_reap();
         check_daemon(sv);
@@ -687,6 +694,38 @@ int proxyd_job_mode(struct exec_node *node, int nclients)
  */
 #define GREETING 128
 
+/*
+ * systemd's service manager (sd_notify(3), without libsystemd: one
+ * datagram a message to $NOTIFY_SOCKET): READY=1 once the daemon listens,
+ * WATCHDOG=1 from the accept loop while the serving loop goes round
+ * (WatchdogSec: a daemon that stops serving is restarted), STOPPING=1.
+ */
+static void notify(const char *msg)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = path ? strlen(path) : 0;
+    if (!n || n >= sizeof(a.sun_path) || (path[0] != '/' && path[0] != '@'))
+        return;
+    memcpy(a.sun_path, path, n);
+    if (a.sun_path[0] == '@')
+        a.sun_path[0] = 0; /* (the abstract namespace) */
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&a,
+           (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n));
+    close(fd);
+}
+
+/* The watchdog's period (WATCHDOG_USEC, set by systemd), half of it; 0: none. */
+static uint64_t watchdog_half_ns(void)
+{
+    const char *v = getenv("WATCHDOG_USEC");
+    long long us = v ? atoll(v) : 0;
+    return us > 0 ? (uint64_t)us * 500u : 0;
+}
+
 struct acceptor {
     struct server *sv;
     struct vocl_listener *listener;
@@ -768,7 +807,13 @@ static void *greet(void *arg)
 static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
+    uint64_t half = a->sv->worker ? 0 : watchdog_half_ns(), fed = 0;
     while (!atomic_load(&a->done)) {
+        uint64_t now = vocl_now_ns();
+        if (half && now - fed >= half && now - atomic_load(&served_ns) < half) {
+            notify("WATCHDOG=1");
+            fed = now;
+        }
         struct vocl_conn *conn = vocl_accept(a->listener, 200000000u);
         if (!conn)
             continue;
@@ -958,8 +1003,12 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
         vocl_listener_close(a.listener);
         return 1;
     }
+    if (!sv.worker)
+        notify("READY=1");
     serve(&sv); /* a shared proxy serves until it is stopped */
 
+    if (!sv.worker)
+        notify("STOPPING=1");
     atomic_store(&a.done, true);
     pthread_join(t, NULL); /* (it looks at done every 200 ms) */
     vocl_listener_close(a.listener);

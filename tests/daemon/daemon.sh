@@ -481,6 +481,42 @@ soak)
     [ "$limit" -lt 0 ] || [ "$per" -le $((limit * 1024)) ] ||
         fail "resident memory grows $per bytes a connection after the first $((n / 2))"
     ;;
+notify)
+    # A service: systemd's notification socket (a fake one here) hears
+    # READY=1 once the daemon listens, WATCHDOG=1 every half of
+    # WATCHDOG_USEC while it serves, STOPPING=1 at SIGTERM; its workers say
+    # nothing to it.
+    python3 - "$tmp/notify.sock" "$tmp/notify.out" <<'PY' & listener=$!
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.settimeout(0.5)
+out = open(sys.argv[2], "w", buffering=1)
+t0 = time.monotonic()
+while time.monotonic() - t0 < 30:
+    try:
+        m = s.recv(4096).decode()
+    except socket.timeout:
+        continue
+    out.write("%.3f %s\n" % (time.monotonic() - t0, m))
+    if m == "STOPPING=1":
+        break
+PY
+    pids+=("$listener")
+    for _ in $(seq 50); do [ -S "$tmp/notify.sock" ] && break; sleep 0.1; done
+    NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=400000 start_daemon a 1; pa=$dpid
+    app "$tmp/served" a "$examples/gemm" -n 64 -r 1 || fail "a client: $(tail -3 "$tmp/served")"
+    sleep 2
+    kill -TERM "$pa"
+    wait "$listener" || true
+    grep -q ' READY=1$' "$tmp/notify.out" || fail "no READY=1: $(cat "$tmp/notify.out")"
+    head -1 "$tmp/notify.out" | grep -q ' READY=1$' || fail "READY=1 is not first: $(cat "$tmp/notify.out")"
+    fed=$(grep -c ' WATCHDOG=1$' "$tmp/notify.out" || true)
+    [ "$fed" -ge 5 ] || fail "$fed WATCHDOG=1 in 2.5 s at a period of 0.4 s: $(cat "$tmp/notify.out")"
+    tail -1 "$tmp/notify.out" | grep -q ' STOPPING=1$' || fail "no STOPPING=1 last: $(cat "$tmp/notify.out")"
+    [ "$(grep -vc ' \(READY\|WATCHDOG\|STOPPING\)=1$' "$tmp/notify.out")" -eq 0 ] ||
+        fail "other messages: $(cat "$tmp/notify.out")"
+    echo "notifications: READY=1, $fed WATCHDOG=1 (period 0.4 s), STOPPING=1"
+    ;;
 deaths)
     start_daemon a 1; pa=$dpid
     start_daemon b 1; pb=$dpid
