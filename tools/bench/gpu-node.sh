@@ -112,6 +112,13 @@ skip() { # PART REASON: the part's table says so instead of numbers
     echo "$2" >"$raw/p$1.skip"
 }
 left() { ((SECONDS + $1 <= BUDGET)); }
+# tmo [SECONDS]: a run's timeout: RUN_TIMEOUT (or SECONDS), but none past
+# the budget and half a minute, so that one hung run cannot take the rest.
+tmo() {
+    local t=${1:-$RUN_TIMEOUT} rest=$((BUDGET + 30 - SECONDS))
+    ((t < rest)) || t=$rest
+    echo $((t > 5 ? t : 5))
+}
 # next_round PART R: whether round R may start: the first if the budget is
 # not spent, a later one if one more round like the last fits the part's
 # share and the whole budget.
@@ -186,7 +193,7 @@ cores=$(nproc)
     echo "cpu_device=${cpu_name:+$cpu_name, $cores cores, $THREADS_PER_DEVICE PoCL threads a device}"
     echo "smoke=$smoke"
 } >"$raw/node.txt"
-echo "measuring on: $main_name$([ -n "$gpu_name" ] && echo " (NVIDIA's OpenCL: $gpu_lib)")"
+echo "measuring on: $main_name$([ -n "$gpu_name" ] && echo " (the GPU's ICD: $gpu_lib)")"
 echo "CPU devices: ${cpu_name:-none (no PoCL ICD)}"
 # The environments that list the node's measured device alone, and PoCL alone.
 main=(env)
@@ -221,7 +228,7 @@ part_start=$SECONDS
 for ((r = 1; ; r++)); do
     next_round 1 $r || break
     round_start=$SECONDS
-    "${main[@]}" timeout $((RUN_TIMEOUT * 2)) "$bench" --sections bw --sizes "$BW_SIZES" --reps "$BW_REPS" \
+    "${main[@]}" timeout "$(tmo $((RUN_TIMEOUT * 2)))" "$bench" --sections bw --sizes "$BW_SIZES" --reps "$BW_REPS" \
         --window "$BW_WINDOW" --no-pipeline-run --timeout "$RUN_TIMEOUT" --csv "$raw/bw-$r.csv" \
         >"$raw/bw-$r.txt" 2>&1
     rc=$?
@@ -237,7 +244,7 @@ part_start=$SECONDS
 for ((r = 1; ; r++)); do
     next_round 2 $r || break
     round_start=$SECONDS
-    "${main[@]}" timeout $((RUN_TIMEOUT * 2)) "$bench" --sections lat,launch --reps "$LAT_REPS" \
+    "${main[@]}" timeout "$(tmo $((RUN_TIMEOUT * 2)))" "$bench" --sections lat,launch --reps "$LAT_REPS" \
         --launches "$LAUNCHES" --no-pipeline-run --timeout "$RUN_TIMEOUT" --csv "$raw/lat-$r.csv" \
         >"$raw/lat-$r.txt" 2>&1
     rc=$?
@@ -268,7 +275,7 @@ pthreads() { local d=pthread i; for ((i = 1; i < $1; i++)); do d+=" pthread"; do
 # it; cpu: N PoCL devices natively, N proxies of one PoCL device each.
 one() {
     local table=$1 app=$2 n=$3 way=$4 r=$5 pre line want=$3 threads=$THREADS_PER_DEVICE
-    if ! left 5; then
+    if ! left 5 || ((SECONDS - part_start + 3 > P3_BUDGET)); then
         echo "table=$table app=$app n=$n way=$way round=$r seconds=SKIP" >>"$raw/scaling.txt"
         return
     fi
@@ -280,7 +287,7 @@ one() {
         pre+=(POCL_MAX_PTHREAD_COUNT="$threads" "$vocl_run" -n "$n" -d 1 --)
     fi
     # shellcheck disable=SC2086  # the command's words
-    line=$(timeout "$RUN_TIMEOUT" "${pre[@]}" ${cmd[$app]} 2>"$work/run.err" | grep '^RESULT ' | tail -n 1)
+    line=$(timeout "$(tmo)" "${pre[@]}" ${cmd[$app]} 2>"$work/run.err" | grep '^RESULT ' | tail -n 1)
     if [[ $line != *" verified=yes"* || $line != *" devices=$want "* ]]; then
         tail -n 15 "$work/run.err"
         fail 3 "$app, $way, $table, $n device(s): no verified RESULT on $want device(s): '${line:-none}'"
@@ -298,12 +305,14 @@ else
         echo "-- warm-up: each kernel compiled once, into the drivers' caches"
         for app in $P3_APPS; do
             # shellcheck disable=SC2086
-            "${main[@]}" timeout "$RUN_TIMEOUT" ${cmd[$app]} >/dev/null 2>&1
-            for n in $COUNTS; do
+            "${main[@]}" timeout "$(tmo)" ${cmd[$app]} >/dev/null 2>&1
+            # (the group sizes PoCL compiles for differ with the count)
+            read -ra c <<<"$COUNTS"
+            for n in "${c[0]}" "${c[-1]}"; do
                 [ -n "$cpu_name" ] || break
                 # shellcheck disable=SC2086
                 "${cpu[@]}" POCL_DEVICES="$(pthreads "$n")" POCL_MAX_PTHREAD_COUNT=$((THREADS_PER_DEVICE * n)) \
-                    timeout "$RUN_TIMEOUT" ${cmd[$app]} >/dev/null 2>&1
+                    timeout "$(tmo)" ${cmd[$app]} >/dev/null 2>&1
             done
         done
     fi
@@ -346,7 +355,7 @@ else
             for ((i = ${#p4ways[@]} - 1; i >= 0; i--)); do order+=("${p4ways[i]}"); done
         fi
         "${cpu[@]}" POCL_MAX_PTHREAD_COUNT="$THREADS_PER_DEVICE" ROUNDS=1 BUILD="$build" APPS="$P4_APPS" \
-            CONFIGS="${order[*]}" timeout $((RUN_TIMEOUT * 8)) "$src/docs/report/failover/run.sh" \
+            CONFIGS="${order[*]}" timeout "$(tmo $((RUN_TIMEOUT * 8)))" "$src/docs/report/failover/run.sh" \
             2>"$work/p4.err" | sed "s/ round=1\$/ round=$r/" | tee -a "$raw/unused.txt"
         rc=${PIPESTATUS[0]}
         bad=$(grep -cvE ' rc=0 .* verified=yes ' "$raw/unused.txt")
@@ -368,7 +377,7 @@ if ! "$PYTHON" -c 'import pyopencl, numpy' 2>/dev/null; then
 elif [ -z "$main_vendors" ]; then
     skip 5 "no OpenCL device found on this node"
 elif next_round 5 1; then
-    "${main[@]}" timeout $((P5_BUDGET + 60)) "$bench" --pyopencl tests/external/pyopencl --rounds "$P5_ROUNDS" \
+    "${main[@]}" timeout "$(tmo $((P5_BUDGET + 60)))" "$bench" --pyopencl tests/external/pyopencl --rounds "$P5_ROUNDS" \
         --python "$(command -v "$PYTHON")" --timeout "$RUN_TIMEOUT" --csv "$raw/pyopencl.csv" \
         >"$raw/pyopencl.txt" 2>&1
     rc=$?
@@ -389,7 +398,7 @@ elif next_round 5 1; then
             done
         fi
         "${main[@]}" PYOPENCL_TESTS="$work/upstream" VOCL_PYTHON="$(command -v "$PYTHON")" \
-            timeout $((BUDGET - SECONDS > 30 ? BUDGET - SECONDS : 30)) \
+            timeout "$(tmo 600)" \
             bash tests/external/pyopencl-upstream.sh "$vocl_run" 1 1 >"$raw/upstream.txt" 2>&1
         rc=$?
         tail -n 12 "$raw/upstream.txt"
