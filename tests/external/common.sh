@@ -24,10 +24,14 @@ ext_pocl_devices() {
 }
 
 # Natively only PoCL's ICD is listed, whatever else is installed, so that the
-# native run sees what the proxies see.
+# native run sees what the proxies see; where OCL_ICD_VENDORS already says
+# which (a GPU node: tools/bench/gpu-node.sh), the proxies inherit it, and
+# the native run keeps it.
 ext_native_env() {
     local icd=/etc/OpenCL/vendors/pocl.icd
-    if [ -r "$icd" ]; then
+    if [ -n "${OCL_ICD_VENDORS:-}" ]; then
+        echo "OCL_ICD_VENDORS=$OCL_ICD_VENDORS"
+    elif [ -r "$icd" ]; then
         echo "OCL_ICD_VENDORS=$icd"
     fi
 }
