@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define VOCL_WIRE_MAGIC   0x564fu /* "VO" */
-#define VOCL_WIRE_VERSION 6u
+#define VOCL_WIRE_VERSION 7u
 #define VOCL_HDR_SIZE     16u
 
 /* Largest control message either side accepts; bulk data travels in chunks. */

@@ -417,7 +417,12 @@ static void op_hello(struct exec_req *q)
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_enc_HELLO_rep(q->w, &(struct vocl_msg_HELLO_rep){
                                  .version = VOCL_WIRE_VERSION,
-                                 .features = q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE,
+                                 .features = (q->s->shm ? VOCL_FEAT_SHM : VOCL_FEAT_NONE) |
+                                             (node->limits.mem || node->limits.objects
+                                                  ? VOCL_FEAT_LIMITS
+                                                  : VOCL_FEAT_NONE),
+                                 .mem_limit = node->limits.mem,
+                                 .obj_limit = node->limits.objects,
                                  .chunk = node->xfer.pool_size,
                                  .node = {node->node_name, strlen(node->node_name), 0},
                                  .devices = {.n = node->ndev, .v = devs}});

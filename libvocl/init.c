@@ -139,6 +139,10 @@ int vocl_greet(struct vocl_proxy *px)
         const char *why = vocl_dec_HELLO_rep(&c.r, &rep);
         px->shm = rep.features & VOCL_FEAT_SHM;
         px->chunk = (size_t)rep.chunk;
+        if (rep.features & VOCL_FEAT_LIMITS) {
+            px->mem_limit = rep.mem_limit;
+            px->obj_limit = rep.obj_limit;
+        }
         if (why || rep.devices.n > 4096 || c.r.fail || px->chunk < (4u << 10) ||
             px->chunk > (64u << 20) || !vocl_node_name_ok(rep.node.p, rep.node.len))
             c.err = CL_OUT_OF_RESOURCES;

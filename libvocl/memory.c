@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,12 +131,18 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
     }
     /* Checked all the spec asks that the client can know: without host data
      * to copy, what is left to fail is the allocation, which drivers may
-     * report late anyway.  So the creation does not wait. */
+     * report late anyway.  So the creation does not wait, but for a large
+     * buffer on a daemon that limits its sessions' memory: a refusal there
+     * is the application's to see at this call, as a driver's would be. */
+    struct vocl_proxy *refused_by = NULL;
     for (cl_uint rep = 0; vocl_call_each(&c, ctx, rep); rep++) {
         /* Host data goes to the context's first proxy; others get it when
          * they need it (coherence.c). */
         void *data = rep == 0 ? host_ptr : NULL;
-        c.async = !data && !properties;
+        bool limited = c.px->mem_limit && size >= VOCL_LIMITED_CREATE_MIN;
+        c.async = !data && !properties && !limited;
+        if (limited)
+            refused_by = c.px;
         if (vocl_call_start(&c, VOCL_OP_clCreateBuffer))
             break;
         cl_mem_flags sent = data ? flags : flags & ~host_flags;
@@ -155,6 +162,12 @@ static cl_mem create_buffer(cl_context context, const cl_mem_properties *propert
         vocl_mem_create_sent(&c, &mem, rep, ctx, NULL, data, size, host_ptr != NULL, m.new_id);
     }
     vocl_call_end(&c);
+    if (c.err == CL_MEM_OBJECT_ALLOCATION_FAILURE && refused_by)
+        vocl_error("proxy %s: a buffer of %zu MiB refused: it would take this program's "
+                   "session past the daemon's limit of %" PRIu64 " MiB of memory objects "
+                   "(voclproxyd --max-session-mem)",
+                   refused_by->name ? refused_by->name : "?", size >> 20,
+                   refused_by->mem_limit >> 20);
     if (c.err && mem) {
         clReleaseMemObject((cl_mem)mem);
         mem = NULL;

@@ -119,6 +119,7 @@ struct vocl_proxy {
     uint32_t seq;
     cl_uint ndev;
     size_t chunk;                   /* the largest chunk of a transfer (the proxy's staging buffers) */
+    uint64_t mem_limit, obj_limit;  /* a daemon's limits of a session (0: none, or not said) */
     struct vocl_link link;          /* what was measured of the link to it (linkmeter.h) */
     bool shm;                       /* on this node: large buffers are shared (shm.h) */
     struct vocl_bell *bell;         /* on this node: rung after each request (bell.h) */
@@ -329,6 +330,9 @@ extern struct vocl_state vocl;
 /* init.c, for connect.c: a proxy added to vocl.proxies; HELLO to it (0, or
  * -1 with the reason on stderr); MPI started (0, or -1 with init_error). */
 struct vocl_proxy *vocl_proxy_new(int rank, bool local);
+/* A buffer this large on a daemon that limits its sessions' memory is
+ * created with a reply waited for (memory.c). */
+#define VOCL_LIMITED_CREATE_MIN ((size_t)16 << 20)
 /* Where px's messages go (chan.h). */
 static inline struct vocl_chan vocl_px_chan(const struct vocl_proxy *px)
 {

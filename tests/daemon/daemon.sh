@@ -481,6 +481,22 @@ soak)
     [ "$limit" -lt 0 ] || [ "$per" -le $((limit * 1024)) ] ||
         fail "resident memory grows $per bytes a connection after the first $((n / 2))"
     ;;
+limits)
+    # A session limit refuses at the call that passes it, with the error a
+    # driver gives for too little memory, and one line on the client's
+    # stderr naming the limit and the daemon's option.  (allocs in
+    # HOSTILE's place.)
+    start_daemon a 1 --max-session-mem 100M; pa=$dpid
+    VOCL_PROXIES=$(px a) LD_PRELOAD=$lib timeout 60 "$hostile" 40 3 >"$tmp/out" 2>"$tmp/err" ||
+        fail "allocs: exit $?: $(cat "$tmp/out" "$tmp/err")"
+    grep -qx 'buffer 1: 0' "$tmp/out" && grep -qx 'buffer 2: 0' "$tmp/out" &&
+        grep -qx 'buffer 3: -4' "$tmp/out" && grep -qx 'finish: 0' "$tmp/out" ||
+        fail "the third 40 MiB buffer against a limit of 100 MiB: $(cat "$tmp/out")"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+        grep -q "proxy a: a buffer of 40 MiB refused: .* limit of 100 MiB .*(voclproxyd --max-session-mem)" "$tmp/err" ||
+        fail "the client's stderr: $(cat "$tmp/err")"
+    echo "3 buffers of 40 MiB, limit 100 MiB: $(paste -sd ' ' "$tmp/out"); stderr: $(cat "$tmp/err")"
+    ;;
 notify)
     # A service: systemd's notification socket (a fake one here) hears
     # READY=1 once the daemon listens, WATCHDOG=1 every half of
