@@ -374,16 +374,20 @@ int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far
     return peer;
 }
 
-int vocl_live_move(struct vocl_conn *c, const char *to, int64_t *pid)
+int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word)
 {
     struct link_hello me = {{live.node, (int64_t)getpid()}, LINK_MOVED}, far = {{0, 0}, 0};
     size_t got = 0;
-    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far) ||
-        exchange(c, to, strlen(to) + 1, NULL, 0, NULL))
+    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far))
         return -1;
-    if (pid)
-        *pid = far.where.pid;
+    *pid = far.where.pid;
+    *far_word = far.word;
     return 0;
+}
+
+int vocl_live_tell(struct vocl_conn *c, const char *text)
+{
+    return exchange(c, text, strlen(text) + 1, NULL, 0, NULL);
 }
 
 void vocl_live_unlink(int peer)

@@ -53,9 +53,15 @@ int vocl_live_start(MPI_Comm comm);
 #define VOCL_LIVE_MOVED_MAX 256
 int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far_word,
                    char *moved_to);
-/* The daemon's side of a link that hands the client on to where (a
- * worker of voclproxyd --isolate); *pid: the client's process.  0 or -1. */
-int vocl_live_move(struct vocl_conn *c, const char *where, int64_t *pid);
+/* The daemon's side of a link that hands the client on (a worker of
+ * voclproxyd --isolate): the hellos (*pid: the client's process,
+ * *far_word: its word), then what it is told (vocl_live_tell: "PORT KEY"
+ * of its worker, or the answer to a VOCL_LIVE_WHY).  0 or -1. */
+int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word);
+int vocl_live_tell(struct vocl_conn *c, const char *text);
+/* A client's word asking a daemon how the worker of key ended (the
+ * answer comes as a hand-off's would: VOCL_LIVE_MOVED, its text). */
+#define VOCL_LIVE_WHY ((int64_t)1 << 62)
 /* A linked peer's process if it runs on this node, else 0; and whether such
  * a process is gone (or a zombie). */
 int64_t vocl_live_local_pid(int peer);

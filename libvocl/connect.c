@@ -216,13 +216,13 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
     short_name(given, name, sizeof(name));
     struct vocl_conn *conn;
     int live = connect_link(name, host, port, 0, timeout_ns, &conn, moved);
+    uint64_t key = 0;
     if (live == VOCL_LIVE_MOVED) {
         /* A worker of its own, on the same host: the daemon gave its port
          * and the key it expects. */
         vocl_conn_close(conn);
         conn = NULL;
         int wport = 0;
-        uint64_t key = 0;
         if (sscanf(moved, "%d %" SCNu64, &wport, &key) != 2 || wport <= 0 || wport > 65535) {
             vocl_error("proxy %s: handed on to \"%.40s\": a proxy of another version?", name,
                        moved);
@@ -251,6 +251,9 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
     px->tag_base = 0; /* (a connection's tags are its own) */
     px->name = strdup(name);
     px->spare = spare;
+    px->worker_key = key;
+    px->daemon_host = key ? strdup(host) : NULL;
+    px->daemon_port = port;
     if (vocl_greet(px))
         px->dead = true;
 }
@@ -301,6 +304,26 @@ bool vocl_connect_mode(void)
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "connect mode: no proxy could be reached";
     names_free(&nm);
+    return true;
+}
+
+bool vocl_worker_fate(struct vocl_proxy *px, char *how, size_t n)
+{
+    if (!px->worker_key || !px->daemon_host || atomic_exchange(&px->fate_asked, true))
+        return false;
+    char err[160], text[VOCL_LIVE_MOVED_MAX] = "";
+    struct vocl_conn *c = vocl_conn_dial(px->daemon_host, px->daemon_port, 2000000000u, err,
+                                         sizeof(err));
+    if (!c)
+        return false;
+    int got = vocl_live_link(c, VOCL_LIVE_WHY | (int64_t)px->worker_key, NULL, NULL, text);
+    vocl_conn_close(c);
+    if (got != VOCL_LIVE_MOVED || !strcmp(text, "unknown"))
+        return false;
+    snprintf(how, n, "%s", text);
+    for (char *p = how; *p; p++)
+        if (*p < ' ' || *p > '~')
+            *p = '?'; /* (the daemon's words, on the user's terminal) */
     return true;
 }
 

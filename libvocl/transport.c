@@ -25,6 +25,7 @@
 #include "backoff.h"
 #include "bell.h"
 #include "liveness.h"
+#include "ucx.h"
 #include "executor.h"
 
 void vocl_xport_drop_pending(struct vocl_proxy *px, uint64_t **inflight, size_t *n)
@@ -101,8 +102,12 @@ bool vocl_xport_alive(struct vocl_proxy *px, struct vocl_live *lw)
         return false;
     if (px->local || vocl_live_ok(lw))
         return true;
-    char what[96];
-    snprintf(what, sizeof(what), "%s: it died", vocl_live_why(lw->rank));
+    char what[192], how[64];
+    if (vocl_worker_fate(px, how, sizeof(how)) && !strncmp(how, "signal ", 7))
+        snprintf(what, sizeof(what), "a kernel of this program crashed the driver there (its "
+                 "worker process ended by %s); the daemon serves on", how);
+    else
+        snprintf(what, sizeof(what), "%s: it died", vocl_live_why(lw->rank));
     pthread_mutex_lock(&px->lock);
     if (lw->rank == px->live) /* (not when it moved to a spare meanwhile) */
         fail_locked(px, what);
@@ -287,6 +292,8 @@ static void progress_locked(struct vocl_proxy *px, struct vocl_wr *notes)
         }
         struct vocl_probed msg;
         int flag = vocl_improbe(vocl_px_chan(px), VOCL_TAG_REP, &msg);
+        if (flag < 0 && px->conn && vocl_conn_dead(px->conn))
+            return; /* (its death is the waits' to find: vocl_xport_alive says how) */
         if (flag < 0) {
             fail_locked(px, "probe failed");
             return;

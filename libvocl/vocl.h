@@ -104,6 +104,12 @@ struct vocl_proxy {
     int rank;   /* MPI rank on comm; -1 in-process; 0 for a daemon */
     MPI_Comm comm; /* job mode: vocl.comm; daemon mode: MPI_COMM_NULL */
     struct vocl_conn *conn; /* daemon mode: its UCX connection (ucx.h); NULL: none */
+    /* Daemon mode, served by a worker of the daemon: the worker's key and
+     * the daemon's address, to ask how the worker ended (connect.c). */
+    uint64_t worker_key;
+    char *daemon_host;
+    int daemon_port;
+    atomic_bool fate_asked;
     atomic_int live; /* its number in liveness.h (job mode: its rank); moves with a failover */
     int tag_base;  /* added to the tags of requests and data (wire.h); 0 */
     char *name;    /* daemon mode: how the user named it (VOCL_PROXIES) */
@@ -350,6 +356,10 @@ int vocl_open_mpi(void);
  * file says where proxies are (true: it ran); vocl_connect_close frees
  * the proxies' communicators at the leave. */
 bool vocl_connect_mode(void);
+/* px's worker ended (its connection failed): how, asked of its daemon,
+ * into how (n bytes); false when px had no worker or nothing is known.
+ * Asked once; no lock held (a connection, VOCL_CONNECT_TIMEOUT at most). */
+bool vocl_worker_fate(struct vocl_proxy *px, char *how, size_t n);
 void vocl_connect_close(void);
 
 /* The next value of the enqueue clock (from 1). */

@@ -128,6 +128,10 @@ void proxyd_workers_ahead(void);
  * (VOCL_LIVE_MOVED_MAX bytes: "PORT KEY"); another is started ahead.  Its pid, or -1 with a
  * message. */
 pid_t proxyd_worker_take(int client, char *port);
+/* How the worker that was given key ended, into out (n bytes): "signal N
+ * (NAME)", "status N", "ended", or "unknown" (waits a second for it to be
+ * reaped). */
+void proxyd_worker_fate(uint64_t key, char *out, size_t n);
 /* Reaps the workers that ended, saying how; the serving loop calls it. */
 void proxyd_workers_reap(void);
 /* The daemon stops: so do its workers (SIGTERM). */

@@ -741,13 +741,26 @@ struct greeting {
     int n;
 };
 
-/* --isolate: client n goes to a worker of its own (workers.c). */
+/* --isolate: client n goes to a worker of its own (workers.c); or, a
+ * client whose worker ended asks how (VOCL_LIVE_WHY and the worker's key). */
 static void hand_on(struct vocl_conn *conn, int n)
 {
     char where[VOCL_LIVE_MOVED_MAX];
-    int64_t pid = 0;
+    int64_t pid = 0, word = 0;
+    if (vocl_live_greet_moved(conn, &pid, &word)) {
+        vocl_warn("client %d from %s: said nothing after connecting: dropped", n,
+                  vocl_conn_peer(conn));
+        vocl_conn_close(conn);
+        return;
+    }
+    if (word & VOCL_LIVE_WHY) {
+        proxyd_worker_fate((uint64_t)(word & ~VOCL_LIVE_WHY), where, sizeof(where));
+        vocl_live_tell(conn, where);
+        vocl_conn_close_after_peer(conn, 2000000000u);
+        return;
+    }
     pid_t worker = proxyd_worker_take(n, where);
-    if (worker > 0 && vocl_live_move(conn, where, &pid) == 0) {
+    if (worker > 0 && vocl_live_tell(conn, where) == 0) {
         vocl_note("client %d connected (process %lld) from %s: handed to worker process %d", n,
                   (long long)pid, vocl_conn_peer(conn), (int)worker);
     } else {

@@ -51,6 +51,14 @@ struct worker {
     pid_t pid;
     int fd;     /* its port comes on this pipe; -1 once read */
     int client; /* the daemon's number of the client it serves (0: the spare) */
+    uint64_t key; /* what its client presents (its "PORT KEY") */
+};
+
+/* How the last workers with a client ended, for a client that asks. */
+#define FATES 64
+struct fate {
+    uint64_t key;
+    char how[48];
 };
 
 static struct {
@@ -59,6 +67,8 @@ static struct {
     char dir[PATH_MAX];  /* the workers' session files */
     struct worker w[WORKERS_MAX];
     int n;
+    struct fate fates[FATES];
+    unsigned nfates;
 } ws = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static char **copy_strings(char *const *v, int n, int extra)
@@ -184,6 +194,14 @@ pid_t proxyd_worker_take(int client, char *port)
         return -1;
     int rc = read_port(&w, port);
     close(w.fd);
+    unsigned long long key = 0;
+    if (!rc && sscanf(port, "%*d %llu", &key) == 1) {
+        pthread_mutex_lock(&ws.lock);
+        for (int k = 0; k < ws.n; k++)
+            if (ws.w[k].pid == w.pid)
+                ws.w[k].key = key;
+        pthread_mutex_unlock(&ws.lock);
+    }
     if (rc) {
         vocl_warn("client %d: its worker (process %d) gave no port: killed", client, (int)w.pid);
         kill(w.pid, SIGKILL);
@@ -209,6 +227,17 @@ void proxyd_workers_reap(void)
         char who[48] = "no client yet";
         if (w.client)
             snprintf(who, sizeof(who), "client %d", w.client);
+        if (w.key) {
+            struct fate *f = &ws.fates[ws.nfates++ % FATES];
+            f->key = w.key;
+            if (WIFSIGNALED(status))
+                snprintf(f->how, sizeof(f->how), "signal %d (%s)", WTERMSIG(status),
+                         strsignal(WTERMSIG(status)));
+            else if (WEXITSTATUS(status))
+                snprintf(f->how, sizeof(f->how), "status %d", WEXITSTATUS(status));
+            else
+                snprintf(f->how, sizeof(f->how), "ended");
+        }
         if (WIFSIGNALED(status))
             vocl_warn("worker process %d (%s) was killed by signal %d (%s): only its session "
                       "ended",
@@ -224,6 +253,31 @@ void proxyd_workers_reap(void)
 
 /* How long stopped workers have to end their sessions, before SIGKILL. */
 #define STOP_NS (3ull * 1000000000u)
+
+void proxyd_worker_fate(uint64_t key, char *out, size_t n)
+{
+    uint64_t start = vocl_now_ns();
+    for (;;) {
+        proxyd_workers_reap();
+        pthread_mutex_lock(&ws.lock);
+        bool found = false, alive = false;
+        for (unsigned i = 0; key && i < FATES && !found; i++)
+            if (ws.fates[i].key == key) {
+                snprintf(out, n, "%s", ws.fates[i].how);
+                found = true;
+            }
+        for (int i = 0; key && i < ws.n && !found; i++)
+            alive |= ws.w[i].key == key;
+        pthread_mutex_unlock(&ws.lock);
+        if (found)
+            return;
+        if (!alive || vocl_now_ns() - start > 1000000000u) {
+            snprintf(out, n, "unknown");
+            return;
+        }
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+}
 
 void proxyd_workers_stop(void)
 {

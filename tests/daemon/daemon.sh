@@ -724,6 +724,11 @@ isolate)
     grep -Em1 "$died" "$tmp/a.log" ||
         fail "the daemon did not say its worker died: $(grep -i 'worker' "$tmp/a.log" | tail -4)"
     crashed=$(grep -Eo "$died" "$tmp/a.log" | head -1 | awk '{print $3}') # (its report is due)
+    # The client is told what happened: its own kernel, not the daemon.
+    if grep -q "worker process $crashed (client [0-9]*) was killed by signal" "$tmp/a.log"; then
+        grep -q "proxy a: a kernel of this program crashed the driver there (its worker process ended by signal [0-9]* (" \
+            "$tmp/crash" || fail "the crashing client was not told why: $(cat "$tmp/crash")"
+    fi
     wait $beside || fail "the application beside it: exit $?: $(tail -3 "$tmp/beside")"
     verified "$tmp/beside" "the application beside it"
     echo "beside it: $(grep RESULT "$tmp/beside")"
