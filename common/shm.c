@@ -5,6 +5,8 @@
 #include "shm.h"
 
 #include <fcntl.h>
+#include <stddef.h>
+#include <sys/time.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,4 +46,42 @@ uint64_t vocl_node_key(bool hostname)
 void vocl_shm_name(char *out, size_t size, uint64_t token)
 {
     snprintf(out, size, "vocl-shm-%016" PRIx64, token);
+}
+
+socklen_t vocl_shm_fd_socket(struct sockaddr_un *a, pid_t pid)
+{
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "vocl-fd-%ld", (long)pid);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+int vocl_shm_fd_fetch(pid_t pid, uint64_t token)
+{
+    struct sockaddr_un a;
+    socklen_t len = vocl_shm_fd_socket(&a, pid);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -1;
+    int fd = -1;
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){2, 0}, sizeof(struct timeval));
+    if (connect(s, (struct sockaddr *)&a, len) == 0 &&
+        send(s, &token, sizeof(token), MSG_NOSIGNAL) == (ssize_t)sizeof(token)) {
+        char byte;
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                             .msg_controllen = sizeof(ctl.buf)};
+        if (recvmsg(s, &msg, MSG_CMSG_CLOEXEC) == 1 && byte) {
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+            if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        }
+    }
+    close(s);
+    return fd;
 }

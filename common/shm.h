@@ -15,6 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
 
 #define VOCL_SHM_MIN ((size_t)1 << 20)
 
@@ -27,5 +30,11 @@ bool vocl_shm_allowed(void);
 uint64_t vocl_node_key(bool hostname);
 /* The memfd's name for token ("vocl-shm-" and 16 hex digits). */
 void vocl_shm_name(char *out, size_t size, uint64_t token);
+/* Where process pid hands its memfds to clients of other users (an
+ * abstract Unix socket, executor/shm.c): into *a, its length. */
+socklen_t vocl_shm_fd_socket(struct sockaddr_un *a, pid_t pid);
+/* The memfd of token from process pid, over that socket: a descriptor, or
+ * -1 (not given: another user's, gone, or no such socket). */
+int vocl_shm_fd_fetch(pid_t pid, uint64_t token);
 
 #endif

@@ -9,19 +9,30 @@
  * the context of its first candidate buffer (a device write must show in
  * the memory without a map, and a write to the memory in the next device
  * read).  A device that fails the probe gets ordinary buffers.
+ *
+ * A client of another user cannot open /proc/<pid>/fd of this process
+ * (ptrace's rules): it gets the descriptor over a Unix socket instead
+ * (SCM_RIGHTS, fd_server), which gives a buffer only to the uid of the
+ * session that made it (SO_PEERCRED: the kernel's word, not the client's).
  */
 #include "internal.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "bell.h"
 #include "log.h"
 #include "shm.h"
+#include "thread.h"
 
 struct shared {
     struct shared *next;
@@ -30,7 +41,10 @@ struct shared {
     size_t size;
     int fd;
     uint64_t token;
+    long uid; /* the uid of the session that made it (-1: not known) */
 };
+
+static void serve_fds_for(const struct exec_session *s);
 
 struct probed {
     struct probed *next;
@@ -44,6 +58,9 @@ static struct {
     unsigned count, limit; /* of the list; each holds a descriptor */
     struct probed *probed;
     uint64_t next_token;
+    bool serving;        /* fd_server runs */
+    long bell_uids[64];  /* the uids given the bell, for fd_server */
+    unsigned nbell_uids;
 } shm = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Each shared buffer holds a descriptor: at most half of the proxy's
@@ -180,6 +197,7 @@ cl_mem exec_shm_buffer(struct exec_req *q, cl_context ctx, cl_mem_flags flags, s
         goto none;
     sh->token = token;
     sh->size = size;
+    sh->uid = q->s->uid;
     sh->fd = map_new(size, sh->token, &sh->ptr);
     if (sh->fd < 0)
         goto none; /* an ordinary buffer, then */
@@ -196,6 +214,7 @@ cl_mem exec_shm_buffer(struct exec_req *q, cl_context ctx, cl_mem_flags flags, s
     sh->next = shm.list;
     shm.list = sh;
     pthread_mutex_unlock(&shm.lock);
+    serve_fds_for(q->s);
     return sh->mem;
 none:
     free(sh);
@@ -236,6 +255,100 @@ static struct {
     int fd;
 } bell = {PTHREAD_MUTEX_INITIALIZER, NULL, -1};
 
+/* --- descriptors for clients of other users (SCM_RIGHTS) ------------------------------------- */
+
+/* A dup of the memfd of token, if uid may have it (under shm.lock); -1. */
+static int fd_for_locked(uint64_t token, long uid)
+{
+    for (struct shared *sh = shm.list; sh; sh = sh->next)
+        if (sh->token == token)
+            return sh->uid == uid ? fcntl(sh->fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (token != ((uint64_t)getpid() << 32) || bell.fd < 0)
+        return -1;
+    for (unsigned i = 0; i < shm.nbell_uids; i++)
+        if (shm.bell_uids[i] == uid)
+            return fcntl(bell.fd, F_DUPFD_CLOEXEC, 0);
+    return -1;
+}
+
+/* One client's question: an 8-byte token; the answer one byte, with the
+ * descriptor attached where it may have it. */
+static void answer_fd(int c)
+{
+    uint64_t token = 0;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    int fd = -1;
+    if (recv(c, &token, sizeof(token), MSG_WAITALL) == (ssize_t)sizeof(token) &&
+        getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+        pthread_mutex_lock(&shm.lock);
+        fd = fd_for_locked(token, (long)cred.uid);
+        pthread_mutex_unlock(&shm.lock);
+    }
+    char byte = fd >= 0;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof(ctl.buf);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    sendmsg(c, &msg, MSG_NOSIGNAL);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Answers on the abstract socket vocl_shm_fd_socket names, for the life of
+ * the process: a thread that waits for nothing but its socket. */
+static void *fd_server(void *arg)
+{
+    int s = (int)(intptr_t)arg;
+    for (;;) {
+        int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            continue;
+        /* (A client that says nothing holds it a second at most.) */
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){1, 0}, sizeof(struct timeval));
+        setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){1, 0}, sizeof(struct timeval));
+        answer_fd(c);
+        close(c);
+    }
+    return NULL;
+}
+
+/* Starts fd_server once a session of another user (whose uid the node
+ * knows) shares memory here. */
+static void serve_fds_for(const struct exec_session *s)
+{
+    if (s->uid < 0 || s->uid == (long)geteuid())
+        return; /* (its own user's: /proc/<pid>/fd) */
+    pthread_mutex_lock(&shm.lock);
+    bool start = !shm.serving;
+    shm.serving = true;
+    pthread_mutex_unlock(&shm.lock);
+    if (!start)
+        return;
+    struct sockaddr_un a;
+    socklen_t len = vocl_shm_fd_socket(&a, getpid());
+    int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0 || bind(sock, (struct sockaddr *)&a, len) || listen(sock, 64) ||
+        vocl_thread_detached(fd_server, (void *)(intptr_t)sock)) {
+        vocl_warn("no socket for clients of other users to map shared buffers: their "
+                  "transfers go through this process");
+        if (sock >= 0)
+            close(sock);
+    }
+}
+
 /* The bell's memfd's token: no buffer's (theirs add a count from 1). */
 static uint64_t bell_token(void)
 {
@@ -275,6 +388,13 @@ void exec_op_bell(struct exec_req *q)
     if (!exec_req_begin(q))
         return;
     struct vocl_bell *b = q->s->shm && vocl_bell_allowed() ? bell_make() : NULL;
+    if (b) {
+        pthread_mutex_lock(&shm.lock);
+        if (shm.nbell_uids < 64)
+            shm.bell_uids[shm.nbell_uids++] = q->s->uid;
+        pthread_mutex_unlock(&shm.lock);
+        serve_fds_for(q->s);
+    }
     vocl_wr_i32(q->w, CL_SUCCESS);
     vocl_enc_BELL_rep(q->w, &(struct vocl_msg_BELL_rep){.pid = (uint64_t)getpid(),
                                                         .fd = b ? (uint32_t)bell.fd : UINT32_MAX,

@@ -13,6 +13,7 @@
 #include "profile.h"
 #include "shm.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -362,11 +363,13 @@ static bool is_shared_file(long pid, unsigned fd, uint64_t token)
 
 void *vocl_map_memfd(long pid, unsigned fd, uint64_t size, uint64_t token)
 {
-    if (!is_shared_file(pid, fd, token))
-        return NULL;
-    char path[64];
+    char path[64], link[8];
     snprintf(path, sizeof(path), "/proc/%ld/fd/%u", pid, fd);
-    int f = open(path, O_RDWR | O_CLOEXEC);
+    int f = -1;
+    if (is_shared_file(pid, fd, token))
+        f = open(path, O_RDWR | O_CLOEXEC);
+    else if (readlink(path, link, sizeof(link)) < 0 && errno == EACCES)
+        f = vocl_shm_fd_fetch((pid_t)pid, token); /* (another user's: it hands it over) */
     if (f < 0)
         return NULL;
     struct stat st;
@@ -456,8 +459,9 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
     void *shared = shared_memory(m);
     if (!shared || atomic_load(&m->obj.px->dead))
         return false;
-    /* The memory outlives a proxy that dies: its transfers must fail. */
-    if (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0) {
+    /* The memory outlives a proxy that dies: its transfers must fail.  (A
+     * proxy of another user: EPERM, alive.) */
+    if (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0 && errno == ESRCH) {
         vocl_xport_fail(m->obj.px, "its process is gone: it died");
         return false;
     }

@@ -95,9 +95,9 @@ static void chan_recv_give_up(struct exec_session *s)
 /* The chunk on tag into buf, if it has come: 0, 1 (not yet) or -1.  A
  * chunk that has begun to come is received with vocl_imrecv and tested on
  * later calls (with buf the same until it is in): MPICH on one node copies
- * it from the sender's memory at once, but between nodes, and with Open
- * MPI's shared-memory transport, a sender stopped in the middle of it
- * holds it up until it goes on, and this thread serves every session. */
+ * it from the sender's memory at once, but between nodes (and over UCX's
+ * rendezvous) a sender stopped in the middle of it holds it up until it
+ * goes on, and this thread serves every session. */
 static int chan_recv_try(struct exec_session *s, int tag, void *buf, size_t n)
 {
     struct proxyd_chan *c = chan(s);

@@ -5,12 +5,12 @@
  * first VOCL_APP_RANKS ranks are clients, each with its own session.  The
  * proxy exits when every client has said BYE.
  *
- * Connect mode (--listen): the proxy opens an MPI port and accepts clients
- * on an accept thread.  That needs an MPI with dynamic processes; MPICH's
- * ch4:ucx (Debian 12) has none, and the proxy says so and exits at once.
+ * Daemon mode (--listen): the proxy listens on HOST:PORT over UCX
+ * (common/ucx.h) and accepts the clients of any user on an accept thread,
+ * each in a worker process of its own by default; no MPI is started.
  *
  * This file has the options and the start; the serving loop is in serve.c,
- * the MPI channels in channel.c.
+ * a session's channel (MPI or UCX) in channel.c.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -56,16 +56,16 @@ static void usage(FILE *f)
             "  -p, --port-file FILE    daemon mode: write HOST:PORT to FILE\n"
             "  -n, --name NAME         daemon mode: its name for vocl-ctl (default: the\n"
             "                          host name)\n"
-            "  -k, --token-file FILE   connect mode: the secret clients must present\n"
+            "  -k, --token-file FILE   daemon mode: the secret clients must present\n"
             "                          (default $VOCL_TOKEN_FILE, else ~/.vocl/token;\n"
             "                          made, mode 0600, if missing)\n"
-            "  -u, --users DIR         connect mode: a token per user instead, each in\n"
+            "  -u, --users DIR         daemon mode: a token per user instead, each in\n"
             "                          DIR/USER (mode 0600); clients name their user\n"
-            "      --isolate           connect mode: serve each client in a process of\n"
+            "      --isolate           daemon mode: serve each client in a process of\n"
             "                          its own (a worker), so that a kernel that crashes\n"
             "                          the driver ends only its own client's session\n"
             "                          (the default with --listen)\n"
-            "      --no-isolate        connect mode: serve every client in this process\n"
+            "      --no-isolate        daemon mode: serve every client in this process\n"
             "      --busy-share        measure each device's busy share (vocl-smi)\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
@@ -202,7 +202,7 @@ static int set_limit(uint64_t *limit, const char *what, const char *arg, bool si
 
 /*
  * The limits not given (LIMIT_UNSET): none in job mode, whose clients are
- * one application; in connect mode, where strangers share the node, what
+ * one application; in daemon mode, where strangers share the node, what
  * keeps one from taking it all: the memory of its largest device, 65536
  * objects, a quarter of its host memory.
  */
@@ -388,7 +388,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         return 2;
     }
     if ((isolate >= 0 || o->worker_fd >= 0) && !o->listen) {
-        fprintf(stderr, "voclproxyd: --isolate and --no-isolate are for connect mode (--listen)\n");
+        fprintf(stderr, "voclproxyd: --isolate and --no-isolate are for daemon mode (--listen)\n");
         return 2;
     }
     /* A daemon shared by tenants isolates them unless told not to. */

@@ -3,12 +3,14 @@
 # its own, and the applications of two other Unix users connect to it, at
 # once, with a token each (--users, the README's recipe run as it is
 # written there).  Needs root (useradd, runuser): skipped (77) otherwise.
-#   users.sh README LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST
+#   users.sh README LIBVOCL VOCLPROXYD EXAMPLES-DIR TEST [WORKER]
 # TEST: any (both users served, refusals), burst (N applications of the
-# two users started in the same instant: VOCL_BURST, default 16).
+# two users started in the same instant: VOCL_BURST, default 16), bw
+# (another user's client maps the daemon's buffers: vocl-bench-worker,
+# WORKER, natively and through the daemon, its bandwidth side by side).
 # All traffic stays on loopback.
 set -euo pipefail
-readme=$1 lib=$2 proxyd=$3 examples=$4 what=$5
+readme=$1 lib=$2 proxyd=$3 examples=$4 what=$5 worker=${6:-}
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root, to make the users it runs as (useradd)"; exit 77; }
 for c in useradd userdel runuser; do
@@ -22,7 +24,7 @@ cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     pkill -9 -u "$svc" 2>/dev/null || true
     for u in $svc $alice $bob; do userdel "$u" 2>/dev/null || true; done
-    rm -rf "$tmp"
+    if [ -n "${VOCL_KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 chmod 755 "$tmp"
@@ -35,7 +37,7 @@ done
 # root's home).
 mkdir -p "$tmp/bin"
 cp "$lib" "$tmp/bin/libvocl.so"
-cp "$proxyd" "$examples/gemm" "$examples/nbody" "$tmp/bin/"
+cp "$proxyd" "$examples/gemm" "$examples/nbody" ${worker:+"$worker"} "$tmp/bin/"
 chmod -R a+rX "$tmp/bin"
 export UCX_NET_DEVICES=lo
 unset VOCL_APP_RANKS VOCL_CONNECT VOCL_PROXIES VOCL_TOKEN_FILE
@@ -150,6 +152,34 @@ burst)
     echo "$n applications of two users at once: all verified, the last after $took ms"
     limit=${VOCL_BURST_MS:-60000}
     [ "$took" -le "$limit" ] || fail "the burst took $took ms (limit $limit)"
+    ;;
+bw)
+    # Same node, another user: the client maps the daemon's memfds (handed
+    # over a Unix socket: /proc/PID/fd is closed to it), so a blocking
+    # transfer is one copy.  Native and VOCL in turns, ROUNDS times.
+    w=$tmp/bin/$(basename "$worker")
+    rounds=${VOCL_BW_ROUNDS:-3}
+    for ((r = 1; r <= rounds; r++)); do
+        as "$alice" env POCL_DEVICES=pthread "$w" --sections bw --sizes 16M,64M --reps 3 \
+            >>"$tmp/native.csv" 2>"$tmp/native.err" || fail "native: $(cat "$tmp/native.err")"
+        run "$tmp/vocl.out" "$alice" env VOCL_VERBOSE=2 "$w" --sections bw --sizes 16M,64M --reps 3 ||
+            fail "through the daemon: $(tail -5 "$tmp/vocl.out")"
+        grep '^bw,' "$tmp/vocl.out" >>"$tmp/vocl.csv"
+        ! grep -q 'cannot be mapped' "$tmp/vocl.out" ||
+            fail "alice's client could not map the daemon's buffers: $(grep -m1 'cannot be mapped' "$tmp/vocl.out")"
+    done
+    echo "alice's client, same node, the daemon run by $svc (median of $rounds rounds):"
+    echo "| transfer | native | VOCL | VOCL/native |"
+    echo "|---|---|---|---|"
+    for d in write read; do
+        for size in 16777216 67108864; do
+            n=$(awk -F, -v d=$d -v s=$size '$1 == "bw" && $2 == d && $3 == s {print $4}' "$tmp/native.csv" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+            v=$(awk -F, -v d=$d -v s=$size '$1 == "bw" && $2 == d && $3 == s {print $4}' "$tmp/vocl.csv" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+            [ -n "$n" ] && [ -n "$v" ] || fail "no $d $size figure: $(cat "$tmp/vocl.csv")"
+            awk -v d=$d -v s=$size -v n="$n" -v v="$v" \
+                'BEGIN { printf "| %s %d MiB | %.2f GB/s | %.2f GB/s | %.2fx |\n", d, s / 1048576, n / 1e9, v / 1e9, v / n }'
+        done
+    done
     ;;
 *) fail "unknown test $what" ;;
 esac

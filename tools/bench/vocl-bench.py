@@ -638,7 +638,8 @@ def cluster_main(a, worker, vocl_run):
     print_table("%s %s %s, link %s each way (tc tbf), TCP; window %s, median of %s "
                 "repetitions, median of %d rounds" % (PROG, VERSION, how, a.rate, window, reps,
                                                      a.rounds),
-                ("metric", "native", "raw MPI", "VOCL", "VOCL/MPI", "target / verdict"), table,
+                ("metric", "native", "raw UCX" if a.daemons else "raw MPI", "VOCL",
+                 "VOCL/UCX" if a.daemons else "VOCL/MPI", "target / verdict"), table,
                 footer=["targets: %d PASS, %d MISS" % (verdicts.count(True),
                                                        verdicts.count(False))])
     got = sorted(t for t in tcp if t is not None)
@@ -1080,14 +1081,14 @@ def parse_args(argv):
                    help="skip the third run (VOCL with VOCL_PIPELINE=0)")
     p.add_argument("--daemons", metavar="N", type=int, default=0,
                    help="instead: natively and through voclproxyd --listen on this node "
-                        "(daemon mode: the build against Open MPI), N daemons for the "
+                        "(daemon mode, over UCX), N daemons for the "
                         "first call's connect time, one for the rest; with --cluster "
                         "(N = 1): in daemon mode there")
     p.add_argument("--cluster", action="store_true",
                    help="instead: native, raw MPI and VOCL between two hosts of a "
                         "vocl-cluster (network namespaces, needs root) on a shaped link; "
                         "in job mode (mpiexec, vocl-run), or with --daemons 1 in daemon "
-                        "mode (a daemon on the second host, raw MPI through the name server)")
+                        "mode (a daemon on the second host, raw UCX: ucx-pingpong)")
     p.add_argument("--rate", default="10gbit",
                    help="--cluster: the link rate, 10gbit, 25gbit or none (default 10gbit)")
     p.add_argument("--rounds", metavar="N", type=int, default=3,
