@@ -296,9 +296,15 @@ fail:
     return -1;
 }
 
-/* The exchange of where each side runs, on a link: 10 s at most (a peer
- * that connects and says nothing holds no thread for long). */
-#define LINK_HELLO_NS (10ull * 1000000000u)
+/* The exchange of where each side runs, on a link: VOCL_CONNECT_TIMEOUT
+ * seconds (default 5) at most (a peer that connects and says nothing holds
+ * no thread for long). */
+static uint64_t link_hello_ns(void)
+{
+    const char *v = getenv("VOCL_CONNECT_TIMEOUT");
+    double s = v && *v ? atof(v) : 5.0;
+    return (uint64_t)((s > 0 ? s : 5.0) * 1e9);
+}
 
 /* What each side of a link says: where it runs, and a word: a client's is
  * the key a worker gave it (0 for a daemon), a daemon's 0, or LINK_MOVED:
@@ -312,7 +318,7 @@ struct link_hello {
 
 /* Sends out (nout bytes; NULL: nothing) and receives in (at most nin
  * bytes; NULL: nothing; *got: how many came) on c's link tag, within
- * LINK_HELLO_NS; 0 or -1. */
+ * link_hello_ns(); 0 or -1. */
 static int exchange(struct vocl_conn *c, const void *out, size_t nout, void *in, size_t nin,
                     size_t *got)
 {
@@ -320,10 +326,10 @@ static int exchange(struct vocl_conn *c, const void *out, size_t nout, void *in,
     struct vocl_req r[2] = {VOCL_REQ_NULL, VOCL_REQ_NULL};
     bool posted = (!in || vocl_irecv(ch, VOCL_TAG_LINK, in, nin, &r[0]) == 0) &&
                   (!out || vocl_isend(ch, VOCL_TAG_LINK, out, nout, &r[1]) == 0);
-    uint64_t start = vocl_now_ns();
+    uint64_t start = vocl_now_ns(), limit = link_hello_ns();
     bool failed = !posted;
     while (!failed && !(vocl_req_null(&r[0]) && vocl_req_null(&r[1])) &&
-           vocl_now_ns() - start < LINK_HELLO_NS) {
+           vocl_now_ns() - start < limit) {
         int a = vocl_test(&r[0], got), b = vocl_test(&r[1], NULL);
         failed = a < 0 || b < 0;
         if (!failed && !(a && b))

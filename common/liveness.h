@@ -45,8 +45,8 @@ int vocl_live_start(MPI_Comm comm);
  * connecting; they tell each other where they run (*pid: the far side's
  * process) and a word (*far_word: the far side's; a client's is the key a
  * worker expects of it, 0 for a daemon).
- * The peer's number, or -1 when the other side said nothing in 10 s (or
- * too many are linked).  A client (moved_to: VOCL_LIVE_MOVED_MAX bytes)
+ * The peer's number, or -1 when the other side said nothing within
+ * VOCL_CONNECT_TIMEOUT (or too many are linked).  A client (moved_to: VOCL_LIVE_MOVED_MAX bytes)
  * may instead be told to connect elsewhere (vocl_live_move):
  * VOCL_LIVE_MOVED, where in moved_to, and nothing linked. */
 #define VOCL_LIVE_MOVED (-2)

@@ -268,10 +268,30 @@ static void sweep_clients(struct server *sv)
 }
 
 /* Idle: a client that stopped answering pings died; its objects go. */
+/* Daemon mode: a client has this long from its connection to its HELLO
+ * (its token), VOCL_CONNECT_TIMEOUT seconds (default 5): one that says
+ * nothing holds no session, nor a worker, for longer. */
+static uint64_t hello_timeout_ns(void)
+{
+    static uint64_t ns;
+    if (!ns) {
+        const char *v = getenv("VOCL_CONNECT_TIMEOUT");
+        double s = v && *v ? atof(v) : 5.0;
+        ns = (uint64_t)((s > 0 ? s : 5.0) * 1e9);
+    }
+    return ns;
+}
+
 static void check_clients(struct server *sv)
 {
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
+        if (!sv->job_mode && !cl->gone && !cl->s.hello &&
+            vocl_now_ns() - cl->since_ns > hello_timeout_ns()) {
+            atomic_store(&cl->s.lost, true); /* (a worker ends at once) */
+            close_client(sv, cl, "no HELLO (token) in time (VOCL_CONNECT_TIMEOUT)");
+            continue;
+        }
         if (!cl->gone && !vocl_live_ok(&cl->lw)) {
             if (sv->job_mode)
                 atomic_store(&proxyd_peer_died, true);

@@ -22,7 +22,7 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
+    if [ -n "${VOCL_KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
@@ -681,6 +681,27 @@ hostile)
         wait_idle "$pid" "$name" 5
         echo "daemon $name idle $idle s after: holds $(state "$pid" "$name")"
     done
+    # Raw garbage on the daemon's port, then TCP connections that say
+    # nothing, and a client that connects and never says HELLO (its
+    # token): the daemon serves on, and drops the client within
+    # VOCL_CONNECT_TIMEOUT without holding a worker.
+    VOCL_CONNECT_TIMEOUT=2 start_daemon c 1; pc=$dpid
+    port=$(sed 's/.*://' "$tmp/ports/c")
+    for n in 1 16 4096 1048576; do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port" && head -c "$n" /dev/urandom >&3) 2>/dev/null || true
+    done
+    exec 4<>"/dev/tcp/127.0.0.1/$port" 5<>"/dev/tcp/127.0.0.1/$port"
+    app "$tmp/after-garbage" c "$examples/gemm" -n 64 -r 1 ||
+        fail "after garbage on its port: $(tail -3 "$tmp/after-garbage")"
+    verified "$tmp/after-garbage" "a client after garbage on the daemon's port"
+    exec 4>&- 5>&-
+    VOCL_CONNECT_TIMEOUT=2 "$hostile" --silent "$(cat "$tmp/ports/c")" 6 >"$tmp/silent" 2>&1 ||
+        fail "a client that never said HELLO: $(cat "$tmp/silent")"
+    cat "$tmp/silent"
+    for _ in $(seq 30); do [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] && break; sleep 0.1; done
+    [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] || fail "the silent client's worker stays"
+    kill -0 "$pc" || fail "daemon c died"
+    echo "garbage (1 B to 1 MiB), silent TCP connections and a client without HELLO: daemon c serves on"
     ;;
 isolate)
     # Each client in a worker process (--isolate, the default).  A tenant

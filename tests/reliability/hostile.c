@@ -769,10 +769,34 @@ static int daemon_main(const char *name)
     return failures != 0;
 }
 
+/* A client that connects (and is handed to its worker) but never says
+ * HELLO: the daemon must drop it within VOCL_CONNECT_TIMEOUT.  0 when it
+ * was dropped in time (its connection failed), 1 when not within SECONDS. */
+static int silent_main(const char *where, double seconds)
+{
+    int live;
+    vocl_live_start(MPI_COMM_NULL);
+    if (connect_to(where, &live))
+        return 2;
+    double start = now();
+    while (now() - start < seconds && !vocl_conn_dead(conn)) {
+        vocl_conn_progress(conn);
+        usleep(10000);
+    }
+    bool dropped = vocl_conn_dead(conn);
+    printf("hostile: a client that never said HELLO: %s after %.1f s%s\n",
+           dropped ? "dropped" : "still connected", now() - start, handed_on ? " (by its worker)" : "");
+    leave(live);
+    vocl_live_stop();
+    return dropped ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--connect"))
         return daemon_main(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--silent"))
+        return silent_main(argv[2], atof(argv[3]));
     int provided, rank, size;
     MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
