@@ -40,25 +40,6 @@ static void after_init(const char *name, bool set, char *was)
     free(was);
 }
 
-void vocl_mpi_name_server(const char *uri)
-{
-    if (!uri || !*uri)
-        return;
-    /* Open MPI: a process started without mpirun (a singleton) reaches
-     * ompi-server through this; "file:PATH" names the file that ompi-server
-     * -r wrote.  MPICH ignores it. */
-    if (!strncmp(uri, "file:", 5) || strchr(uri, ';'))
-        setenv("OMPI_MCA_pmix_server_uri", uri, 0);
-    else {
-        char *v = malloc(strlen(uri) + 6);
-        if (v) {
-            sprintf(v, "file:%s", uri);
-            setenv("OMPI_MCA_pmix_server_uri", v, 0);
-            free(v);
-        }
-    }
-}
-
 const char *vocl_mpi_why(int rc, char buf[MPI_MAX_ERROR_STRING])
 {
     int len = 0;
@@ -70,7 +51,6 @@ const char *vocl_mpi_why(int rc, char buf[MPI_MAX_ERROR_STRING])
 
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided)
 {
-    vocl_mpi_name_server(getenv("VOCL_NAME_SERVER"));
     char *components_was, *plugins_was;
     bool components = for_init("HWLOC_COMPONENTS", COMPONENTS, "-opencl", &components_was);
     bool plugins = for_init("HWLOC_PLUGINS_BLACKLIST", PLUGINS, NULL, &plugins_was);
@@ -87,11 +67,4 @@ void vocl_mpi_abort(MPI_Comm comm, int code)
     nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL);
     MPI_Abort(comm, code);
     _Exit(code); /* (MPI_Abort does not return) */
-}
-
-int vocl_mpi_tag_ub(void)
-{
-    int *ub = NULL, flag = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    return flag && ub ? *ub : 32767;
 }

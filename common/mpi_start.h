@@ -24,18 +24,7 @@
 
 #include <mpi.h>
 
-/* Connect mode: the MPI's name service, where proxies publish their ports
- * (MPI_Publish_name) and clients look them up: uri is Open MPI's
- * ompi-server URI, or the file it wrote ("file:PATH", or a PATH).  Set
- * before MPI starts; a setting of the user's own is kept. */
-void vocl_mpi_name_server(const char *uri);
-
-/* MPI_COMM_WORLD's MPI_TAG_UB (Open MPI gives it to no other communicator),
- * or the standard's least, 32767. */
-int vocl_mpi_tag_ub(void);
-
-/* As MPI_Init_thread (argc and argv may be NULL); VOCL_NAME_SERVER set, as
- * vocl_mpi_name_server. */
+/* As MPI_Init_thread (argc and argv may be NULL). */
 int vocl_mpi_start(int *argc, char ***argv, int required, int *provided);
 
 /* The last line of MPI's message for the error code rc (MPICH's are

@@ -116,7 +116,7 @@ enum vocl_type {
  * The peer of a migration or an event link (MIGRATE_*, DIFF_*, EVENT_*) that
  * is the client itself: two daemons share no communicator, so the client
  * relays what one sends to the other (libvocl/relay.c).  The messages
- * travel on the session's channel, on tag_base + vocl_relay_tag(tag) (wire.h),
+ * travel on the session's channel, on vocl_relay_tag(tag) (wire.h),
  * and are those that go proxy to proxy in job mode, one for one.
  */
 #define VOCL_PEER_CLIENT UINT32_MAX

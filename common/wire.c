@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/random.h>
 
 #define VOCL_STR_NULL UINT64_MAX
 
@@ -275,22 +274,6 @@ void vocl_data_tag_ub(int tag_ub)
         if (data_tag_span > (1u << 30))
             data_tag_span = 1u << 30;
     }
-}
-
-int vocl_tag_base_draw(int tag_ub)
-{
-    uint32_t r = 0;
-    int n = tag_ub / VOCL_TAG_BASE_STEP - 1; /* bases STEP .. n * STEP */
-    if (n < 1)
-        return 0; /* (the standard's least MPI_TAG_UB has room for 14) */
-    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-        r = (uint32_t)getpid() ^ (uint32_t)vocl_now_ns();
-    return (1 + (int)(r % (uint32_t)n)) * VOCL_TAG_BASE_STEP;
-}
-
-bool vocl_tag_base_ok(int base, int tag_ub)
-{
-    return base >= 0 && base % VOCL_TAG_BASE_STEP == 0 && base <= tag_ub - VOCL_TAG_BASE_STEP + 1;
 }
 
 int vocl_data_tag(uint32_t seq)

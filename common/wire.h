@@ -61,21 +61,6 @@ static inline int vocl_relay_tag(int peer_tag)
 int vocl_data_tag(uint32_t seq);
 void vocl_data_tag_ub(int tag_ub);
 
-/*
- * Connect mode: a proxy takes each client's requests and data on tags of
- * that connection's own, the fixed ones offset by a base the proxy draws at
- * random as the client connects (vocl_live_link tells the client).  Open MPI
- * gives a new communicator the context id of one freed before, and matches
- * messages by context id, source rank and tag only: whatever a client sent
- * after the proxy freed its connection would otherwise be taken as the next
- * client's requests.  A base is a multiple of VOCL_TAG_BASE_STEP, with room
- * for every fixed tag below the next one, and at most tag_ub
- * (MPI_COMM_WORLD's MPI_TAG_UB); Open MPI's allows 2^20 of them.
- */
-#define VOCL_TAG_BASE_STEP 2048
-int vocl_tag_base_draw(int tag_ub);
-bool vocl_tag_base_ok(int base, int tag_ub);
-
 /* Header flags. */
 #define VOCL_F_REPLY 0x1u /* the sender waits for a reply */
 

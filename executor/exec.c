@@ -722,7 +722,7 @@ static int execute_one(struct exec_session *s, const struct vocl_msg_hdr *hp, co
                          .async = !wants_reply};
     s->msg = msg;
     s->msg_len = VOCL_HDR_SIZE + h.length;
-    s->data_tag = s->tag_base + vocl_data_tag(h.seq);
+    s->data_tag = vocl_data_tag(h.seq);
 
     vocl_wr_begin(reply, h.opcode, 0, h.seq);
     if (h.opcode == VOCL_OP_BYE) {

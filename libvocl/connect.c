@@ -248,7 +248,6 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
     px->comm = MPI_COMM_NULL;
     px->conn = conn;
     px->live = live;
-    px->tag_base = 0; /* (a connection's tags are its own) */
     px->name = strdup(name);
     px->spare = spare;
     px->worker_key = key;

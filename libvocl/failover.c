@@ -218,9 +218,9 @@ static int cmp_u64(const void *a, const void *b)
  * (Reads' receives are posted at the failover: repost_reads.) */
 static int replay_one(struct vocl_proxy *px, const struct flog_entry *f)
 {
-    int tag = px->tag_base + vocl_data_tag(f->seq);
+    int tag = vocl_data_tag(f->seq);
     if (f->kind == FLOG_REQ)
-        return vocl_xport_isend(px, f->bytes, f->n, px->tag_base + VOCL_TAG_REQ);
+        return vocl_xport_isend(px, f->bytes, f->n, VOCL_TAG_REQ);
     for (size_t off = 0; f->kind == FLOG_OUT && off < f->n; off += f->chunk)
         if (vocl_xport_isend(px, f->bytes + off, f->n - off < f->chunk ? f->n - off : f->chunk,
                              tag))
@@ -248,7 +248,7 @@ static int repost_reads(struct vocl_proxy *px, const uint64_t *inflight, size_t 
         struct flog_entry *f = l->e[i];
         if (f->kind != FLOG_IN)
             continue;
-        int tag = px->tag_base + vocl_data_tag(f->seq);
+        int tag = vocl_data_tag(f->seq);
         for (size_t off = 0; rc == 0 && off < f->n; off += f->chunk) {
             size_t len = f->n - off < f->chunk ? f->n - off : f->chunk;
             uint64_t ticket = f->ticket + off / f->chunk;
@@ -385,7 +385,6 @@ static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what,
     px->live = s->live;
     px->comm = s->comm;
     px->conn = s->conn;
-    px->tag_base = s->tag_base;
     memcpy(px->node, s->node, sizeof(px->node));
     atomic_fetch_add(&px->epoch, 1);
     l->cursor = 0;

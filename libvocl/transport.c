@@ -447,7 +447,7 @@ static void batch_take(struct vocl_proxy *px, struct vocl_wr *out)
 
 static int isend(struct vocl_proxy *px, const struct vocl_wr *w, struct vocl_req *req)
 {
-    if (vocl_isend(vocl_px_chan(px), px->tag_base + VOCL_TAG_REQ, w->buf, w->len, req) == 0) {
+    if (vocl_isend(vocl_px_chan(px), VOCL_TAG_REQ, w->buf, w->len, req) == 0) {
         if (px->bell)
             vocl_bell_ring(px->bell);
         return 0;
@@ -791,7 +791,7 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
     size_t chunk = c->cut.chunk; /* as its message says (vocl_xfer_out, vocl_xfer_in) */
     size_t nchunks = (n + chunk - 1) / chunk;
     struct vocl_pending *pd = &px->pending;
-    int tag = px->tag_base + vocl_data_tag(c->seq);
+    int tag = vocl_data_tag(c->seq);
     if (px->flog) {
         bool logged = vocl_flog_chunks(px, c, buf, n, out, pd->posted + 1);
         if (out && px->replaying) { /* the replay sends them after their request */

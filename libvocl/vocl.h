@@ -111,7 +111,6 @@ struct vocl_proxy {
     int daemon_port;
     atomic_bool fate_asked;
     atomic_int live; /* its number in liveness.h (job mode: its rank); moves with a failover */
-    int tag_base;  /* added to the tags of requests and data (wire.h); 0 */
     char *name;    /* daemon mode: how the user named it (VOCL_PROXIES) */
     char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
     bool local; /* in-process executor (local passthrough) */

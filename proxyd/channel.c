@@ -179,14 +179,14 @@ static int chan_send_test(struct exec_session *s, struct exec_sending *h, bool g
 static int relay_send(struct exec_session *s, int tag, const void *buf, size_t n)
 {
     struct vocl_req req;
-    int rtag = s->tag_base + vocl_relay_tag(tag);
+    int rtag = vocl_relay_tag(tag);
     return proxyd_chan_post(s, rtag, buf, n, &req) ? -1 : proxyd_chan_sent(s, &req);
 }
 
 /* As proxyd_peer_recv, from the client; -1 once its session is closed. */
 static int relay_recv(struct exec_session *s, int tag, void *buf, size_t n, size_t *got)
 {
-    int rc = proxyd_recv_from(chan(s)->ch, s->tag_base + vocl_relay_tag(tag), chan(s)->live,
+    int rc = proxyd_recv_from(chan(s)->ch, vocl_relay_tag(tag), chan(s)->live,
                               &s->closed, buf, n, got);
     return rc > 0 ? client_died(s) : rc;
 }

@@ -148,7 +148,6 @@ size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 extern int proxyd_self_rank;
 void proxyd_want_state(int sig);
 void proxyd_want_stop(int sig); /* connect mode: SIGTERM, SIGINT */
-extern bool proxyd_no_finalize;  /* connect mode, stopped: exit without MPI_Finalize */
 int proxyd_job_mode(struct exec_node *node, int nclients);
 int proxyd_listen_mode(struct exec_node *node, const struct options *o);
 

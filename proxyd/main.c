@@ -592,8 +592,6 @@ int main(int argc, char **argv)
             nanosleep(&(struct timespec){1, 0}, NULL);
         vocl_mpi_abort(MPI_COMM_WORLD, 1);
     }
-    if (proxyd_no_finalize)
-        return rc;
     MPI_Finalize();
     return rc;
 }

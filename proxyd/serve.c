@@ -75,11 +75,11 @@ struct server {
 /* The serving loop's last pass (serve), which the watchdog wants recent. */
 static _Atomic uint64_t served_ns;
 
-/* A client on ch (live: its number in liveness.h; tag_base: wire.h; pid:
+/* A client on ch (live: its number in liveness.h; pid:
  * its process, if on this node; who: its uid and process, for the session,
  * or NULL). */
 static struct client *add_client(struct server *sv, struct vocl_chan ch, int live, int id,
-                                 int tag_base, int64_t pid, const long who[2])
+                                 int64_t pid, const long who[2])
 {
     struct client *cl = calloc(1, sizeof(*cl));
     if (!cl)
@@ -89,7 +89,6 @@ static struct client *add_client(struct server *sv, struct vocl_chan ch, int liv
     cl->id = id;
     exec_session_init(&cl->s, sv->node, ch.rank);
     cl->s.who = id;
-    cl->s.tag_base = tag_base;
     if (who) {
         cl->s.uid = who[0];
         cl->s.pid = who[1];
@@ -464,13 +463,13 @@ static bool poll_once(struct server *sv)
         struct client *cl = client_at(sv, i);
         if (cl->freed) { /* (released: what it sends is dropped) */
             char dummy;
-            while (vocl_improbe(cl->chan.ch, cl->s.tag_base + VOCL_TAG_REQ, &msg) > 0)
+            while (vocl_improbe(cl->chan.ch, VOCL_TAG_REQ, &msg) > 0)
                 vocl_mrecv(&msg, &dummy, 0);
             continue;
         }
         if (cl->gone || cl->held)
             continue;
-        if (vocl_improbe(cl->chan.ch, cl->s.tag_base + VOCL_TAG_REQ, &msg) > 0) {
+        if (vocl_improbe(cl->chan.ch, VOCL_TAG_REQ, &msg) > 0) {
             handle(sv, cl, &msg);
             any = true;
         }
@@ -510,7 +509,6 @@ static void report_state(struct server *sv)
 
 /* Connect mode: SIGTERM or SIGINT. */
 static volatile sig_atomic_t stop_wanted;
-bool proxyd_no_finalize;
 
 void proxyd_want_stop(int sig)
 {
@@ -682,7 +680,7 @@ int proxyd_job_mode(struct exec_node *node, int nclients)
         vocl_data_tag_ub(*tag_ub); /* as libvocl does, on the same communicator */
     vocl_live_start(comm); /* answer pings; notice clients and peers that die */
     for (int r = 0; r < nclients; r++)
-        if (!add_client(&sv, VOCL_CHAN_MPI(comm, r), r, r, 0, 0, NULL)) {
+        if (!add_client(&sv, VOCL_CHAN_MPI(comm, r), r, r, 0, NULL)) {
             vocl_error("out of memory");
             return 1;
         }
@@ -821,7 +819,7 @@ static void *greet(void *arg)
     } else {
         int64_t local = vocl_live_local_pid(live);
         const long who[2] = {vocl_conn_peer_uid(g.conn), (long)pid};
-        cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, 0, local, who);
+        cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, local, who);
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", g.n);
             vocl_live_unlink(live);
@@ -1058,8 +1056,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     if (o->port_file && !sv.worker)
         unlink(o->port_file);
     vocl_ctl_close();
-    /* Greetings under way may still hold connections: the process exits
-     * without waiting for them. */
-    proxyd_no_finalize = true;
+    /* (Greetings under way may still hold connections: the process exits
+     * without waiting for them.) */
     return 0;
 }

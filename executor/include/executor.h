@@ -214,7 +214,6 @@ struct exec_session {
     void (*leave)(struct exec_session *s);
     void (*enter)(struct exec_session *s);
     int data_tag; /* the tag of the current request's transfer */
-    int tag_base; /* connect mode: its connection's (vocl_tag_base_draw); 0 in job mode */
     atomic_bool lost;   /* the client died (its transport noticed, on any thread) */
     bool peer_died;     /* at BYE: the client said, or was told, that a peer died */
     uint64_t nobjs, bytes;        /* what it holds (struct exec_limits) */

@@ -17,16 +17,18 @@ LD_PRELOAD=$lib timeout 20 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
 grep -q 'no proxies: run the application with vocl-run' "$tmp/err" || fail "no message: $(cat "$tmp/err")"
 echo "no proxies: exit $rc after $(( $(date +%s) - start )) s with: $(grep libvocl "$tmp/err" | head -1)"
 
-# Connect mode on an MPI without dynamic processes: fails at once, says so.
-# First the proxy makes its token file (in a HOME of the test's own).
-export HOME=$tmp/home
-mkdir "$HOME"
+# Daemon mode: the daemon makes its token file (in a HOME of the test's
+# own) and listens (on loopback, a port the kernel picks); SIGTERM ends it.
+export UCX_NET_DEVICES=lo
+timeout 30 "$proxyd" --listen --address 127.0.0.1 --port 0 --port-file "$tmp/port" \
+    >"$tmp/out" 2>"$tmp/err" & d=$!
+for _ in $(seq 200); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+[ -s "$tmp/port" ] || fail "voclproxyd --listen did not listen: $(cat "$tmp/err")"
+kill -TERM "$d"
 rc=0
-timeout 30 "$proxyd" --listen >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ "$rc" -ne 124 ] || fail "voclproxyd --listen hangs"
-[ "$rc" -ne 0 ] || fail "voclproxyd --listen succeeded without dynamic processes?"
-grep -q 'job mode' "$tmp/err" || fail "--listen message does not point to job mode: $(cat "$tmp/err")"
-echo "voclproxyd --listen: exit $rc: $(grep -v 'new token' "$tmp/err" | head -1)"
+wait "$d" || rc=$?
+[ "$rc" -eq 0 ] || fail "voclproxyd --listen: exit $rc after SIGTERM: $(cat "$tmp/err")"
+echo "voclproxyd --listen: listened on $(cat "$tmp/port"), exit 0 after SIGTERM"
 [ "$(stat -c %a "$HOME/.vocl/token")" = 600 ] || fail "the new token file is not private"
 [ "$(stat -c %a "$HOME/.vocl")" = 700 ] || fail "the token's directory is not private"
 grep -q "made a new token in $HOME/.vocl/token" "$tmp/err" || fail "no word of the new token"
@@ -38,21 +40,29 @@ rc=0
 timeout 30 "$proxyd" --listen --token-file "$tmp/open" >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 1 ] && grep -q "token file $tmp/open: .*chmod 600" "$tmp/err" ||
     fail "--listen with an open token file: rc $rc: $(cat "$tmp/err")"
-echo "voclproxyd --listen, open token: exit $rc: $(head -1 "$tmp/err")"
+echo "voclproxyd --listen, open token: exit $rc: $(grep -v 'note:' "$tmp/err" | head -1)"
 
-port=tag#0\$description#localhost\$port#1\$ifname#127.0.0.1\$
+port=127.0.0.1:1
 rc=0
 VOCL_CONNECT=$port VOCL_TOKEN_FILE=$tmp/open LD_PRELOAD=$lib timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" -ne 0 ] && grep -q "token file $tmp/open: .*chmod 600" "$tmp/err" ||
     fail "client with an open token file: rc $rc: $(cat "$tmp/err")"
 echo "VOCL_CONNECT, open token: exit $rc: $(grep libvocl "$tmp/err" | head -1)"
 
-# With the token: as far as this MPI goes.
+# With the token, a daemon that is not there (a closed port): told at once.
 rc=0
+start=$(date +%s)
 VOCL_CONNECT=$port LD_PRELOAD=$lib timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ "$rc" -ne 124 ] || fail "client in connect mode hangs"
-grep -q 'job mode' "$tmp/err" || fail "VOCL_CONNECT message does not point to job mode: $(cat "$tmp/err")"
-echo "VOCL_CONNECT: exit $rc: $(grep libvocl "$tmp/err" | head -1)"
+[ "$rc" -ne 124 ] || fail "client in daemon mode hangs"
+[ "$rc" -ne 0 ] && grep -q "proxy $port: cannot connect to $port " "$tmp/err" ||
+    fail "VOCL_CONNECT to a closed port: rc $rc: $(cat "$tmp/err")"
+[ $(($(date +%s) - start)) -le 3 ] || fail "VOCL_CONNECT to a closed port took $(($(date +%s) - start)) s"
+echo "VOCL_CONNECT to a closed port: exit $rc: $(grep libvocl "$tmp/err" | head -1)"
+# A port that is not one: a clear error, nothing connected.
+rc=0
+VOCL_CONNECT=127.0.0.1:notaport LD_PRELOAD=$lib timeout 30 "$prog" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] && grep -q "'notaport' is not a port" "$tmp/err" ||
+    fail "VOCL_CONNECT with a bad port: rc $rc: $(cat "$tmp/err")"
 
 # Bad vocl-run usage: exit 2 with a message, nothing started.
 rc=0

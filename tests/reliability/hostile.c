@@ -26,16 +26,21 @@
  *
  * Daemon mode (tests/daemon): one process, the hostile client alone,
  *
- *   hostile --connect NAME
+ *   hostile --connect HOST:PORT
  *
- * connects to the daemon published as vocl.NAME (VOCL_NAME_SERVER) as
- * libvocl does, while an ordinary application of the test's uses it.  First
+ * connects to the daemon there (over UCX) as libvocl does, while an
+ * ordinary application of the test's uses it.  First
  * with a wrong token: refused, and its connection ends.  Then with the
  * token (VOCL_TOKEN_FILE), everything above, and what only strangers on a
  * shared daemon try: requests to other proxies (migrations, event links),
  * which a daemon refuses, and a rectangular read whose host rows are 60 GiB
  * apart, which would make the proxy stage 60 GiB (refused by the daemon's
  * --max-session-host, which the test sets to 1G).
+ *
+ *   hostile --silent HOST:PORT SECONDS
+ *
+ * connects (and goes to its worker) and never says HELLO: exits 0 once the
+ * daemon has dropped it, 1 if it has not within SECONDS.
  */
 #include <CL/cl.h>
 #include <mpi.h>
@@ -128,7 +133,6 @@ static int victim(void)
 static MPI_Comm comm;
 static struct vocl_conn *conn; /* daemon mode: the connection (common/ucx.h) */
 static int proxy;          /* the proxy's rank */
-static int tag_base;       /* daemon mode: the connection's (wire.h) */
 static double reply_wait;  /* seconds a reply may take */
 static int checks, failures;
 static struct vocl_wr w;
@@ -163,7 +167,7 @@ static void send_on(int tag, const void *p, size_t n)
 
 static void send_raw(const void *p, size_t n)
 {
-    send_on(tag_base + VOCL_TAG_REQ, p, n);
+    send_on(VOCL_TAG_REQ, p, n);
 }
 
 /* The next message from the proxy on tag before until, taken off the
@@ -412,14 +416,14 @@ static void strangers(uint64_t ctx, uint64_t queue)
     refused_quietly(queue, "the sending end of an event link past the limit");
     int32_t told = CL_COMPLETE;
     struct vocl_probed rm;
-    bool came = arrived(tag_base + vocl_relay_tag(out_tag), now() + reply_wait, &rm);
+    bool came = arrived(vocl_relay_tag(out_tag), now() + reply_wait, &rm);
     if (came)
         vocl_mrecv(&rm, &told, sizeof(told));
     check(came && told < 0, "a refused event link's peer told of a failure", told);
     /* Their statuses: the threads end, and there is room again. */
     int32_t complete = CL_COMPLETE;
     for (int i = 0; i < RELAYS_MAX; i++)
-        send_on(tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN + i), &complete, sizeof(complete));
+        send_on(vocl_relay_tag(VOCL_TAG_PEER_MIN + i), &complete, sizeof(complete));
     double by = now() + reply_wait;
     cl_int st = 1;
     while (st != CL_COMPLETE && now() < by) { /* (the last one set is complete) */
@@ -436,7 +440,7 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u32(&w, VOCL_TAG_PEER_MIN);
     vocl_wr_u64(&w, RELAY_EVENTS + RELAYS_MAX + 1);
     expect(CL_SUCCESS, "an event link once the others are through");
-    send_on(tag_base + vocl_relay_tag(VOCL_TAG_PEER_MIN), &complete, sizeof(complete));
+    send_on(vocl_relay_tag(VOCL_TAG_PEER_MIN), &complete, sizeof(complete));
 
     /* Two rows 60 GiB apart: the proxy would stage a span of 60 GiB. */
     const uint64_t pitch = 60ull << 30, span = pitch + 16;
@@ -456,7 +460,7 @@ static void strangers(uint64_t ctx, uint64_t queue)
     vocl_wr_u64(&w, span);
     vocl_wr_data(&w, &(struct vocl_data){.mode = VOCL_DATA_CHUNKED, .depth = 1, .arg = chunk},
                  false);
-    int tag = tag_base + vocl_data_tag(seq);
+    int tag = vocl_data_tag(seq);
     expect(CL_OUT_OF_HOST_MEMORY, "a 60 GiB span over the session's host memory");
     /* As many empty chunks as the read would have had. */
     uint64_t want = (span + chunk - 1) / chunk, got = 0;
