@@ -52,10 +52,39 @@ export VOCL_CTL_DIR=$tmp/ctl
 mkdir -p "$HOME"
 mkdir -p -m 700 "$VOCL_CTL_DIR"
 
+# apps: the applications run as two users of their own, each with its token
+# (--users), where users can be made (root, useradd); else as this one.
+users=()
+opts=()
+if [ "$what" = apps ] && [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null; then
+    users=(vocl-c-alice vocl-c-bob)
+    chmod 755 "$tmp"
+    mkdir -m 700 "$tmp/users"
+    for u in "${users[@]}"; do
+        userdel "$u" 2>/dev/null || true
+        useradd -M -d "$tmp/home-$u" -s /usr/sbin/nologin "$u"
+        install -d -m 700 -o "$u" "$tmp/home-$u" "$tmp/home-$u/.vocl"
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/users/$u"
+        chmod 600 "$tmp/users/$u"
+        install -m 600 -o "$u" "$tmp/users/$u" "$tmp/home-$u/.vocl/token"
+    done
+    cleanup() {
+        for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+        for u in "${users[@]}"; do userdel "$u" 2>/dev/null || true; done
+    }
+    # (What they run, where they can read it.)
+    mkdir "$tmp/bin"
+    cp "$lib" "$tmp/bin/libvocl.so"
+    for a in gemm nbody transpose smithwaterman; do cp "$examples/$a" "$tmp/bin/"; done
+    chmod -R a+rX "$tmp/bin"
+    lib=$tmp/bin/libvocl.so examples=$tmp/bin
+    opts=(--users "$tmp/users")
+fi
+
 daemons=(vc1 vc2 vc3 vc4)
 devs=$(printf 'pthread %.0s' 1 2 3 4 5 6 7 8)
 for h in "${daemons[@]}"; do
-    POCL_DEVICES=${devs% } "$cluster" exec "$h" "$proxyd" --listen --name "$h" -v \
+    POCL_DEVICES=${devs% } "$cluster" exec "$h" "$proxyd" --listen --name "$h" -v "${opts[@]}" \
         >"$tmp/$h.log" 2>&1 &
     pids+=($!)
 done
@@ -66,31 +95,39 @@ done
 echo "daemons: $(printf '%s ' "${daemons[@]}")(8 devices each, port 7010)"
 proxies=$(IFS=,; echo "${daemons[*]}")
 
-# check NAME OUTPUT: 32 devices, verified, and every daemon served vc5.
-served=0
+# check NAME OUTPUT USER: 32 devices, verified, and every daemon served
+# USER's client on vc5.
+declare -A served
 check() {
     tail -1 "$2"
     [[ $(tail -n 1 "$2") == RESULT\ *devices=32\ *verified=yes ]] ||
         fail "$1: no RESULT line on 32 devices with verified=yes: $(tail -5 "$2")"
-    served=$((served + 1))
+    served[$3]=$((${served[$3]:-0} + 1))
     for h in "${daemons[@]}"; do
-        n=$(grep -c "served (user root, .*host vc5," "$tmp/$h.log" || true)
-        [ "$n" -eq "$served" ] || fail "$1: daemon $h served $n clients of vc5, not $served"
+        n=$(grep -c "served (user $3, .*host vc5," "$tmp/$h.log" || true)
+        [ "$n" -eq "${served[$3]}" ] || fail "$1: daemon $h served $n clients of $3 on vc5, not ${served[$3]}"
     done
 }
 
 case $what in
 apps)
-    # The cluster suite's applications and sizes, each alone on vc5.
+    # The cluster suite's applications and sizes, each alone on vc5, by
+    # turns as the two users (or as this one).
+    turn=0
     run() {
-        local app=$1
+        local app=$1 u=root as=()
         shift
+        if [ ${#users[@]} -gt 0 ]; then
+            u=${users[$((turn % 2))]}
+            as=(runuser -u "$u" -- env HOME="$tmp/home-$u")
+        fi
+        turn=$((turn + 1))
         local start=$SECONDS
-        timeout 150 "$cluster" exec vc5 env VOCL_PROXIES="$proxies" LD_PRELOAD="$lib" \
+        timeout 150 "$cluster" exec vc5 "${as[@]}" env VOCL_PROXIES="$proxies" LD_PRELOAD="$lib" \
             "$examples/$app" "$@" >"$tmp/$app.out" 2>&1 ||
-            fail "$app: exit $?: $(tail -5 "$tmp/$app.out")"
-        echo -n "$app ($((SECONDS - start)) s): "
-        check "$app" "$tmp/$app.out"
+            fail "$app as $u: exit $?: $(tail -5 "$tmp/$app.out")"
+        echo -n "$app as $u ($((SECONDS - start)) s): "
+        check "$app" "$tmp/$app.out" "$u"
     }
     run gemm -n 384 -r 2
     run nbody -n 4096 -s 3
@@ -113,7 +150,7 @@ JOB
     head -1 "$tmp/job.out"
     grep -qx 'job on vc5, nodes vc5' "$tmp/job.out" || fail "the job did not run on vc5 alone"
     echo -n "gemm in the job: "
-    check "the job" "$tmp/job.out"
+    check "the job" "$tmp/job.out" root
     for p in "${pids[@]}"; do kill -0 "$p" || fail "a daemon is gone after the job"; done
     echo "the daemons stay after the job: $(grep -c 'session closed' "$tmp/vc1.log") session closed on vc1"
     ;;
