@@ -38,7 +38,7 @@ struct vocl_conn; /* ucx.h */
 
 /* Starts answering pings on comm (which must stay valid until
  * vocl_live_stop).  Collective: every rank of comm calls it, right after
- * making comm.  MPI_COMM_NULL: connect mode, peers linked later.  0, or -1
+ * making comm.  MPI_COMM_NULL: daemon mode, peers linked later.  0, or -1
  * when the thread cannot start. */
 int vocl_live_start(MPI_Comm comm);
 /* Daemon mode: both sides of connection c call this right after

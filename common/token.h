@@ -1,5 +1,5 @@
 /*
- * token.h - the shared secret of connect mode.  A proxy that listens for
+ * token.h - the shared secret of daemon mode.  A proxy that listens for
  * clients (voclproxyd --listen) serves only those whose HELLO carries the
  * bytes of its token file; job mode needs none (the job's ranks were all
  * started by one mpiexec).

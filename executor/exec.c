@@ -343,7 +343,7 @@ void exec_session_who(const struct exec_session *s, char *out, size_t n)
                  s->pid);
 }
 
-/* Why a HELLO is refused (NULL: it is not): in connect mode its token must
+/* Why a HELLO is refused (NULL: it is not): in daemon mode its token must
  * be the proxy's, or with --users that of the user it names (note_user). */
 static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m)
 {

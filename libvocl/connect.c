@@ -265,7 +265,7 @@ bool vocl_connect_mode(void)
         return false;
     }
     if (nm.n == 0) {
-        vocl.init_error = "connect mode: no proxy named";
+        vocl.init_error = "daemon mode: no proxy named";
         vocl_error("%s names no proxy", nm.from);
         names_free(&nm);
         return true;
@@ -274,13 +274,13 @@ bool vocl_connect_mode(void)
     static struct vocl_token token;
     char why[256];
     if (vocl_token_path(&token, NULL)) {
-        vocl.init_error = "connect mode: no token file (set VOCL_TOKEN_FILE, or HOME)";
+        vocl.init_error = "daemon mode: no token file (set VOCL_TOKEN_FILE, or HOME)";
         names_free(&nm);
         return true;
     }
     if (vocl_token_read(&token, why, sizeof(why))) {
-        vocl_error("connect mode: token file %s: %s", token.path, why);
-        vocl.init_error = "connect mode needs the proxy's token file (VOCL_TOKEN_FILE)";
+        vocl_error("daemon mode: token file %s: %s", token.path, why);
+        vocl.init_error = "daemon mode needs the proxy's token file (VOCL_TOKEN_FILE)";
         names_free(&nm);
         return true;
     }
@@ -301,7 +301,7 @@ bool vocl_connect_mode(void)
     for (int i = 0; i < nm.n; i++)
         join(nm.v[i], (uint64_t)(secs * 1e9), i >= nm.n - vocl.spares);
     if (vocl.ndevices == 0 && !vocl.init_error)
-        vocl.init_error = "connect mode: no proxy could be reached";
+        vocl.init_error = "daemon mode: no proxy could be reached";
     names_free(&nm);
     return true;
 }

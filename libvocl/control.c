@@ -5,7 +5,7 @@
  *   proxies           one line per proxy: its number, name, node, devices,
  *                     the objects the application has there, spare or gone
  *   migrate FROM TO   everything on proxy FROM moves to proxy TO (migrate.c);
- *                     a proxy by its number, or in connect mode its name
+ *                     a proxy by its number, or in daemon mode its name
  */
 #include "vocl.h"
 

@@ -196,7 +196,7 @@ static int fail(struct mig *m, const char *fmt, ...)
     return -1;
 }
 
-/* A proxy as messages name it: by its name (connect mode), else its number. */
+/* A proxy as messages name it: by its name (daemon mode), else its number. */
 static void label(char buf[80], const struct vocl_proxy *px)
 {
     if (px->name)

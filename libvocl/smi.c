@@ -14,7 +14,7 @@
 int vocl_smi_state(int i, char *name, size_t namelen, void **rep, size_t *len);
 
 /*
- * Proxy i of the platform (0 up): its name into name (connect mode: as the
+ * Proxy i of the platform (0 up): its name into name (daemon mode: as the
  * user named it; job mode: "rank N"), and its STATE reply after the status
  * into *rep (malloc'd, *len bytes; vocl_dec_STATE_rep reads it).  0; 1 when
  * it does not answer (*rep NULL); -1 past the last proxy, or before

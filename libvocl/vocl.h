@@ -306,7 +306,7 @@ struct vocl_state {
     struct vocl_obj **devices;
     struct vocl_obj *platform;
     MPI_Comm comm;
-    bool mpi_used;    /* libvocl talks MPI (job or connect mode) */
+    bool mpi_used;    /* libvocl talks MPI (job or daemon mode) */
     bool mpi_ours;    /* libvocl initialised MPI and finalises it */
     bool job_mode;
     atomic_int proxies_lost; /* proxies that died (vocl_xport_fail) */
@@ -314,8 +314,8 @@ struct vocl_state {
     int app_ranks;
     int app_rank; /* job mode: this process's rank, 0 .. app_ranks - 1 */
     struct exec_node *local_node;
-    struct vocl_token *token; /* connect mode: presented in HELLO */
-    const char *user;         /* connect mode: named in HELLO, whose token it is */
+    struct vocl_token *token; /* daemon mode: presented in HELLO */
+    const char *user;         /* daemon mode: named in HELLO, whose token it is */
     const char *init_error; /* why there are no devices, for the one line on stderr */
     atomic_uint_fast64_t clock;     /* orders enqueues: vocl_tick */
     atomic_uint_fast64_t synced_at; /* when the last call that could see commands end began */
@@ -351,7 +351,7 @@ static inline bool vocl_px_same_job(const struct vocl_proxy *a, const struct voc
 }
 int vocl_greet(struct vocl_proxy *px);
 int vocl_open_mpi(void);
-/* connect.c: connect mode, where VOCL_CONNECT, VOCL_PROXIES or a proxies
+/* connect.c: daemon mode, where VOCL_CONNECT, VOCL_PROXIES or a proxies
  * file says where proxies are (true: it ran); vocl_connect_close frees
  * the proxies' communicators at the leave. */
 bool vocl_connect_mode(void);

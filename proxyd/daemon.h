@@ -27,13 +27,13 @@ struct options {
     const char *address; /* daemon mode: the interface's address it listens on (NULL: all) */
     int port;            /* daemon mode: the port it listens on */
     const char *token_file;
-    const char *users; /* connect mode: --users DIR, a token per user (token.h) */
+    const char *users; /* daemon mode: --users DIR, a token per user (token.h) */
     struct exec_xfer_cfg xfer;
     struct exec_limits limits;
     uint64_t poll_ns;
     bool gate_batches; /* --no-batch-gate: false */
     bool sched_batch;  /* --no-sched-batch: false */
-    bool isolate;  /* connect mode: each client served by a worker process (workers.c) */
+    bool isolate;  /* daemon mode: each client served by a worker process (workers.c) */
     bool busy_share; /* --busy-share: each device's busy share measured (executor/busy.c) */
     int worker_fd; /* a worker: its port goes there (-1: not a worker) */
 };
@@ -147,7 +147,7 @@ size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 
 extern int proxyd_self_rank;
 void proxyd_want_state(int sig);
-void proxyd_want_stop(int sig); /* connect mode: SIGTERM, SIGINT */
+void proxyd_want_stop(int sig); /* daemon mode: SIGTERM, SIGINT */
 int proxyd_job_mode(struct exec_node *node, int nclients);
 int proxyd_listen_mode(struct exec_node *node, const struct options *o);
 

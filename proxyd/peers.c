@@ -1,6 +1,6 @@
 /*
  * peers.c - traffic between the proxies of one job (migrations, event
- * links): a communicator of their own, none in connect mode.
+ * links): a communicator of their own, none in daemon mode.
  */
 #include <stdlib.h>
 
@@ -11,7 +11,7 @@
 #include "liveness.h"
 #include "log.h"
 
-/* Migrations go between the proxies of one job (MPI_COMM_NULL in connect mode). */
+/* Migrations go between the proxies of one job (MPI_COMM_NULL in daemon mode). */
 MPI_Comm proxyd_peer_comm = MPI_COMM_NULL;
 int proxyd_peer_self, proxyd_peer_size;
 

@@ -46,7 +46,7 @@ struct client {
     bool gone;     /* its session closed: nothing more is served or sent */
     bool released; /* and everything it held released (release_clients) */
     bool freed;    /* daemon mode: and nothing more read from its connection (let_go) */
-    int64_t pid;   /* connect mode: its process, if on this node (else 0) */
+    int64_t pid;   /* daemon mode: its process, if on this node (else 0) */
     uint64_t since_ns;  /* when it connected */
     uint64_t closed_ns; /* when its session was closed */
     bool held; /* its next request waits: its write is parked, or it has
@@ -56,16 +56,16 @@ struct client {
 
 struct server {
     struct exec_node *node;
-    struct client **clients; /* job mode: by rank; connect mode: as they came */
+    struct client **clients; /* job mode: by rank; daemon mode: as they came */
     int nclients, live;
     int closing; /* clients gone and not yet released (this thread's) */
     bool job_mode;
-    pthread_mutex_t lock; /* connect mode: the accept thread adds clients */
+    pthread_mutex_t lock; /* daemon mode: the accept thread adds clients */
     struct vocl_wr reply;
     uint8_t *buf;
     size_t cap;
     uint64_t notes_seen; /* exec_notify_posted when last sent */
-    bool isolate;        /* connect mode, --isolate: clients go to workers */
+    bool isolate;        /* daemon mode, --isolate: clients go to workers */
     bool worker;         /* a worker: serves one client, then ends */
     pid_t parent;        /* a worker's daemon */
     uint64_t published_ns; /* a worker: when it last said what its session holds */
@@ -99,7 +99,7 @@ static struct client *add_client(struct server *sv, struct vocl_chan ch, int liv
     cl->s.reply = proxyd_reply;
     cl->s.transport = &cl->chan;
     vocl_live_begin(&cl->lw, live);
-    /* The serving thread reads the array under the lock (connect mode). */
+    /* The serving thread reads the array under the lock (daemon mode). */
     pthread_mutex_lock(&sv->lock);
     struct client **nc = realloc(sv->clients, (sv->nclients + 1) * sizeof(*nc));
     if (!nc) {
@@ -168,7 +168,7 @@ static void publish_state(struct server *sv)
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread
- * may grow the array meanwhile (connect mode); only this thread shrinks it. */
+ * may grow the array meanwhile (daemon mode); only this thread shrinks it. */
 static int clients_now(struct server *sv)
 {
     pthread_mutex_lock(&sv->lock);
@@ -243,7 +243,7 @@ static void let_go(struct server *sv)
     }
 }
 
-/* Connect mode: the clients let go leave the table once nothing still due
+/* Daemon mode: the clients let go leave the table once nothing still due
  * names their sessions. */
 static void sweep_clients(struct server *sv)
 {
@@ -266,7 +266,6 @@ static void sweep_clients(struct server *sv)
     pthread_mutex_unlock(&sv->lock);
 }
 
-/* Idle: a client that stopped answering pings died; its objects go. */
 /* Daemon mode: a client has this long from its connection to its HELLO
  * (its token), VOCL_CONNECT_TIMEOUT seconds (default 5): one that says
  * nothing holds no session, nor a worker, for longer. */
@@ -281,6 +280,7 @@ static uint64_t hello_timeout_ns(void)
     return ns;
 }
 
+/* Idle: a client that stopped answering pings died; its objects go. */
 static void check_clients(struct server *sv)
 {
     for (int i = 0, n = clients_now(sv); i < n; i++) {
@@ -461,9 +461,9 @@ static bool poll_once(struct server *sv)
     bool any = moved;
     for (int i = 0, n = clients_now(sv); i < n; i++) {
         struct client *cl = client_at(sv, i);
-        if (cl->freed) { /* (released: what it sends is dropped) */
+        if (cl->freed) { /* (released: what it sends is dropped, a few a pass) */
             char dummy;
-            while (vocl_improbe(cl->chan.ch, VOCL_TAG_REQ, &msg) > 0)
+            for (int k = 0; k < 64 && vocl_improbe(cl->chan.ch, VOCL_TAG_REQ, &msg) > 0; k++)
                 vocl_mrecv(&msg, &dummy, 0);
             continue;
         }
@@ -507,7 +507,7 @@ static void report_state(struct server *sv)
             (uint64_t)atomic_load(&sv->node->bytes), resident * (sysconf(_SC_PAGESIZE) / 1024));
 }
 
-/* Connect mode: SIGTERM or SIGINT. */
+/* Daemon mode: SIGTERM or SIGINT. */
 static volatile sig_atomic_t stop_wanted;
 
 void proxyd_want_stop(int sig)

@@ -108,9 +108,9 @@ struct exec_node {
      * (watch.c): where the node has a device that is not a CPU. */
     bool look_at_events;
     char node_name[256]; /* for clients (HELLO): VOCL_NODE_NAME, else the host's */
-    const struct vocl_token *token; /* connect mode: a HELLO must carry it */
-    const char *users; /* connect mode, --users DIR: each user's token in DIR/USER (token.h) */
-    atomic_bool drained; /* connect mode, vocl-ctl drain: a HELLO is refused */
+    const struct vocl_token *token; /* daemon mode: a HELLO must carry it */
+    const char *users; /* daemon mode, --users DIR: each user's token in DIR/USER (token.h) */
+    atomic_bool drained; /* daemon mode, vocl-ctl drain: a HELLO is refused */
     /* The open sessions, for STATE, into out (at most max); how many there
      * are.  On the serving thread.  NULL: STATE lists none. */
     size_t (*sessions)(void *ctx, struct exec_session_state *out, size_t max);
@@ -192,7 +192,7 @@ struct exec_session {
     const struct exec_data_ops *data;
     int peer;        /* the client's rank on its channel */
     int who;         /* the client's number in logs (its rank in job mode) */
-    char user[65];   /* the user its HELLO named (connect mode), or "" */
+    char user[65];   /* the user its HELLO named (daemon mode), or "" */
     char host[65];   /* and the host it runs on, or "" */
     long uid;        /* daemon mode, a client of this node: the uid it really runs as
                         (ucx.h: vocl_conn_peer_uid); -1: not known */

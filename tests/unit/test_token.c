@@ -1,5 +1,5 @@
 /*
- * test_token.c - the token file of connect mode (common/token.c): only a
+ * test_token.c - the token file of daemon mode (common/token.c): only a
  * private regular file of the user's own, of sensible length, is accepted;
  * a new one is made private and random, and whole even when several are
  * made at once.
