@@ -205,8 +205,14 @@ struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns
     if (st == UCS_OK && atomic_load(&c->dead))
         st = UCS_ERR_UNREACHABLE;
     if (st != UCS_OK) {
+        /* (What UCX says of a port nothing listens on: not connected.) */
+        bool refused = !strcmp(c->why, ucs_status_string(UCS_ERR_NOT_CONNECTED)) ||
+                       !strcmp(c->why, ucs_status_string(UCS_ERR_UNREACHABLE));
         snprintf(err, errlen, "%s",
-                 st == UCS_ERR_TIMED_OUT ? "no answer" : c->why[0] ? c->why : ucs_status_string(st));
+                 st == UCS_ERR_TIMED_OUT ? "no answer"
+                 : refused               ? "refused: nothing listens there"
+                 : c->why[0]             ? c->why
+                                         : ucs_status_string(st));
         atomic_store(&c->dead, true);
         vocl_conn_close(c);
         return NULL;

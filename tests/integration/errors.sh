@@ -19,16 +19,19 @@ echo "no proxies: exit $rc after $(( $(date +%s) - start )) s with: $(grep libvo
 
 # Daemon mode: the daemon makes its token file (in a HOME of the test's
 # own) and listens (on loopback, a port the kernel picks); SIGTERM ends it.
-export UCX_NET_DEVICES=lo
+export UCX_NET_DEVICES=lo HOME=$tmp/home
+mkdir "$HOME"
 timeout 30 "$proxyd" --listen --address 127.0.0.1 --port 0 --port-file "$tmp/port" \
     >"$tmp/out" 2>"$tmp/err" & d=$!
 for _ in $(seq 200); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 [ -s "$tmp/port" ] || fail "voclproxyd --listen did not listen: $(cat "$tmp/err")"
+listened=$(cat "$tmp/port")
 kill -TERM "$d"
 rc=0
 wait "$d" || rc=$?
 [ "$rc" -eq 0 ] || fail "voclproxyd --listen: exit $rc after SIGTERM: $(cat "$tmp/err")"
-echo "voclproxyd --listen: listened on $(cat "$tmp/port"), exit 0 after SIGTERM"
+echo "voclproxyd --listen: listened on $listened, exit 0 after SIGTERM"
+[ ! -e "$tmp/port" ] || fail "the stopped daemon left its port file"
 [ "$(stat -c %a "$HOME/.vocl/token")" = 600 ] || fail "the new token file is not private"
 [ "$(stat -c %a "$HOME/.vocl")" = 700 ] || fail "the token's directory is not private"
 grep -q "made a new token in $HOME/.vocl/token" "$tmp/err" || fail "no word of the new token"
