@@ -387,6 +387,8 @@ static void ended(struct server *sv, struct client *cl, int rc, bool bye)
         close_client(sv, cl, NULL);
     } else if (atomic_load(&cl->s.lost))
         close_client(sv, cl, "it died");
+    else if ((rc < 0 || cl->s.broken) && !cl->s.hello)
+        close_client(sv, cl, NULL); /* (its HELLO's reply says why: refused) */
     else if (rc < 0 || cl->s.broken)
         close_client(sv, cl, "a protocol error");
 }

@@ -109,6 +109,8 @@ any)
     rc=0
     run "$tmp/wrong" "$alice" env VOCL_TOKEN_FILE="$tmp/home/$alice/wrong" "$tmp/bin/gemm" -n 32 || rc=$?
     [ "$rc" -ne 0 ] || fail "a wrong token was served"
+    grep -q "the token in $tmp/home/$alice/wrong is not the proxy's" "$tmp/wrong" ||
+        fail "alice was not told her token is wrong: $(cat "$tmp/wrong")"
     grep -q "refused: a wrong token (user $alice, uid $(id -u "$alice")," "$tmp/daemon.log" ||
         fail "no refusal logged for the wrong token: $(tail -3 "$tmp/daemon.log")"
     echo "wrong token: exit $rc: $(grep -m1 libvocl "$tmp/wrong")"
