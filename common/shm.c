@@ -65,7 +65,12 @@ int vocl_shm_fd_fetch(pid_t pid, uint64_t token)
         return -1;
     int fd = -1;
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){2, 0}, sizeof(struct timeval));
+    /* The socket's name is anyone's to take: the process answering must be
+     * pid itself (the kernel's word), or its descriptor is not taken. */
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
     if (connect(s, (struct sockaddr *)&a, len) == 0 &&
+        getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.pid == pid &&
         send(s, &token, sizeof(token), MSG_NOSIGNAL) == (ssize_t)sizeof(token)) {
         char byte;
         union {
