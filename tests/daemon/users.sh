@@ -23,6 +23,7 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     pkill -9 -u "$svc" 2>/dev/null || true
+    pkill -9 -u "$bob" 2>/dev/null || true
     for u in $svc $alice $bob; do userdel "$u" 2>/dev/null || true; done
     if [ -n "${VOCL_KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
@@ -126,6 +127,30 @@ any)
     grep -q "refused: a user name not its own (user $bob, uid $(id -u "$alice")," "$tmp/daemon.log" ||
         fail "no refusal logged for alice as bob: $(tail -3 "$tmp/daemon.log")"
     echo "alice as bob: exit $rc: $(grep -o 'client [0-9]* refused: a user name.*' "$tmp/daemon.log")"
+
+    # No lock, file or name of the design another user can hold to delay a
+    # start: bob takes alice's control directory's name (TMPDIR) and the
+    # old connect lock, and holds them; alice's first call is as quick.
+    clinfo_ms() {
+        local s
+        s=$(date +%s%N)
+        run "$tmp/clinfo" "$alice" env TMPDIR=/tmp clinfo -l || fail "clinfo as alice: $(cat "$tmp/clinfo")"
+        grep -q 'Device #' "$tmp/clinfo" || fail "clinfo as alice: $(cat "$tmp/clinfo")"
+        echo $((($(date +%s%N) - s) / 1000000))
+    }
+    clinfo_ms >/dev/null
+    before=$(clinfo_ms)
+    ctl=/tmp/vocl-ctl-$(id -u "$alice")
+    [ ! -e "$ctl" ] || rm -rf "$ctl"
+    as "$bob" mkdir -m 777 "$ctl"
+    as "$bob" flock -s /tmp/.vocl-connect.lock sleep 60 >/dev/null 2>&1 &
+    sleep 0.5
+    after=$(clinfo_ms)
+    pkill -u "$bob" 2>/dev/null || true
+    rm -rf "$ctl"
+    [ "$after" -le $((before + 1000)) ] ||
+        fail "alice's first call took $after ms with bob holding her names, $before ms without"
+    echo "alice's clinfo -l: $before ms, then $after ms with bob holding her control directory's name and the old connect lock"
     ;;
 burst)
     # N applications of the two users in the same instant: all connect
