@@ -119,7 +119,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     char *host = (char *)ptr + r.offset;
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (write)
-        vocl_call_reads_host(&c);
+        vocl_call_reads_host(&c, host, r.span);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
                                   : VOCL_OP_clEnqueueReadBufferRect) == 0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -359,7 +359,7 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     c.async = !write && !blocking && !c.err && !c.px->local && r.row_pitch == r.row_bytes &&
               (slices == 1 || r.slice_pitch == r.row_pitch * rows);
     if (write)
-        vocl_call_reads_host(&c);
+        vocl_call_reads_host(&c, ptr, r.span);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -386,8 +386,10 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
                          .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
                          .event = mw.event, .span = mw.span, .data = mw.data});
         int moved = move_span(&c, write, ptr, &r);
-        if (moved == 0 && c.async) /* (its events complete once its data is here: read_buffer) */
+        if (moved == 0 && c.async) { /* (its events complete once its data is here: read_buffer) */
             vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
+            vocl_host_read_posted(c.px, q, c.posted, ptr, r.span);
+        }
         if (moved == 0 && event) {
             struct vocl_obj *e = vocl_call_new_event(&c, ev_id, q);
             if (e && blocking)
