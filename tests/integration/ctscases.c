@@ -11,6 +11,15 @@
  *            them, so a write that waits for the read hangs.  Every buffer
  *            must then hold what it should, and the write's event says
  *            CL_COMMAND_WRITE_BUFFER.
+ *  profiling non-blocking reads on a profiling queue, each waited for by
+ *            clWaitForEvents, then every profiling time asked at once (CTS
+ *            profiling read_array_*): all there, in order.
+ *  hostimage maps of CL_MEM_USE_HOST_PTR images (2D, its own row pitch and
+ *            the default; a 2D array) return the host memory at the origin,
+ *            with the image's pitches, holding the data; a write through a
+ *            map reaches the image (CTS mem_host_flags *_image).
+ *  defqueue  clSetDefaultDeviceCommandQueue(ctx, dev, NULL): the driver's
+ *            error (CTS api consistency_device_enqueue), not the client's.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -100,10 +109,120 @@ static int gated(cl_context ctx, cl_device_id dev)
     return bad;
 }
 
+static int profiling(cl_context ctx, cl_device_id dev)
+{
+    cl_int rc;
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &rc);
+    CHECK(rc);
+    enum { ROUNDS = 200, N = 4096 };
+    uint8_t *src = malloc(N), *dst = malloc(N);
+    fill(src, N, 3);
+    cl_mem a = buffer_of(ctx, N, src);
+    int bad = 0;
+    static const cl_profiling_info names[] = {CL_PROFILING_COMMAND_QUEUED,
+                                              CL_PROFILING_COMMAND_SUBMIT,
+                                              CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
+    for (int i = 0; i < ROUNDS; i++) {
+        cl_event e;
+        size_t n = 4 + (size_t)i * 13 % (N - 4);
+        CHECK(clEnqueueReadBuffer(q, a, CL_FALSE, 0, n, dst, 0, NULL, &e));
+        CHECK(clWaitForEvents(1, &e));
+        cl_ulong t[4] = {0};
+        bool ok = !memcmp(src, dst, n);
+        for (int k = 0; k < 4; k++) {
+            rc = clGetEventProfilingInfo(e, names[k], sizeof(t[k]), &t[k], NULL);
+            if (rc != CL_SUCCESS && bad < 3)
+                fprintf(stderr, "round %d: profiling info %d: %d\n", i, k, rc);
+            ok = ok && rc == CL_SUCCESS && (k == 0 || t[k - 1] <= t[k]);
+        }
+        bad += !ok;
+        clReleaseEvent(e);
+    }
+    printf("profiling of %d non-blocking reads after clWaitForEvents: %s\n", ROUNDS,
+           bad ? "MISSING" : "ok");
+    clReleaseMemObject(a);
+    clReleaseCommandQueue(q);
+    free(src), free(dst);
+    return bad;
+}
+
+/* pitch 0: the default; array: a 2D array of 3 images. */
+static bool hostimage_round(cl_context ctx, cl_device_id dev, size_t pitch, bool array)
+{
+    cl_int rc;
+    enum { W = 37, H = 11, A = 3 };
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
+    CHECK(rc);
+    size_t rp = pitch ? pitch : W * 4, sp = rp * H, total = array ? sp * A : rp * H;
+    uint8_t *host = malloc(total), *want = malloc(total);
+    fill(host, total, 9);
+    memcpy(want, host, total);
+    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_image_desc d = {.image_type = array ? CL_MEM_OBJECT_IMAGE2D_ARRAY : CL_MEM_OBJECT_IMAGE2D,
+                       .image_width = W, .image_height = H, .image_array_size = array ? A : 0,
+                       .image_row_pitch = pitch, .image_slice_pitch = array && pitch ? sp : 0};
+    cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, &f, &d, host, &rc);
+    CHECK(rc);
+    size_t origin[3] = {3, 5, array ? 1 : 0}, region[3] = {8, 4, array ? 2 : 1};
+    size_t grp = 0, gsp = 0;
+    uint8_t *p = clEnqueueMapImage(q, img, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, origin, region,
+                                   &grp, &gsp, 0, NULL, NULL, &rc);
+    CHECK(rc);
+    size_t at = origin[0] * 4 + origin[1] * rp + origin[2] * sp;
+    bool ok = p == host + at && grp == rp && (!array || gsp == sp);
+    /* The data, and a write through the map to the image. */
+    for (size_t z = 0; ok && z < region[2]; z++)
+        for (size_t y = 0; y < region[1]; y++) {
+            uint8_t *row = p + z * gsp + y * grp;
+            size_t w = at + z * sp + y * rp;
+            ok = ok && !memcmp(row, want + w, region[0] * 4);
+            memset(row, (int)(0x40 + y + z), region[0] * 4);
+            memset(want + w, (int)(0x40 + y + z), region[0] * 4);
+        }
+    CHECK(clEnqueueUnmapMemObject(q, img, p, 0, NULL, NULL));
+    uint8_t *got = calloc(1, total);
+    size_t all[3] = {W, H, array ? A : 1}, zero[3] = {0, 0, 0};
+    CHECK(clEnqueueReadImage(q, img, CL_TRUE, zero, all, rp, array ? sp : 0, got, 0, NULL, NULL));
+    for (size_t z = 0; z < all[2]; z++)
+        for (size_t y = 0; y < H; y++)
+            ok = ok && !memcmp(got + z * sp + y * rp, want + z * sp + y * rp, W * 4);
+    clReleaseMemObject(img);
+    clReleaseCommandQueue(q);
+    free(host), free(want), free(got);
+    return ok;
+}
+
+static int hostimage(cl_context ctx, cl_device_id dev)
+{
+    int bad = 0;
+    struct {
+        size_t pitch;
+        bool array;
+        const char *what;
+    } cases[] = {{0, false, "2D, default pitch"},
+                 {37 * 4 + 60, false, "2D, row pitch of its own"},
+                 {0, true, "2D array, default pitches"},
+                 {37 * 4 + 12, true, "2D array, pitches of its own"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool ok = hostimage_round(ctx, dev, cases[i].pitch, cases[i].array);
+        printf("map of a CL_MEM_USE_HOST_PTR image, %s: %s\n", cases[i].what,
+               ok ? "host_ptr at the origin" : "WRONG");
+        bad += !ok;
+    }
+    return bad;
+}
+
+static int defqueue(cl_context ctx, cl_device_id dev)
+{
+    cl_int rc = clSetDefaultDeviceCommandQueue(ctx, dev, NULL);
+    printf("clSetDefaultDeviceCommandQueue(ctx, dev, NULL): %d\n", rc);
+    return rc == CL_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: ctscases gated\n");
+        fprintf(stderr, "usage: ctscases gated|profiling|hostimage|defqueue\n");
         return 2;
     }
     signal(SIGALRM, on_alarm);
@@ -114,6 +233,12 @@ int main(int argc, char **argv)
     int bad;
     if (!strcmp(argv[1], "gated")) {
         bad = gated(ctx, dev);
+    } else if (!strcmp(argv[1], "profiling")) {
+        bad = profiling(ctx, dev);
+    } else if (!strcmp(argv[1], "hostimage")) {
+        bad = hostimage(ctx, dev);
+    } else if (!strcmp(argv[1], "defqueue")) {
+        bad = defqueue(ctx, dev);
     } else {
         fprintf(stderr, "ctscases: no case %s\n", argv[1]);
         return 2;
