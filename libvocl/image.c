@@ -462,15 +462,29 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
                     m->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER;
         size_t slice = rs ? row : flat ? 0 : row * region[1];
         size_t size = rs ? row * region[1] : row * region[1] * region[2];
+        void *at = NULL;
+        if (m->host_ptr) {
+            /* CL_MEM_USE_HOST_PTR: the spec maps to the application's own
+             * memory, at the origin, with the pitches the image was made with. */
+            row = m->desc.image_row_pitch ? m->desc.image_row_pitch
+                                          : m->desc.image_width * m->elem_size;
+            slice = flat ? 0
+                    : m->desc.image_slice_pitch ? m->desc.image_slice_pitch
+                    : rs                        ? row
+                                                : row * m->desc.image_height;
+            at = (char *)m->host_ptr + origin[0] * m->elem_size +
+                 (rs ? origin[1] * slice : origin[1] * row + origin[2] * slice);
+        }
         mp = calloc(1, sizeof(*mp));
-        void *shadow = malloc(size ? size : 1);
+        void *shadow = at ? at : malloc(size ? size : 1);
         if (!mp || !shadow) {
             free(mp);
-            free(shadow);
+            if (!at)
+                free(shadow);
             mp = NULL;
             err = CL_OUT_OF_HOST_MEMORY;
         } else {
-            *mp = (struct vocl_mapping){.ptr = shadow, .owned = true, .image = true,
+            *mp = (struct vocl_mapping){.ptr = shadow, .owned = !at, .image = true,
                                         .flags = map_flags, .row_pitch = row,
                                         .slice_pitch = slice};
             memcpy(mp->origin, origin, sizeof(mp->origin));
@@ -488,7 +502,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         if (!err && !(map_flags & CL_MAP_WRITE_INVALIDATE_REGION))
             vocl_mapping_pending(mp, blocking_map, command_queue);
         if (err) {
-            free(mp->ptr);
+            if (mp->owned)
+                free(mp->ptr);
             free(mp);
             mp = NULL;
         }
