@@ -242,6 +242,9 @@ struct vocl_event {
     /* A non-blocking read's own event: the proxy sends the data once the
      * read has completed, so its data landing completes it too. */
     bool lands;
+    /* Its proxy's driver said it completed (a clWaitForEvents it was asked),
+     * where complete may have been known first (event.c, profiling). */
+    atomic_bool driver_done;
 };
 
 /*
