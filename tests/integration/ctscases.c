@@ -18,6 +18,12 @@
  *            the default; a 2D array) return the host memory at the origin,
  *            with the image's pitches, holding the data; a write through a
  *            map reaches the image (CTS mem_host_flags *_image).
+ *  partition what CTS device_partition partition_all does: sub-devices
+ *            EQUALLY, then BY_COUNTS, each set (and the set with its
+ *            parent) one context, a queue each, kernels each followed by
+ *            clFinish, reads, everything released, the first sub-device
+ *            partitioned again; rounds of it (the proxy died in the
+ *            BY_COUNTS part, 3 runs in 4).
  *  defqueue  clSetDefaultDeviceCommandQueue(ctx, dev, NULL): the driver's
  *            error (CTS api consistency_device_enqueue), not the client's.
  */
@@ -212,6 +218,98 @@ static int hostimage(cl_context ctx, cl_device_id dev)
     return bad;
 }
 
+static const char *partition_src =
+    "kernel void kernelA(global int *dst) { dst[get_global_id(0)] *= 3; }\n"
+    "kernel void kernelB(global int *dst) { dst[get_global_id(0)]++; }\n";
+
+/* CTS device_partition's test_device_set: whether the data came out right. */
+static bool device_set(cl_uint ndev, cl_uint nq, const cl_device_id *devs, const cl_device_id *parent)
+{
+    enum { SIZE = 512, ROUNDS = 4 };
+    cl_int rc;
+    cl_context ctx = clCreateContext(NULL, ndev, devs, NULL, NULL, &rc);
+    CHECK(rc);
+    cl_program p = clCreateProgramWithSource(ctx, 1, &partition_src, NULL, &rc);
+    CHECK(rc);
+    CHECK(clBuildProgram(p, parent ? 1 : 0, parent, NULL, NULL, NULL));
+    cl_kernel k[2] = {clCreateKernel(p, "kernelA", &rc), NULL};
+    CHECK(rc);
+    k[1] = clCreateKernel(p, "kernelB", &rc);
+    CHECK(rc);
+    int data[SIZE], want[SIZE], got[SIZE];
+    for (int i = 0; i < SIZE; i++)
+        data[i] = want[i] = i * 7 - 100;
+    cl_mem m = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof(data), data, &rc);
+    CHECK(rc);
+    CHECK(clSetKernelArg(k[0], 0, sizeof(m), &m));
+    CHECK(clSetKernelArg(k[1], 0, sizeof(m), &m));
+    cl_command_queue q[8];
+    for (cl_uint i = 0; i < nq; i++) {
+        q[i] = clCreateCommandQueueWithProperties(ctx, devs[i % ndev], NULL, &rc);
+        CHECK(rc);
+    }
+    size_t g = SIZE;
+    for (int z = 0; z < ROUNDS; z++)
+        for (cl_uint i = 0; i < nq; i++) {
+            int which = (z + (int)i) % 2;
+            CHECK(clEnqueueNDRangeKernel(q[i], k[which], 1, NULL, &g, NULL, 0, NULL, NULL));
+            for (int j = 0; j < SIZE; j++)
+                want[j] = which ? want[j] + 1 : want[j] * 3;
+            CHECK(clFinish(q[i]));
+        }
+    bool ok = true;
+    for (cl_uint i = 0; i < nq; i++) {
+        CHECK(clEnqueueReadBuffer(q[i], m, CL_TRUE, 0, sizeof(got), got, 0, NULL, NULL));
+        ok = ok && !memcmp(got, want, sizeof(got));
+    }
+    for (cl_uint i = 0; i < nq; i++)
+        clReleaseCommandQueue(q[i]);
+    clReleaseMemObject(m);
+    clReleaseKernel(k[1]), clReleaseKernel(k[0]);
+    clReleaseProgram(p);
+    clReleaseContext(ctx);
+    return ok;
+}
+
+static int partition_of(cl_device_id dev, int depth)
+{
+    cl_uint cus = 0;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cus), &cus, NULL));
+    if (cus <= 1 || depth > 1)
+        return 0;
+    cl_device_partition_property props[2][5] = {
+        {CL_DEVICE_PARTITION_EQUALLY, cus / 2, 0, 0, 0},
+        {CL_DEVICE_PARTITION_BY_COUNTS, 1, cus - 1, CL_DEVICE_PARTITION_BY_COUNTS_LIST_END, 0}};
+    int bad = 0;
+    for (int t = 0; t < 2; t++) {
+        cl_uint n = 0;
+        cl_int rc = clCreateSubDevices(dev, props[t], 0, NULL, &n);
+        if (rc == CL_DEVICE_PARTITION_FAILED)
+            continue;
+        CHECK(rc);
+        cl_device_id subs[9];
+        if (n > 8)
+            n = 8;
+        CHECK(clCreateSubDevices(dev, props[t], n, subs, &n));
+        bad += !device_set(n, n, subs, NULL);
+        subs[n] = dev;
+        bad += !device_set(n + 1, n, subs, &dev);
+        bad += partition_of(subs[0], depth + 1);
+        for (cl_uint j = 0; j < n; j++)
+            CHECK(clReleaseDevice(subs[j]));
+    }
+    return bad;
+}
+
+static int partition(cl_device_id dev)
+{
+    int bad = 0;
+    for (int r = 0; r < 10; r++)
+        bad += partition_of(dev, 0);
+    printf("partitions EQUALLY then BY_COUNTS, 10 rounds: %s\n", bad ? "WRONG" : "ok");
+    return bad;
+}
+
 static int defqueue(cl_context ctx, cl_device_id dev)
 {
     cl_int rc = clSetDefaultDeviceCommandQueue(ctx, dev, NULL);
@@ -222,7 +320,7 @@ static int defqueue(cl_context ctx, cl_device_id dev)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: ctscases gated|profiling|hostimage|defqueue\n");
+        fprintf(stderr, "usage: ctscases gated|profiling|hostimage|partition|defqueue\n");
         return 2;
     }
     signal(SIGALRM, on_alarm);
@@ -237,6 +335,8 @@ int main(int argc, char **argv)
         bad = profiling(ctx, dev);
     } else if (!strcmp(argv[1], "hostimage")) {
         bad = hostimage(ctx, dev);
+    } else if (!strcmp(argv[1], "partition")) {
+        bad = partition(dev);
     } else if (!strcmp(argv[1], "defqueue")) {
         bad = defqueue(ctx, dev);
     } else {
