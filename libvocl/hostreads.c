@@ -28,6 +28,9 @@ struct host_read {
 static pthread_mutex_t reads_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct host_read *reads; /* under reads_lock */
 static size_t nreads, capreads;
+static size_t prune_at = 64; /* under reads_lock: the count at which landed reads are forgotten */
+
+static size_t reads_due(const void *p, size_t n, struct host_read **due);
 
 void vocl_host_read_posted(struct vocl_proxy *px, const void *queue, uint64_t ticket,
                            const void *p, size_t n)
@@ -47,6 +50,19 @@ void vocl_host_read_posted(struct vocl_proxy *px, const void *queue, uint64_t ti
     if (nreads < capreads)
         reads[nreads++] = (struct host_read){.px = px, .queue = queue, .ticket = ticket,
                                              .lo = (uintptr_t)p, .hi = (uintptr_t)p + n};
+    bool prune = nreads >= prune_at;
+    if (prune)
+        prune_at = SIZE_MAX; /* (one thread prunes) */
+    pthread_mutex_unlock(&reads_lock);
+    if (!prune)
+        return;
+    /* Reads into memory no write sends are never looked at otherwise: those
+     * that landed are forgotten now and then (all of memory overlaps all). */
+    struct host_read *due;
+    size_t left = reads_due(NULL, SIZE_MAX, &due);
+    free(due);
+    pthread_mutex_lock(&reads_lock);
+    prune_at = (left == (size_t)-1 ? nreads : 2 * nreads) + 64;
     pthread_mutex_unlock(&reads_lock);
 }
 
@@ -69,7 +85,7 @@ static bool read_pending(const struct host_read *r)
  */
 static size_t reads_due(const void *p, size_t n, struct host_read **due)
 {
-    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    uintptr_t lo = (uintptr_t)p, hi = n > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + n;
     size_t k = 0;
     *due = NULL;
     pthread_mutex_lock(&reads_lock);
