@@ -68,11 +68,15 @@ static struct vocl_data span_data(struct vocl_call *c, bool write, void *local_p
                  : vocl_xfer_in(c, local_ptr, r->span);
 }
 
-static int move_span(struct vocl_call *c, bool write, char *host, const struct rect *r)
+static int move_span(struct vocl_call *c, bool write, bool blocking, char *host,
+                     const struct rect *r)
 {
     if (c->async) /* a non-blocking read into packed rows: in place, with its queue's chunks */
         return vocl_xfer_recv(c, host, r->span);
-    c->sync = true; /* the span is staged here: it must have landed before the scatter */
+    /* A write is sent from the host memory itself: only a blocking one is a
+     * synchronisation (a non-blocking one that waited for its queue's reads
+     * hung behind a read its user event held: CTS events callbacks_simultaneous). */
+    c->sync = !write || blocking; /* a read's span is staged here: landed before the scatter */
     if (write)
         return vocl_xfer_send(c, host, r->span);
     if (c->px->local)
@@ -152,7 +156,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
                          .host_row_pitch = mw.host_row_pitch, .host_slice_pitch = mw.host_slice_pitch,
                          .wait_list = mw.wait_list, .event = mw.event, .span = mw.span,
                          .data = mw.data});
-        if (move_span(&c, write, host, &r) == 0 && event)
+        if (move_span(&c, write, blocking, host, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
@@ -385,7 +389,7 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
                          .origin = mw.origin, .region = mw.region, .row_pitch = mw.row_pitch,
                          .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
                          .event = mw.event, .span = mw.span, .data = mw.data});
-        int moved = move_span(&c, write, ptr, &r);
+        int moved = move_span(&c, write, blocking, ptr, &r);
         if (moved == 0 && c.async) { /* (its events complete once its data is here: read_buffer) */
             vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
             vocl_host_read_posted(c.px, q, c.posted, ptr, r.span);

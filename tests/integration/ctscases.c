@@ -8,7 +8,8 @@
  *            callbacks_simultaneous, userevents_multithreaded), and of the
  *            very memory the read fills, after the read's event or in the
  *            order of one queue; the same thread sets the gate only after
- *            them, so a write that waits for the read hangs.  Every buffer
+ *            them, so a write that waits for the read hangs; rect and
+ *            image writes of other memory too.  Every buffer
  *            must then hold what it should, and the write's event says
  *            CL_COMMAND_WRITE_BUFFER.
  *  profiling non-blocking reads on a profiling queue, each waited for by
@@ -64,7 +65,9 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 }
 
 /* how: 0 other memory, wait list the gate; 1 the same memory, after the
- * read's event (another queue); 2 the same memory, in order. */
+ * read's event (another queue); 2 the same memory, in order; 3 and 4 other
+ * memory, after the gate, by a rect write and by an image write (read back
+ * into got from an image of n bytes in rows of up to 1 KiB). */
 static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
 {
     cl_int rc;
@@ -83,16 +86,41 @@ static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
         CHECK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, n, other, 1, &gate, &w));
     else if (how == 1)
         CHECK(clEnqueueWriteBuffer(q2, b, CL_FALSE, 0, n, via, 1, &r, &w));
-    else
+    size_t row = n < 1024 ? n : 1024, zero[3] = {0, 0, 0}, rect[3] = {n, 1, 1},
+           pixels[3] = {row / 4, n / row, 1};
+    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_mem img = how == 4 ? clCreateImage2D(ctx, CL_MEM_READ_WRITE, &f, row / 4, n / row, 0,
+                                            NULL, &rc)
+                          : NULL;
+    if (how == 4)
+        CHECK(rc);
+    if (how == 0)
+        CHECK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, n, other, 1, &gate, &w));
+    else if (how == 1)
+        CHECK(clEnqueueWriteBuffer(q2, b, CL_FALSE, 0, n, via, 1, &r, &w));
+    else if (how == 2)
         CHECK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, n, via, 0, NULL, &w));
+    else if (how == 3)
+        CHECK(clEnqueueWriteBufferRect(q, b, CL_FALSE, zero, zero, rect, 0, 0, 0, 0, other, 1,
+                                       &gate, &w));
+    else
+        CHECK(clEnqueueWriteImage(q, img, CL_FALSE, zero, pixels, 0, 0, other, 1, &gate, &w));
     CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
     CHECK(clFinish(q));
     CHECK(clFinish(q2));
     cl_command_type type = 0;
     CHECK(clGetEventInfo(w, CL_EVENT_COMMAND_TYPE, sizeof(type), &type, NULL));
-    CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, n, got, 0, NULL, NULL));
-    bool ok = !memcmp(via, src, n) && !memcmp(got, how ? src : other, n) &&
-              type == CL_COMMAND_WRITE_BUFFER;
+    if (how == 4)
+        CHECK(clEnqueueReadImage(q, img, CL_TRUE, zero, pixels, 0, 0, got, 0, NULL, NULL));
+    else
+        CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, n, got, 0, NULL, NULL));
+    cl_command_type want = how == 3   ? CL_COMMAND_WRITE_BUFFER_RECT
+                           : how == 4 ? CL_COMMAND_WRITE_IMAGE
+                                      : CL_COMMAND_WRITE_BUFFER;
+    bool ok = !memcmp(via, src, n) &&
+              !memcmp(got, how == 1 || how == 2 ? src : other, n) && type == want;
+    if (img)
+        clReleaseMemObject(img);
     clReleaseEvent(r), clReleaseEvent(w), clReleaseEvent(gate);
     clReleaseMemObject(a), clReleaseMemObject(b);
     clReleaseCommandQueue(q), clReleaseCommandQueue(q2);
@@ -103,10 +131,11 @@ static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
 static int gated(cl_context ctx, cl_device_id dev)
 {
     static const char *hows[] = {"other memory after the gate", "the read's memory after its event",
-                                 "the read's memory in order"};
+                                 "the read's memory in order", "rect, other memory after the gate",
+                                 "image, other memory after the gate"};
     static const size_t sizes[] = {64, 3 << 20};
     int bad = 0;
-    for (int how = 0; how < 3; how++)
+    for (int how = 0; how < 5; how++)
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             bool ok = gated_round(ctx, dev, sizes[s], how);
             printf("gated write, %s, %zu bytes: %s\n", hows[how], sizes[s], ok ? "ok" : "WRONG");
