@@ -68,39 +68,43 @@ def find_binaries(root):
 
 
 def subtests(binary, env):
-    """The sub-test names the harness lists (--help); [] when none."""
-    try:
-        out = subprocess.run([binary, '--help'], env=env, capture_output=True, text=True,
-                             timeout=60).stdout
-    except (subprocess.TimeoutExpired, OSError):
-        return []
-    names, listing = [], False
-    for line in out.splitlines():
-        if re.match(r'^\s*Test names', line):
-            listing = True
+    """The sub-test names the harness lists (--list, or --help's 'Test
+    names:'); [] when none."""
+    for opt in ('--list', '--help'):
+        try:
+            out = subprocess.run([binary, opt], env=env, capture_output=True, text=True,
+                                 timeout=60).stdout
+        except (subprocess.TimeoutExpired, OSError):
             continue
-        if listing:
-            m = re.match(r'^\s+(\S+)\s*$', line)
-            if m:
-                names.append(m.group(1))
-            elif names:
-                break
-    return names
+        names, listing = [], opt == '--list'
+        for line in out.splitlines():
+            if re.match(r'^\s*Test names', line):
+                listing = True
+                continue
+            if listing:
+                m = re.match(r'^\s+(\S+)\s*$', line)
+                if m:
+                    names.append(m.group(1))
+                elif names:
+                    break
+        if names:
+            return names
+    return []
 
 
 def verdict(rc, out, timed_out):
-    """pass, fail, skip, crash or hang, from the harness's exit and words."""
+    """pass, fail, skip, crash or hang: the harness's exit, and its line
+    for the one sub-test run (PASSED / FAILED / SKIPPED sub-test.)."""
     if timed_out:
         return 'hang'
     if rc < 0 or rc > 128:
         return 'crash'
-    low = out.lower()
-    if rc == 0:
-        if re.search(r'\bskipped\b', low) and not re.search(r'\bpassed\b', low):
-            return 'skip'
-        return 'pass'
-    if re.search(r'\bskipped\b', low) and not re.search(r'\bfailed\b', low):
+    if re.search(r'^SKIPPED sub-test', out, re.M) or (
+            rc == 0 and re.search(r'^\S+ skipped\s*$', out, re.M) and
+            not re.search(r'^PASSED sub-test', out, re.M)):
         return 'skip'
+    if rc == 0 and not re.search(r'^FAILED', out, re.M):
+        return 'pass'
     return 'fail'
 
 
