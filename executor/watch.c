@@ -20,8 +20,17 @@
  *
  * The callback stays registered, and the driver holds the watch's address
  * until it calls: a watch is freed once the callback has come and the
- * thread has let it go.  The event is retained meanwhile.  The thread holds
- * no lock while it asks the driver or calls fn.
+ * thread has let it go.  The event is retained meanwhile, and so is the
+ * device of its queue: PoCL 3.1's queue does not hold its device, and the
+ * last release of an event (which releases its queue) after the device
+ * went reads the freed sub-device: the proxy died so when a client
+ * released its sub-devices right after a clFinish (CTS device_partition,
+ * issue 61; natively too, 1 run in 3 of a program that releases an event
+ * after its sub-device).  So a watch with a device lingers until its
+ * reference is the event's last (the driver's own threads, the client's
+ * event, let go of theirs first), looked at by the thread; only then are
+ * the event and the device released.  The thread holds no lock while it
+ * asks the driver or calls fn.
  */
 #include "internal.h"
 
@@ -37,18 +46,21 @@
 #define WATCH_MAX_NS   (2u * 1000u * 1000u)
 #define WATCH_NET_NS   (100u * 1000u * 1000u)
 #define WATCH_BATCH    64 /* events asked about in one pass */
+#define LINGER_NS      (1000u * 1000u) /* the first look at a lingering watch, then doubling */
 
 struct watch {
     struct watch *next; /* in the thread's list */
     const struct vocl_native_api *cl;
-    cl_event ev; /* retained */
+    cl_event ev;      /* retained */
+    cl_device_id dev; /* retained: its queue's (NULL: none) */
     exec_watch_fn *fn;
     void *arg;
     atomic_bool armed; /* the callback is registered: the thread may tell */
     atomic_bool told;  /* fn has been called (or is being) */
     atomic_int refs;   /* the callback to come, the thread's list, exec_watch's */
     uint64_t since;    /* watched at */
-    uint64_t look_at;  /* (the thread's) */
+    uint64_t look_at;  /* (the thread's; lingering: under w.lock) */
+    uint64_t gap;      /* lingering: the next look's */
     bool net;          /* looked at only every WATCH_NET_NS */
 };
 
@@ -57,6 +69,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* on CLOCK_MONOTONIC */
     struct watch *list;
+    struct watch *linger; /* put, waiting to hold the event's last reference */
     uint64_t until; /* when the thread wakes (UINT64_MAX: when told) */
     bool running;
 } w = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER}; /* (wake: setup) */
@@ -70,12 +83,48 @@ static void setup(void)
     pthread_condattr_destroy(&a);
 }
 
+static void release(struct watch *x)
+{
+    x->cl->clReleaseEvent(x->ev);
+    if (x->dev)
+        x->cl->clReleaseDevice(x->dev);
+    free(x);
+}
+
+/* x lingers, to be looked at in gap (x has a device: the thread runs). */
+static void linger(struct watch *x, uint64_t gap)
+{
+    pthread_mutex_lock(&w.lock);
+    x->gap = gap;
+    x->look_at = vocl_now_ns() + gap;
+    x->next = w.linger;
+    w.linger = x;
+    if (x->look_at < w.until)
+        pthread_cond_signal(&w.wake);
+    pthread_mutex_unlock(&w.lock);
+}
+
+/* Never asks the driver: the callback may put (within the driver's call). */
 static void put(struct watch *x)
 {
     if (atomic_fetch_sub(&x->refs, 1) != 1)
         return;
-    x->cl->clReleaseEvent(x->ev);
-    free(x);
+    if (x->dev) /* (only where the thread runs) */
+        linger(x, LINGER_NS);
+    else
+        release(x);
+}
+
+/* A lingering watch, due: released if its reference is the event's last. */
+static void settle(struct watch *x)
+{
+    cl_uint refs = 0;
+    if (x->cl->clGetEventInfo(x->ev, CL_EVENT_REFERENCE_COUNT, sizeof(refs), &refs, NULL) !=
+            CL_SUCCESS ||
+        refs <= 1)
+        release(x);
+    else
+        linger(x, x->gap * 2 < WATCH_NET_NS ? x->gap * 2 : WATCH_NET_NS);
 }
 
 static void tell(struct watch *x, cl_int status)
@@ -131,9 +180,22 @@ static void *watch_thread(void *arg)
                 first = at;
             p = &x->next;
         }
-        if (!n && !gone) {
+        struct watch *due_lingering = NULL;
+        for (struct watch **p = &w.linger; *p;) {
+            struct watch *x = *p;
+            if (x->look_at <= now) {
+                *p = x->next;
+                x->next = due_lingering;
+                due_lingering = x;
+                continue;
+            }
+            if (x->look_at < first)
+                first = x->look_at;
+            p = &x->next;
+        }
+        if (!n && !gone && !due_lingering) {
             w.until = first;
-            if (!w.list)
+            if (!w.list && !w.linger)
                 pthread_cond_wait(&w.wake, &w.lock);
             else
                 sleep_until_locked(first);
@@ -145,6 +207,11 @@ static void *watch_thread(void *arg)
             struct watch *x = gone;
             gone = x->next;
             put(x);
+        }
+        while (due_lingering) {
+            struct watch *x = due_lingering;
+            due_lingering = x->next;
+            settle(x);
         }
         for (unsigned i = 0; i < n; i++) {
             struct watch *x = due[i];
@@ -188,6 +255,14 @@ cl_int exec_watch(const struct vocl_native_api *cl, cl_event ev, bool look, exec
     /* Listed before the callback is registered: the callback may come at
      * once, and a watch is let go only by both. */
     bool listed = exec_watch_start();
+    cl_command_queue queue = NULL;
+    if (listed && /* (only the thread lets a device go) */
+        cl->clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof(queue), &queue, NULL) == CL_SUCCESS &&
+        queue &&
+        cl->clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(x->dev), &x->dev, NULL) ==
+            CL_SUCCESS &&
+        x->dev && cl->clRetainDevice(x->dev) != CL_SUCCESS)
+        x->dev = NULL;
     if (listed) {
         pthread_mutex_lock(&w.lock);
         x->next = w.list;

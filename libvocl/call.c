@@ -155,27 +155,6 @@ void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list)
     c->wl = list;
 }
 
-void vocl_call_reads_host(struct vocl_call *c)
-{
-    if (c->err)
-        return;
-    /* (A read of its queue that failed is reported by this call, the
-     * synchronisation it becomes.) */
-    cl_int err =
-        vocl_xport_landed(c->px, c->queue, atomic_load(&vocl_as_queue(c->queue)->data_ticket));
-    if (err != CL_SUCCESS) {
-        vocl_call_error(c, err);
-        return;
-    }
-    for (cl_uint i = 0; i < c->wl_n; i++) {
-        struct vocl_obj *e = vocl_lookup(c->wl[i], VOCL_T_EVENT);
-        if (e && vocl_xport_landed(e->px, e->parent, vocl_as_event(e)->data_ticket)) {
-            vocl_call_error(c, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-            return;
-        }
-    }
-}
-
 int vocl_call_route(struct vocl_call *c)
 {
     if (c->err)

@@ -101,9 +101,43 @@ cl_int CL_API_CALL vocl_hand_clWaitForEvents(cl_uint num_events, const cl_event 
         free(ids);
     if (calls != calls_small)
         free(calls);
-    for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++)
+    for (cl_uint i = 0; i < num_events && err == CL_SUCCESS; i++) {
         atomic_store(&vocl_as_event((struct vocl_obj *)event_list[i])->complete, true);
+        atomic_store(&vocl_as_event((struct vocl_obj *)event_list[i])->driver_done, true);
+    }
     return err;
+}
+
+/*
+ * An event known complete here (its read's data came, its blocking
+ * transfer returned) may not be so yet for its proxy's driver: the proxy
+ * sends a read's data as the read ends, before the driver's event says
+ * CL_COMPLETE, and PoCL has no profiling times until it does (CTS
+ * profiling read_array_*).  So its profiling times are asked once the
+ * proxy has waited for it too.
+ */
+void vocl_pre_clGetEventProfilingInfo(struct vocl_call *c, cl_event event,
+                                      cl_profiling_info param_name, size_t param_value_size,
+                                      void *param_value, size_t *param_value_size_ret)
+{
+    (void)param_name, (void)param_value_size, (void)param_value, (void)param_value_size_ret;
+    struct vocl_obj *e = vocl_lookup(event, VOCL_T_EVENT);
+    struct vocl_event *ev = vocl_as_event(e);
+    if (c->err || !ev || e->px->local || !atomic_load(&ev->complete) ||
+        atomic_load(&ev->driver_done))
+        return;
+    struct vocl_call w;
+    vocl_call_init(&w);
+    w.px = e->px;
+    if (vocl_call_start(&w, VOCL_OP_clWaitForEvents) == 0) {
+        uint64_t id = e->id;
+        vocl_enc_clWaitForEvents_req(w.w, &(struct vocl_msg_clWaitForEvents_req){
+                                              .events = {.n = 1, .v = &id}});
+        vocl_call_send(&w);
+    }
+    vocl_call_end(&w);
+    if (w.err == CL_SUCCESS)
+        atomic_store(&ev->driver_done, true);
 }
 
 /*

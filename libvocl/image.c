@@ -68,11 +68,15 @@ static struct vocl_data span_data(struct vocl_call *c, bool write, void *local_p
                  : vocl_xfer_in(c, local_ptr, r->span);
 }
 
-static int move_span(struct vocl_call *c, bool write, char *host, const struct rect *r)
+static int move_span(struct vocl_call *c, bool write, bool blocking, char *host,
+                     const struct rect *r)
 {
     if (c->async) /* a non-blocking read into packed rows: in place, with its queue's chunks */
         return vocl_xfer_recv(c, host, r->span);
-    c->sync = true; /* the span is staged here: it must have landed before the scatter */
+    /* A write is sent from the host memory itself: only a blocking one is a
+     * synchronisation (a non-blocking one that waited for its queue's reads
+     * hung behind a read its user event held: CTS events callbacks_simultaneous). */
+    c->sync = !write || blocking; /* a read's span is staged here: landed before the scatter */
     if (write)
         return vocl_xfer_send(c, host, r->span);
     if (c->px->local)
@@ -119,7 +123,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
     char *host = (char *)ptr + r.offset;
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (write)
-        vocl_call_reads_host(&c);
+        vocl_call_reads_host(&c, host, r.span);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteBufferRect
                                   : VOCL_OP_clEnqueueReadBufferRect) == 0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -152,7 +156,7 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
                          .host_row_pitch = mw.host_row_pitch, .host_slice_pitch = mw.host_slice_pitch,
                          .wait_list = mw.wait_list, .event = mw.event, .span = mw.span,
                          .data = mw.data});
-        if (move_span(&c, write, host, &r) == 0 && event)
+        if (move_span(&c, write, blocking, host, &r) == 0 && event)
             *event = (cl_event)vocl_call_new_event(&c, ev_id, q);
     }
     vocl_call_end(&c);
@@ -359,7 +363,7 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     c.async = !write && !blocking && !c.err && !c.px->local && r.row_pitch == r.row_bytes &&
               (slices == 1 || r.slice_pitch == r.row_pitch * rows);
     if (write)
-        vocl_call_reads_host(&c);
+        vocl_call_reads_host(&c, ptr, r.span);
     if (vocl_call_start(&c, write ? VOCL_OP_clEnqueueWriteImage : VOCL_OP_clEnqueueReadImage) ==
         0) {
         uint64_t ev_id = event ? vocl_call_new_id(&c) : 0;
@@ -385,9 +389,11 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
                          .origin = mw.origin, .region = mw.region, .row_pitch = mw.row_pitch,
                          .slice_pitch = mw.slice_pitch, .wait_list = mw.wait_list,
                          .event = mw.event, .span = mw.span, .data = mw.data});
-        int moved = move_span(&c, write, ptr, &r);
-        if (moved == 0 && c.async) /* (its events complete once its data is here: read_buffer) */
+        int moved = move_span(&c, write, blocking, ptr, &r);
+        if (moved == 0 && c.async) { /* (its events complete once its data is here: read_buffer) */
             vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
+            vocl_host_read_posted(c.px, q, c.posted, ptr, r.span);
+        }
         if (moved == 0 && event) {
             struct vocl_obj *e = vocl_call_new_event(&c, ev_id, q);
             if (e && blocking)
@@ -460,15 +466,29 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
                     m->mem_type == CL_MEM_OBJECT_IMAGE1D_BUFFER;
         size_t slice = rs ? row : flat ? 0 : row * region[1];
         size_t size = rs ? row * region[1] : row * region[1] * region[2];
+        void *at = NULL;
+        if (m->host_ptr) {
+            /* CL_MEM_USE_HOST_PTR: the spec maps to the application's own
+             * memory, at the origin, with the pitches the image was made with. */
+            row = m->desc.image_row_pitch ? m->desc.image_row_pitch
+                                          : m->desc.image_width * m->elem_size;
+            slice = flat ? 0
+                    : m->desc.image_slice_pitch ? m->desc.image_slice_pitch
+                    : rs                        ? row
+                                                : row * m->desc.image_height;
+            at = (char *)m->host_ptr + origin[0] * m->elem_size +
+                 (rs ? origin[1] * slice : origin[1] * row + origin[2] * slice);
+        }
         mp = calloc(1, sizeof(*mp));
-        void *shadow = malloc(size ? size : 1);
+        void *shadow = at ? at : malloc(size ? size : 1);
         if (!mp || !shadow) {
             free(mp);
-            free(shadow);
+            if (!at)
+                free(shadow);
             mp = NULL;
             err = CL_OUT_OF_HOST_MEMORY;
         } else {
-            *mp = (struct vocl_mapping){.ptr = shadow, .owned = true, .image = true,
+            *mp = (struct vocl_mapping){.ptr = shadow, .owned = !at, .image = true,
                                         .flags = map_flags, .row_pitch = row,
                                         .slice_pitch = slice};
             memcpy(mp->origin, origin, sizeof(mp->origin));
@@ -486,7 +506,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         if (!err && !(map_flags & CL_MAP_WRITE_INVALIDATE_REGION))
             vocl_mapping_pending(mp, blocking_map, command_queue);
         if (err) {
-            free(mp->ptr);
+            if (mp->owned)
+                free(mp->ptr);
             free(mp);
             mp = NULL;
         }

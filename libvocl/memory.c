@@ -330,7 +330,7 @@ static struct vocl_obj *start_buffer_xfer(struct vocl_call *c, unsigned op, bool
     c->async = !blocking;
     c->sync = blocking;
     if (op == VOCL_OP_clEnqueueWriteBuffer)
-        vocl_call_reads_host(c);
+        vocl_call_reads_host(c, ptr, size);
     if (vocl_call_start(c, op))
         return NULL;
     *head = (struct vocl_msg_clEnqueueWriteBuffer_req){
@@ -495,6 +495,23 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
                             num_events_in_wait_list, event_wait_list, event, &shared_err))
         return shared_err;
     vocl_call_init(&c);
+    if (!blocking_write) {
+        /* Its memory is still to be filled by a read: it may not wait for
+         * that here (hostreads.c).  Checked first as below. */
+        struct vocl_obj *dq = vocl_call_h(&c, command_queue, VOCL_T_QUEUE, 0);
+        struct vocl_obj *dm = vocl_call_h(&c, buffer, VOCL_T_MEM, 0);
+        check_xfer(&c, dq, dm, offset, size, ptr);
+        if (!c.err && host && vocl_host_forbids(dm, false, true))
+            vocl_call_error(&c, CL_INVALID_OPERATION);
+        cl_int err = c.err;
+        if (!err && !dq->px->local &&
+            vocl_write_deferred(dq, buffer, offset, size, ptr, num_events_in_wait_list,
+                                event_wait_list, event, &err))
+            return err;
+        if (err)
+            return err;
+        vocl_call_init(&c);
+    }
     struct vocl_obj *q = start_buffer_xfer(&c, VOCL_OP_clEnqueueWriteBuffer, host, command_queue,
                                            buffer, blocking_write, offset, size, ptr,
                                            num_events_in_wait_list, event_wait_list, event, &m);
@@ -539,8 +556,10 @@ static cl_int read_buffer(bool host, cl_command_queue command_queue, cl_mem buff
         if (vocl_xfer_recv(&c, ptr, size) == 0) {
             /* Its events (and those of later commands of the queue) complete
              * once its data is here, too. */
-            if (c.async && !c.px->local)
+            if (c.async && !c.px->local) {
                 vocl_raise(&vocl_as_queue(q)->data_ticket, c.posted);
+                vocl_host_read_posted(c.px, q, c.posted, ptr, size);
+            }
             if (event) {
                 struct vocl_obj *e = vocl_call_new_event(&c, m.event, q);
                 if (host)

@@ -250,6 +250,9 @@ struct vocl_event {
     /* A non-blocking read's own event: the proxy sends the data once the
      * read has completed, so its data landing completes it too. */
     bool lands;
+    /* Its proxy's driver said it completed (a clWaitForEvents it was asked),
+     * where complete may have been known first (event.c, profiling). */
+    atomic_bool driver_done;
 };
 
 /*
@@ -463,11 +466,20 @@ struct vocl_obj *vocl_call_h(struct vocl_call *c, const void *h, enum vocl_type 
 void vocl_call_ha(struct vocl_call *c, cl_uint n, const void *const *list, enum vocl_type t);
 void vocl_call_wl(struct vocl_call *c, cl_uint n, const cl_event *list);
 /* Before vocl_call_start of a command that takes its data from the
- * application's memory as it is enqueued (a write): the data of the
- * non-blocking reads it waits for, in its wait list or before it on its
- * queue, lands first, holding nothing.  Such a read may fill the memory it
- * sends. */
-void vocl_call_reads_host(struct vocl_call *c);
+ * application's memory [p, p + n) as it is enqueued (a write): the data of
+ * the non-blocking reads still to fill that memory lands first, holding
+ * nothing (hostreads.c). */
+void vocl_call_reads_host(struct vocl_call *c, const void *p, size_t n);
+/* A non-blocking read posted: its last chunk's ticket, on queue's chunks,
+ * fills [p, p + n) when it lands. */
+void vocl_host_read_posted(struct vocl_proxy *px, const void *queue, uint64_t ticket,
+                           const void *p, size_t n);
+/* A non-blocking buffer write of memory that a read is still to fill:
+ * enqueued without waiting, its data sent once the read lands (false: no
+ * such read; nothing done).  *ret: the write's result. */
+bool vocl_write_deferred(struct vocl_obj *q, cl_mem buffer, size_t offset, size_t size,
+                         const void *ptr, cl_uint nwl, const cl_event *wl, cl_event *event,
+                         cl_int *ret);
 /* Whether list can be the wait list of a command of queue (NULL: any). */
 cl_int vocl_wl_check(const struct vocl_obj *queue, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);
