@@ -357,6 +357,8 @@ static void handle(struct server *sv, struct client *cl, struct vocl_probed *msg
         sv->cap = count;
     }
     if (vocl_mrecv(msg, sv->buf, count)) {
+        if (cl->chan.ch.conn && vocl_conn_dead(cl->chan.ch.conn))
+            atomic_store(&cl->s.lost, true); /* (it went in the middle of it) */
         close_client(sv, cl, "a message that could not be received");
         return;
     }
@@ -528,12 +530,20 @@ static bool worker_done(struct server *sv)
     struct client *cl = sv->nclients ? sv->clients[0] : NULL;
     bool done = cl ? cl->released && !sv->closing : getppid() != sv->parent;
     pthread_mutex_unlock(&sv->lock);
-    if (cl && cl->gone && atomic_load(&cl->s.lost)) {
-        /* Its client died: nothing is owed to anyone, and what it left on
-         * the device (a long kernel, queued commands) would hold a release
-         * for as long as it runs.  The process's end frees all of it. */
-        vocl_note("client %d is gone: its worker ends", cl->id);
+    /* Its client died (nothing is owed to anyone, and what it left on the
+     * device, a long kernel or queued commands, would hold a release for
+     * as long as it runs), or its session is released and its last
+     * replies taken: the process's end frees the rest at once (the
+     * driver's teardown took seconds on a busy node). */
+    bool lost = cl && cl->gone && atomic_load(&cl->s.lost);
+    struct vocl_conn *conn = cl ? cl->chan.ch.conn : NULL;
+    if (lost || (done && cl &&
+                 (atomic_load(&cl->chan.unsent_bytes) == 0 || (conn && vocl_conn_dead(conn))))) {
+        if (lost)
+            vocl_note("client %d is gone: its worker ends", cl->id);
         proxyd_worker_publish(NULL, 0); /* (its file for vocl-smi goes too) */
+        if (conn && !lost)
+            vocl_conn_close_after_peer(conn, 1000000000u); /* (its BYE's reply is out) */
         fflush(NULL);
         _exit(0);
     }
