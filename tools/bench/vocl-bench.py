@@ -606,7 +606,7 @@ def cluster_main(a, worker, vocl_run):
             if int(key[2]) >= BW_TARGET_MIN:
                 ok = m is not None and v is not None and v >= CLUSTER_BW_TARGET * m
                 verdicts.append(ok)
-                tv = ">= %d%% MPI: %s" % (round(CLUSTER_BW_TARGET * 100), verdict(ok))
+                tv = ">= %d%% %s: %s" % (round(CLUSTER_BW_TARGET * 100), "UCX" if a.daemons else "MPI", verdict(ok))
             r = ratio(v, m)
             table.append(("%s %s" % (direction, fmt_size(int(key[2]))), fmt_value(n, "B/s"),
                           fmt_value(m, "B/s"), fmt_value(v, "B/s"),
@@ -628,7 +628,8 @@ def cluster_main(a, worker, vocl_run):
     verdicts.append(ok)
     table.append(("the same, less the device's own read", "-", fmt_value(m, "s"),
                   fmt_value(less, "s"), "%+.1f us" % (added * 1e6) if lat else "-",
-                  "<= MPI + %d us: %s" % (round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
+                  "<= %s + %d us: %s" % ("UCX" if a.daemons else "MPI",
+                                         round(CLUSTER_LAT_EXTRA * 1e6), verdict(ok))))
     if a.daemons:
         how = ("--cluster --daemons 1 (daemon mode: UCX, no mpiexec): hosts vc1 "
                "(application under LD_PRELOAD, ucx-pingpong --connect) and vc2 (voclproxyd "
