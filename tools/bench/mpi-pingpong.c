@@ -23,24 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static long parse_size(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    switch (*end) {
-    case 'K': case 'k': v <<= 10; end++; break;
-    case 'M': case 'm': v <<= 20; end++; break;
-    case 'G': case 'g': v <<= 30; end++; break;
-    default: break;
-    }
-    return (*end == '\0' || *end == ',') && v > 0 ? v : -1;
-}
+#include "pingpong.h"
 
 /* One-way bandwidth from `from` to the other of ranks 0 and 1, in B/s:
  * the median of reps windows after a warm-up (as vocl-bench-worker). */
@@ -71,7 +54,7 @@ static double bandwidth(MPI_Comm comm, int rank, int from, char *buf, long size,
         if (r > 0)
             t[r - 1] = MPI_Wtime() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+    qsort(t, (size_t)reps, sizeof(*t), pingpong_cmp_double);
     double bw = (double)size * window / t[reps / 2];
     free(req);
     free(st);
@@ -175,12 +158,12 @@ int main(int argc, char **argv)
             if (i >= 0)
                 t[i] = MPI_Wtime() - t0;
         }
-        qsort(t, (size_t)rtt_n, sizeof(*t), cmp_double);
+        qsort(t, (size_t)rtt_n, sizeof(*t), pingpong_cmp_double);
         if (rank == 0)
             printf("lat,rtt4,4,%.9g,s\n", t[rtt_n / 2]);
         free(t);
         for (const char *s = sizes; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL) {
-            long size = parse_size(s);
+            long size = pingpong_size(s);
             if (size < 0 || size > (1L << 30)) {
                 if (rank == 0)
                     fprintf(stderr, "mpi-pingpong: bad size in '%s'\n", sizes);

@@ -20,8 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+
 #include "backoff.h"
 #include "chan.h"
+#include "pingpong.h"
 #include "ucx.h"
 
 enum { TAG_RTT = 1, TAG_DATA = 2, TAG_ACK = 3, TAG_SYNC = 4 };
@@ -67,28 +69,9 @@ static void sync_both(void)
     recv_n(TAG_SYNC, &w, sizeof(w));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double now(void)
 {
     return (double)vocl_now_ns() / 1e9;
-}
-
-static long parse_size(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    switch (*end) {
-    case 'K': case 'k': v <<= 10; end++; break;
-    case 'M': case 'm': v <<= 20; end++; break;
-    case 'G': case 'g': v <<= 30; end++; break;
-    default: break;
-    }
-    return (*end == '\0' || *end == ',') && v > 0 ? v : -1;
 }
 
 /* One-way bandwidth from the side `from` (0: the client), in B/s. */
@@ -115,7 +98,7 @@ static double bandwidth(int me, int from, char *buf, long size, int window, int 
         if (r > 0)
             t[r - 1] = now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+    qsort(t, (size_t)reps, sizeof(*t), pingpong_cmp_double);
     double bw = (double)size * window / t[reps / 2];
     free(req);
     free(t);
@@ -211,12 +194,12 @@ int main(int argc, char **argv)
         if (i >= 0)
             t[i] = now() - t0;
     }
-    qsort(t, (size_t)rtt_n, sizeof(*t), cmp_double);
+    qsort(t, (size_t)rtt_n, sizeof(*t), pingpong_cmp_double);
     if (me == 0)
         printf("lat,rtt4,4,%.9g,s\n", t[rtt_n / 2]);
     free(t);
     for (const char *s = sizes; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL) {
-        long size = parse_size(s);
+        long size = pingpong_size(s);
         if (size < 0 || size > (1L << 30))
             die("a bad size in --sizes");
         char *buf = malloc((size_t)size);
