@@ -316,27 +316,39 @@ struct link_hello {
 
 #define LINK_MOVED INT64_MIN
 
+/* A client waits this long for a daemon's answer, VOCL_CONNECT_TIMEOUT's
+ * six times at least 30 s: a daemon that took the connection and is busy
+ * (starting workers for many clients at once) is slow, not gone; the
+ * daemon waits for a client's first words VOCL_CONNECT_TIMEOUT only. */
+static uint64_t answer_ns(void)
+{
+    uint64_t ns = 6 * link_hello_ns();
+    return ns > 30000000000u ? ns : 30000000000u;
+}
+
 /* Sends out (nout bytes; NULL: nothing) and receives in (at most nin
  * bytes; NULL: nothing; *got: how many came) on c's link tag, within
- * link_hello_ns(); 0 or -1. */
+ * limit ns; 0 or -1. */
 static int exchange(struct vocl_conn *c, const void *out, size_t nout, void *in, size_t nin,
-                    size_t *got)
+                    size_t *got, uint64_t limit)
 {
     struct vocl_chan ch = VOCL_CHAN_UCX(c);
     struct vocl_req r[2] = {VOCL_REQ_NULL, VOCL_REQ_NULL};
     bool posted = (!in || vocl_irecv(ch, VOCL_TAG_LINK, in, nin, &r[0]) == 0) &&
                   (!out || vocl_isend(ch, VOCL_TAG_LINK, out, nout, &r[1]) == 0);
-    uint64_t start = vocl_now_ns(), limit = link_hello_ns();
+    uint64_t start = vocl_now_ns();
     bool failed = !posted;
-    while (!failed && !(vocl_req_null(&r[0]) && vocl_req_null(&r[1])) &&
-           vocl_now_ns() - start < limit) {
+    /* (Tested once more after the deadline: a thread that got no CPU for a
+     * while does not take a message that came meanwhile for none.) */
+    for (bool late = false; !failed && !late;) {
+        late = vocl_now_ns() - start >= limit;
         int a = vocl_test(&r[0], got), b = vocl_test(&r[1], NULL);
         failed = a < 0 || b < 0;
-        if (!failed && !(a && b))
+        if (!failed && vocl_req_null(&r[0]) && vocl_req_null(&r[1]))
+            return 0;
+        if (!failed && !late)
             vocl_backoff(start, 1000000);
     }
-    if (!failed && vocl_req_null(&r[0]) && vocl_req_null(&r[1]))
-        return 0;
     vocl_req_cancel(&r[0]);
     vocl_req_cancel(&r[1]);
     return -1;
@@ -349,11 +361,13 @@ int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far
         return -1;
     struct link_hello me = {{live.node, (int64_t)getpid()}, word}, far = {{0, 0}, 0};
     size_t got = 0;
-    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far))
+    /* (A client, which may be handed on, waits for its daemon's answer.) */
+    uint64_t limit = moved_to ? answer_ns() : link_hello_ns();
+    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got, limit) || got != sizeof(far))
         return -1;
     if (far.word == LINK_MOVED) {
         char to[VOCL_LIVE_MOVED_MAX + 1] = {0};
-        if (!moved_to || exchange(c, NULL, 0, to, VOCL_LIVE_MOVED_MAX, &got))
+        if (!moved_to || exchange(c, NULL, 0, to, VOCL_LIVE_MOVED_MAX, &got, limit))
             return -1;
         memcpy(moved_to, to, VOCL_LIVE_MOVED_MAX);
         moved_to[VOCL_LIVE_MOVED_MAX - 1] = 0;
@@ -384,7 +398,8 @@ int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word)
 {
     struct link_hello me = {{live.node, (int64_t)getpid()}, LINK_MOVED}, far = {{0, 0}, 0};
     size_t got = 0;
-    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got) || got != sizeof(far))
+    if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got, link_hello_ns()) ||
+        got != sizeof(far))
         return -1;
     *pid = far.where.pid;
     *far_word = far.word;
@@ -393,7 +408,7 @@ int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word)
 
 int vocl_live_tell(struct vocl_conn *c, const char *text)
 {
-    return exchange(c, text, strlen(text) + 1, NULL, 0, NULL);
+    return exchange(c, text, strlen(text) + 1, NULL, 0, NULL, answer_ns());
 }
 
 void vocl_live_unlink(int peer)
