@@ -52,6 +52,7 @@ struct client {
     bool held; /* its next request waits: its write is parked, or it has
                   not taken its replies (move_on) */
     struct vocl_live lw; /* waiting for its next request: is it still there? */
+    struct client *next_gone; /* sweep_clients' list of those to free */
 };
 
 struct server {
@@ -247,6 +248,7 @@ static void let_go(struct server *sv)
  * names their sessions. */
 static void sweep_clients(struct server *sv)
 {
+    struct client *gone = NULL;
     pthread_mutex_lock(&sv->lock);
     int kept = 0;
     for (int i = 0; i < sv->nclients; i++) {
@@ -256,14 +258,22 @@ static void sweep_clients(struct server *sv)
         struct vocl_conn *conn = cl->chan.ch.conn;
         if (cl->freed && !exec_session_held(&cl->s) &&
             (!conn || vocl_conn_dead(conn) || vocl_now_ns() - cl->closed_ns > GIVE_UP_NS)) {
-            vocl_conn_close(conn);
-            free(cl);
-        }
-        else
+            cl->next_gone = gone;
+            gone = cl;
+        } else {
             sv->clients[kept++] = cl;
+        }
     }
     sv->nclients = kept;
     pthread_mutex_unlock(&sv->lock);
+    /* Closing flushes what is left to the peer: waited for with no lock
+     * held (the accept thread's greetings take sv->lock). */
+    while (gone) {
+        struct client *cl = gone;
+        gone = cl->next_gone;
+        vocl_conn_close(cl->chan.ch.conn);
+        free(cl);
+    }
 }
 
 /* Daemon mode: a client has this long from its connection to its HELLO
