@@ -26,7 +26,8 @@ struct vocl_conn {
     atomic_bool closing; /* the endpoint is being closed by force (vocl_conn_fail) */
     char why[128];       /* written once, before dead is set */
     char peer[INET6_ADDRSTRLEN + 8];
-    struct sockaddr_storage peer_addr; /* (accepted connections: the client's) */
+    struct sockaddr_storage peer_addr; /* (accepted connections: the client's, */
+    struct sockaddr_storage own_addr;  /*  and this side's) */
 };
 
 /* A connection asked for that the listener has not accepted yet. */
@@ -288,32 +289,45 @@ bool vocl_conn_arm(struct vocl_conn *c)
     return ucp_worker_arm(c->worker) == UCS_OK;
 }
 
-/* The uid of the TCP socket of this node whose local address is a (IPv4
- * or IPv6), from the kernel's table of sockets (/proc/net/tcp, tcp6: as
- * the kernel prints them, each address word in host order); -1: none. */
-static long socket_uid(const struct sockaddr_storage *a)
+/* addr as /proc/net/tcp or tcp6 prints it (each address word in host
+ * order), into out; false for a family other than IPv4 and IPv6. */
+static bool proc_addr(const struct sockaddr_storage *a, char *out, size_t n)
 {
-    bool v6 = a->ss_family == AF_INET6;
-    if (!v6 && a->ss_family != AF_INET)
-        return -1;
-    char want[64];
-    if (v6) {
+    if (a->ss_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const void *)a;
         uint32_t w[4];
         memcpy(w, &in6->sin6_addr, sizeof(w));
-        snprintf(want, sizeof(want), "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3],
-                 ntohs(in6->sin6_port));
-    } else {
-        const struct sockaddr_in *in = (const void *)a;
-        snprintf(want, sizeof(want), "%08X:%04X", in->sin_addr.s_addr, ntohs(in->sin_port));
+        snprintf(out, n, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3], ntohs(in6->sin6_port));
+        return true;
     }
-    FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
-    char line[512], local[64];
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)a;
+        snprintf(out, n, "%08X:%04X", in->sin_addr.s_addr, ntohs(in->sin_port));
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The uid of the TCP socket of this node connected from address from to
+ * address to, from the kernel's table of sockets (/proc/net/tcp, tcp6);
+ * -1: none.  Both ends are matched: Linux gives one local port to several
+ * connections when their far ends differ.
+ */
+static long socket_uid(const struct sockaddr_storage *from, const struct sockaddr_storage *to)
+{
+    char want_local[64], want_remote[64];
+    if (from->ss_family != to->ss_family || !proc_addr(from, want_local, sizeof(want_local)) ||
+        !proc_addr(to, want_remote, sizeof(want_remote)))
+        return -1;
+    FILE *f = fopen(from->ss_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
+    char line[512], local[64], remote[64];
     long uid = -1, u;
     unsigned st;
     while (f && uid < 0 && fgets(line, sizeof(line), f))
-        if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %ld", local, &st, &u) == 3 &&
-            st == 1 /* (ESTABLISHED) */ && !strcmp(local, want))
+        if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %ld", local, remote, &st, &u) == 4 &&
+            st == 1 /* (ESTABLISHED) */ && !strcmp(local, want_local) &&
+            !strcmp(remote, want_remote))
             uid = u;
     if (f)
         fclose(f);
@@ -322,7 +336,7 @@ static long socket_uid(const struct sockaddr_storage *a)
 
 long vocl_conn_peer_uid(struct vocl_conn *c)
 {
-    return socket_uid(&c->peer_addr);
+    return socket_uid(&c->peer_addr, &c->own_addr);
 }
 
 void *vocl_conn_worker(struct vocl_conn *c)
@@ -455,6 +469,9 @@ struct vocl_conn *vocl_accept(struct vocl_listener *l, uint64_t timeout_ns)
         conn_free(c);
         return NULL;
     }
+    ucp_ep_attr_t ea = {.field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR};
+    if (ucp_ep_query(c->ep, &ea) == UCS_OK)
+        c->own_addr = ea.local_sockaddr; /* (else unknown: no uid is found) */
     return c;
 }
 
