@@ -408,6 +408,7 @@ static bool claim_rank(void)
 
 static cl_int do_init(void)
 {
+    uint64_t start = vocl_now_ns();
     vocl_log_set_prefix("libvocl");
     vocl_log_level = (int)env_long("VOCL_VERBOSE", VOCL_LOG_WARN);
 #ifdef VOCL_TEST_HOOKS
@@ -448,7 +449,8 @@ static cl_int do_init(void)
         vocl.init_error = "the proxies serve no devices";
     if (vocl.ndevices == 0)
         vocl_error("%s", vocl.init_error);
-    vocl_info("%d proxies, %u devices", vocl.nproxies, vocl.ndevices);
+    vocl_info("%d proxies, %u devices (in %.0f ms)", vocl.nproxies, vocl.ndevices,
+              (double)(vocl_now_ns() - start) / 1e6);
     if (vocl.ndevices)
         vocl_control_start();
     return CL_SUCCESS;

@@ -154,8 +154,16 @@ any)
     ;;
 burst)
     # N applications of the two users in the same instant: all connect
-    # and verify, none waits for another's connection.
+    # (first call to platform listed: libvocl's "in N ms") within
+    # VOCL_BURST_CONNECT_MS and verify, none waits for another's
+    # connection.  One application first, alone: its connect time is the
+    # usual one, and it fills the service user's kernel cache (PoCL 3.1's
+    # cache fails builds now and then when many processes fill it at once,
+    # natively too: pocl/pocl#1480).
     n=${VOCL_BURST:-16}
+    run "$tmp/burst-alone" "$alice" env VOCL_VERBOSE=2 "$tmp/bin/gemm" -n 64 -r 1 ||
+        fail "one application alone: $(tail -3 "$tmp/burst-alone")"
+    alone=$(sed -n 's/.* devices (in \([0-9]*\) ms)$/\1/p' "$tmp/burst-alone")
     rm -f "$tmp/go"
     js=()
     for ((i = 0; i < n; i++)); do
@@ -175,10 +183,18 @@ burst)
     done
     took=$((($(date +%s%N) - start) / 1000000))
     served=$(grep -c ' served (user ' "$tmp/daemon.log" || true)
-    [ "$served" -eq "$n" ] || fail "the daemon served $served sessions, not $n"
-    echo "$n applications of two users at once: all verified, the last after $took ms"
-    limit=${VOCL_BURST_MS:-60000}
-    [ "$took" -le "$limit" ] || fail "the burst took $took ms (limit $limit)"
+    [ "$served" -eq $((n + 1)) ] || fail "the daemon served $served sessions, not $((n + 1))"
+    for ((i = 0; i < n; i++)); do
+        sed -n 's/.* devices (in \([0-9]*\) ms)$/\1/p' "$tmp/burst$i"
+    done | sort -n >"$tmp/connect.ms"
+    [ "$(wc -l <"$tmp/connect.ms")" -eq "$n" ] || fail "not every application said its connect time"
+    median=$(awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}' "$tmp/connect.ms")
+    worst=$(tail -1 "$tmp/connect.ms")
+    echo "| applications | connect alone | connect median | connect worst | last verified |"
+    echo "|---|---|---|---|---|"
+    echo "| $n of two users at once | $alone ms | $median ms | $worst ms | $took ms |"
+    limit=${VOCL_BURST_CONNECT_MS:-10000}
+    [ "$worst" -le "$limit" ] || fail "an application connected after $worst ms (limit $limit)"
     ;;
 bw)
     # Same node, another user: the client maps the daemon's memfds (handed
