@@ -320,7 +320,7 @@ struct link_hello {
  * six times at least 30 s: a daemon that took the connection and is busy
  * (starting workers for many clients at once) is slow, not gone; the
  * daemon waits for a client's first words VOCL_CONNECT_TIMEOUT only. */
-static uint64_t answer_ns(void)
+uint64_t vocl_live_answer_ns(void)
 {
     uint64_t ns = 6 * link_hello_ns();
     return ns > 30000000000u ? ns : 30000000000u;
@@ -362,7 +362,7 @@ int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far
     struct link_hello me = {{live.node, (int64_t)getpid()}, word}, far = {{0, 0}, 0};
     size_t got = 0;
     /* (A client, which may be handed on, waits for its daemon's answer.) */
-    uint64_t limit = moved_to ? answer_ns() : link_hello_ns();
+    uint64_t limit = moved_to ? vocl_live_answer_ns() : link_hello_ns();
     if (exchange(c, &me, sizeof(me), &far, sizeof(far), &got, limit) || got != sizeof(far))
         return -1;
     if (far.word == LINK_MOVED) {
@@ -408,7 +408,7 @@ int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word)
 
 int vocl_live_tell(struct vocl_conn *c, const char *text)
 {
-    return exchange(c, text, strlen(text) + 1, NULL, 0, NULL, answer_ns());
+    return exchange(c, text, strlen(text) + 1, NULL, 0, NULL, vocl_live_answer_ns());
 }
 
 void vocl_live_unlink(int peer)

@@ -59,6 +59,9 @@ int vocl_live_link(struct vocl_conn *c, int64_t word, int64_t *pid, int64_t *far
  * of its worker, or the answer to a VOCL_LIVE_WHY).  0 or -1. */
 int vocl_live_greet_moved(struct vocl_conn *c, int64_t *pid, int64_t *far_word);
 int vocl_live_tell(struct vocl_conn *c, const char *text);
+/* How long a client waits for a daemon's answer (at least 30 s): a worker
+ * it was handed to waits for it as long. */
+uint64_t vocl_live_answer_ns(void);
 /* A client's word asking a daemon how the worker of key ended (the
  * answer comes as a hand-off's would: VOCL_LIVE_MOVED, its text). */
 #define VOCL_LIVE_WHY ((int64_t)1 << 62)

@@ -136,10 +136,13 @@ void proxyd_worker_fate(uint64_t key, char *out, size_t n);
 void proxyd_workers_reap(void);
 /* The daemon stops: so do its workers (SIGTERM). */
 void proxyd_workers_stop(void);
-/* A worker's side: its port, to the daemon; what its session holds (NULL:
- * none), for its siblings; and its siblings' sessions (at most max, into
- * out; their strings stay until the next call, the serving thread's). */
+/* A worker's side: its port, to the daemon (on the pipe fd, kept open);
+ * whether the daemon has handed it out (closed its end of fd); what its
+ * session holds (NULL: none), for its siblings; and its siblings' sessions
+ * (at most max, into out; their strings stay until the next call, the
+ * serving thread's). */
 int proxyd_worker_report(int fd, const char *port);
+bool proxyd_worker_handed(int fd);
 void proxyd_worker_publish(const struct exec_session_state *st, cl_uint ndev);
 size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 

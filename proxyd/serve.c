@@ -521,8 +521,9 @@ static void report_state(struct server *sv)
             (uint64_t)atomic_load(&sv->node->bytes), resident * (sysconf(_SC_PAGESIZE) / 1024));
 }
 
-/* Daemon mode: SIGTERM or SIGINT. */
-static volatile sig_atomic_t stop_wanted;
+/* Daemon mode: SIGTERM or SIGINT (or a worker's client that never came).
+ * (A lock-free atomic: a signal handler may store to it.) */
+static atomic_int stop_wanted;
 
 void proxyd_want_stop(int sig)
 {
@@ -770,6 +771,7 @@ struct acceptor {
     struct server *sv;
     struct vocl_listener *listener;
     uint64_t key;     /* a worker: what its one client must present (0: a daemon) */
+    int pipe;         /* a worker: its port's pipe to the daemon (-1: a daemon) */
     atomic_int greeting;
     atomic_int next;  /* clients' numbers, from 1 */
     atomic_bool done; /* a worker has its client */
@@ -860,9 +862,20 @@ static void *greet(void *arg)
 static void *accept_thread(void *arg)
 {
     struct acceptor *a = arg;
-    uint64_t half = a->sv->worker ? 0 : watchdog_half_ns(), fed = 0;
+    uint64_t half = a->sv->worker ? 0 : watchdog_half_ns(), fed = 0, handed = 0;
     while (!atomic_load(&a->done)) {
         uint64_t now = vocl_now_ns();
+        /* A worker handed out waits for its client as long as a client
+         * waits for its daemon's answer, then ends (a client that never
+         * came holds no worker). */
+        if (a->pipe >= 0 && !handed && proxyd_worker_handed(a->pipe))
+            handed = now;
+        if (handed && now - handed > vocl_live_answer_ns() && !atomic_load(&a->greeting)) {
+            vocl_warn("worker: its client did not come in %.0f s: ending",
+                      (double)vocl_live_answer_ns() / 1e9);
+            stop_wanted = 1;
+            break;
+        }
         if (half && now - fed >= half && now - atomic_load(&served_ns) < half) {
             notify("WATCHDOG=1");
             fed = now;
@@ -990,6 +1003,7 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
     node->sessions_ctx = &sv;
     static struct acceptor a;
     a.sv = &sv;
+    a.pipe = o->worker_fd;
     if (setup_tokens(node, o))
         return 1;
     char err[160];

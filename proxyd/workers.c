@@ -311,8 +311,15 @@ void proxyd_workers_stop(void)
 
 int proxyd_worker_report(int fd, const char *port)
 {
-    dprintf(fd, "%s\n", port);
-    return close(fd);
+    return dprintf(fd, "%s\n", port) > 0 ? 0 : -1;
+}
+
+bool proxyd_worker_handed(int fd)
+{
+    /* (The daemon closes its end once it read the port, as it hands the
+     * worker out; or it died.) */
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
 /* s as one word of out (65 bytes): "-" when empty, '?' for white space

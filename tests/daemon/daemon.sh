@@ -700,8 +700,20 @@ hostile)
     cat "$tmp/silent"
     for _ in $(seq 30); do [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] && break; sleep 0.1; done
     [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] || fail "the silent client's worker stays"
+    # A client handed to a worker that never goes there: the worker waits
+    # as long as a client waits for a daemon's answer (30 s), then ends.
+    "$hostile" --away "$(cat "$tmp/ports/c")" >"$tmp/away" 2>&1 ||
+        fail "a client handed on that goes away: $(cat "$tmp/away")"
+    cat "$tmp/away"
+    [ "$(pgrep -P "$pc" | wc -l)" -eq 2 ] || fail "no worker waits for the client that went away"
+    t0=$SECONDS
+    for _ in $(seq 400); do [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] && break; sleep 0.1; done
+    [ "$(pgrep -P "$pc" | wc -l)" -le 1 ] || fail "the worker of a client that never came stays"
+    grep -q 'its client did not come in 30 s: ending' "$tmp/c.log" ||
+        fail "the worker did not say why it ended: $(tail -3 "$tmp/c.log")"
+    echo "the worker of a client that never came ended after $((SECONDS - t0)) s"
     kill -0 "$pc" || fail "daemon c died"
-    echo "garbage (1 B to 1 MiB), silent TCP connections and a client without HELLO: daemon c serves on"
+    echo "garbage (1 B to 1 MiB), silent TCP connections, a client without HELLO and one that never went to its worker: daemon c serves on"
     ;;
 isolate)
     # Each client in a worker process (--isolate, the default).  A tenant

@@ -41,6 +41,11 @@
  *
  * connects (and goes to its worker) and never says HELLO: exits 0 once the
  * daemon has dropped it, 1 if it has not within SECONDS.
+ *
+ *   hostile --away HOST:PORT
+ *
+ * connects, is handed to a worker, and never goes there: exits 0 (the
+ * test then sees that worker end), 1 if the daemon handed it to none.
  */
 #include <CL/cl.h>
 #include <mpi.h>
@@ -795,8 +800,33 @@ static int silent_main(const char *where, double seconds)
     return dropped ? 0 : 1;
 }
 
+/* A client handed to a worker that never goes to it. */
+static int away_main(const char *where)
+{
+    char host[256], moved[VOCL_LIVE_MOVED_MAX];
+    int port = 0, live;
+    if (sscanf(where, "%255[^:]:%d", host, &port) != 2) {
+        fprintf(stderr, "hostile: %s: not HOST:PORT\n", where);
+        return 2;
+    }
+    vocl_live_start(MPI_COMM_NULL);
+    if (dial(host, port, 0, &live, moved))
+        return 2;
+    bool handed = live == VOCL_LIVE_MOVED;
+    if (handed)
+        vocl_conn_close(conn);
+    else
+        leave(live);
+    vocl_live_stop();
+    printf("hostile: %s\n", handed ? "handed to a worker (port and key: a number each), never gone to"
+                                   : "not handed to a worker");
+    return handed ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--away"))
+        return away_main(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--connect"))
         return daemon_main(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "--silent"))
