@@ -61,9 +61,11 @@ static void context_init(void)
      * unless the user names the transports. */
     if (!getenv("UCX_TLS") && !getenv("VOCL_UCX_TLS"))
         ucp_config_modify(cfg, "TLS", "^sm");
+    /* (Workers shared: each connection's worker is made and progressed by
+     * threads of their own, the accept thread and the greeting ones.) */
     ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
                       .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
-                      .mt_workers_shared = 0};
+                      .mt_workers_shared = 1};
     st = ucp_init(&p, cfg, &context);
     ucp_config_release(cfg);
     if (st != UCS_OK) {

@@ -11,14 +11,16 @@
  * a port file, which voclproxyd --port-file wrote HOST:PORT into.  No
  * name server: a daemon that is down is one entry skipped, with a message.
  *
- * Each proxy is connected to in turn, within VOCL_CONNECT_TIMEOUT seconds
- * (default 5) each.  A daemon that serves each client in a process of its
- * own (--isolate, the default) answers with that process's port and a
- * key, and the client connects there.  The connection is then linked to
+ * The proxies are connected to at once (a thread each), within
+ * VOCL_CONNECT_TIMEOUT seconds (default 5), then greeted in the order
+ * named.  A daemon that serves each client in a process of its own
+ * (--isolate, the default) answers with that process's port and a key,
+ * and the client connects there.  The connection is then linked to
  * the liveness thread (liveness.h): either side notices the other's death.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,55 +208,93 @@ static void short_name(const char *name, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)len, slash + 1);
 }
 
-/* One proxy, by name: connected, linked and greeted, or left out. */
-static void join(const char *given, uint64_t timeout_ns, bool spare)
-{
-    char host[256], moved[VOCL_LIVE_MOVED_MAX], name[256];
-    int port;
-    if (resolve(given, host, &port))
-        return;
-    short_name(given, name, sizeof(name));
+/* One proxy on its way in: reached (connected and linked: live >= 0) by
+ * a thread of its own, then greeted in the order named. */
+struct joining {
+    const char *given;
+    uint64_t timeout_ns;
+    char host[256], name[256];
+    int port, live;
+    uint64_t key; /* its worker's, or 0 */
     struct vocl_conn *conn;
-    int live = connect_link(name, host, port, 0, timeout_ns, &conn, moved);
-    uint64_t key = 0;
+};
+
+static void *reach(void *arg)
+{
+    struct joining *j = arg;
+    char moved[VOCL_LIVE_MOVED_MAX];
+    j->live = -1;
+    if (resolve(j->given, j->host, &j->port))
+        return NULL;
+    short_name(j->given, j->name, sizeof(j->name));
+    int live = connect_link(j->name, j->host, j->port, 0, j->timeout_ns, &j->conn, moved);
     if (live == VOCL_LIVE_MOVED) {
         /* A worker of its own, on the same host: the daemon gave its port
          * and the key it expects. */
-        vocl_conn_close(conn);
-        conn = NULL;
+        vocl_conn_close(j->conn);
+        j->conn = NULL;
         int wport = 0;
-        if (sscanf(moved, "%d %" SCNu64, &wport, &key) != 2 || wport <= 0 || wport > 65535) {
-            vocl_error("proxy %s: handed on to \"%.40s\": a proxy of another version?", name,
+        if (sscanf(moved, "%d %" SCNu64, &wport, &j->key) != 2 || wport <= 0 || wport > 65535) {
+            vocl_error("proxy %s: handed on to \"%.40s\": a proxy of another version?", j->name,
                        moved);
-            return;
+            return NULL;
         }
-        vocl_debug("proxy %s: served by a worker of its own, at port %d", name, wport);
-        live = connect_link(name, host, wport, key, timeout_ns, &conn, moved);
+        vocl_debug("proxy %s: served by a worker of its own, at port %d", j->name, wport);
+        live = connect_link(j->name, j->host, wport, j->key, j->timeout_ns, &j->conn, moved);
         if (live == VOCL_LIVE_MOVED) {
-            vocl_error("proxy %s: handed on twice: a proxy of another version?", name);
+            vocl_error("proxy %s: handed on twice: a proxy of another version?", j->name);
             live = -1;
         }
     }
     if (live < 0) {
-        vocl_conn_close(conn);
-        return;
+        vocl_conn_close(j->conn);
+        j->conn = NULL;
     }
+    j->live = live;
+    return NULL;
+}
+
+/* Proxy j, reached: made one of the application's and greeted. */
+static void join(struct joining *j, bool spare)
+{
     struct vocl_proxy *px = vocl_proxy_new(0, false);
     if (!px) {
-        vocl_live_unlink(live);
-        vocl_conn_close(conn);
+        vocl_live_unlink(j->live);
+        vocl_conn_close(j->conn);
         return;
     }
     px->comm = MPI_COMM_NULL;
-    px->conn = conn;
-    px->live = live;
-    px->name = strdup(name);
+    px->conn = j->conn;
+    px->live = j->live;
+    px->name = strdup(j->name);
     px->spare = spare;
-    px->worker_key = key;
-    px->daemon_host = key ? strdup(host) : NULL;
-    px->daemon_port = port;
+    px->worker_key = j->key;
+    px->daemon_host = j->key ? strdup(j->host) : NULL;
+    px->daemon_port = j->port;
     if (vocl_greet(px))
         px->dead = true;
+}
+
+/* Proxies reached at once, at most this many at a time (a thread each):
+ * a daemon that is down costs VOCL_CONNECT_TIMEOUT once, not once each. */
+#define REACH_AT_ONCE 64
+
+/* Reaches the n proxies of js at once. */
+static void reach_all(struct joining *js, int n)
+{
+    for (int first = 0; first < n; first += REACH_AT_ONCE) {
+        int k = n - first < REACH_AT_ONCE ? n - first : REACH_AT_ONCE;
+        pthread_t t[REACH_AT_ONCE];
+        bool started[REACH_AT_ONCE];
+        for (int i = 0; i < k; i++) /* (one alone, or without a thread: here) */
+            started[i] = k > 1 && pthread_create(&t[i], NULL, reach, &js[first + i]) == 0;
+        for (int i = 0; i < k; i++)
+            if (!started[i])
+                reach(&js[first + i]);
+        for (int i = 0; i < k; i++)
+            if (started[i])
+                pthread_join(t[i], NULL);
+    }
 }
 
 bool vocl_connect_mode(void)
@@ -298,8 +338,19 @@ bool vocl_connect_mode(void)
     if (secs <= 0)
         secs = DEFAULT_TIMEOUT_S;
     vocl_live_start(MPI_COMM_NULL); /* proxies are linked as they connect */
+    struct joining *js = calloc((size_t)nm.n, sizeof(*js));
+    if (!js) {
+        vocl.init_error = "daemon mode: out of memory";
+        names_free(&nm);
+        return true;
+    }
     for (int i = 0; i < nm.n; i++)
-        join(nm.v[i], (uint64_t)(secs * 1e9), i >= nm.n - vocl.spares);
+        js[i] = (struct joining){.given = nm.v[i], .timeout_ns = (uint64_t)(secs * 1e9)};
+    reach_all(js, nm.n);
+    for (int i = 0; i < nm.n; i++)
+        if (js[i].live >= 0)
+            join(&js[i], i >= nm.n - vocl.spares);
+    free(js);
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "daemon mode: no proxy could be reached";
     names_free(&nm);
