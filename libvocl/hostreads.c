@@ -8,10 +8,11 @@
  * the read brought.  Only a write whose memory overlaps such a read has to
  * care (two buffers' transfers through different memory are unrelated), and
  * a non-blocking one may not wait for the read in the enqueueing thread: the
- * read may wait for a user event that thread sets next.  So such a write is
- * enqueued at once as a copy from a buffer of its own, held by a user event,
- * and a thread of its own sends the memory to that buffer once the read has
- * landed and then lets the copy go.
+ * read may wait for a user event that thread sets next.  So such a write (of
+ * a buffer, a rectangle of one, or an image) is enqueued at once as a copy
+ * from a buffer of its own, held by a user event, and a thread of its own
+ * sends the memory (its rows packed) to that buffer once the read has landed
+ * and then lets the copy go.
  */
 #include "vocl.h"
 
@@ -156,25 +157,54 @@ void vocl_call_reads_host(struct vocl_call *c, const void *p, size_t n)
 struct deferred {
     cl_context ctx; /* held */
     cl_device_id dev;
-    cl_mem tmp;     /* held: the copy's source */
+    cl_mem tmp;     /* held: the copy's source, the write's rows packed */
     cl_event gate;  /* held: the copy waits for it */
-    const void *ptr;
-    size_t size;
+    struct vocl_host_rows rows;
     size_t ndue;
     struct host_read due[];
 };
+
+static size_t packed_size(const struct vocl_host_rows *r)
+{
+    return r->row_bytes * r->rows * r->slices;
+}
+
+static bool packed(const struct vocl_host_rows *r)
+{
+    return (r->rows == 1 || r->row_pitch == r->row_bytes) &&
+           (r->slices == 1 || r->slice_pitch == r->row_bytes * r->rows);
+}
+
+/* The rows of r, packed (p itself when they are; else malloc'd, or NULL). */
+static const void *pack(const struct vocl_host_rows *r)
+{
+    if (packed(r))
+        return r->p;
+    char *out = malloc(packed_size(r));
+    for (size_t z = 0; out && z < r->slices; z++)
+        for (size_t y = 0; y < r->rows; y++)
+            memcpy(out + (z * r->rows + y) * r->row_bytes,
+                   (const char *)r->p + z * r->slice_pitch + y * r->row_pitch, r->row_bytes);
+    return out;
+}
 
 static void *deferred_run(void *arg)
 {
     struct deferred *d = arg;
     cl_int err = land(d->due, d->ndue);
-    if (err == CL_SUCCESS) {
+    const void *data = err == CL_SUCCESS ? pack(&d->rows) : NULL;
+    if (err == CL_SUCCESS && !data)
+        err = CL_OUT_OF_HOST_MEMORY;
+    if (data) {
         /* A queue of its own: the application's may hold the copy behind the gate. */
         cl_command_queue q = clCreateCommandQueueWithProperties(d->ctx, d->dev, NULL, &err);
         if (q) {
-            err = clEnqueueWriteBuffer(q, d->tmp, CL_TRUE, 0, d->size, d->ptr, 0, NULL, NULL);
+            err = clEnqueueWriteBuffer(q, d->tmp, CL_TRUE, 0, packed_size(&d->rows), data, 0,
+                                       NULL, NULL);
             clReleaseCommandQueue(q);
         }
+        if (data != d->rows.p)
+            free((void *)data);
     }
     if (err != CL_SUCCESS)
         vocl_warn("a non-blocking write of memory a read was to fill failed (%d)", err);
@@ -188,12 +218,31 @@ static void *deferred_run(void *arg)
     return NULL;
 }
 
-bool vocl_write_deferred(struct vocl_obj *q, cl_mem buffer, size_t offset, size_t size,
-                         const void *ptr, cl_uint nwl, const cl_event *wl, cl_event *event,
-                         cl_int *ret)
+/* The command that moves the packed rows from tmp to where w writes. */
+static cl_int copy_in(cl_command_queue q, cl_mem tmp, const struct vocl_deferred_write *w,
+                      cl_uint n, const cl_event *wl, cl_event *event)
 {
+    const size_t zero[3] = {0, 0, 0};
+    switch (w->type) {
+    case CL_COMMAND_WRITE_BUFFER:
+        return clEnqueueCopyBuffer(q, tmp, w->dst, 0, w->origin[0], packed_size(&w->rows), n, wl,
+                                   event);
+    case CL_COMMAND_WRITE_BUFFER_RECT:
+        return clEnqueueCopyBufferRect(q, tmp, w->dst, zero, w->origin, w->region,
+                                       w->rows.row_bytes, w->rows.row_bytes * w->rows.rows,
+                                       w->row_pitch, w->slice_pitch, n, wl, event);
+    default:
+        return clEnqueueCopyBufferToImage(q, tmp, w->dst, 0, w->origin, w->region, n, wl, event);
+    }
+}
+
+bool vocl_write_deferred(struct vocl_obj *q, const struct vocl_deferred_write *w, cl_uint nwl,
+                         const cl_event *wl, cl_event *event, cl_int *ret)
+{
+    const struct vocl_host_rows *r = &w->rows;
+    size_t span = (r->slices - 1) * r->slice_pitch + (r->rows - 1) * r->row_pitch + r->row_bytes;
     struct host_read *due;
-    size_t k = reads_due(ptr, size, &due);
+    size_t k = reads_due(r->p, span, &due);
     if (k == 0 || k == (size_t)-1)
         return false; /* (out of memory: the write waits for them, as a blocking one) */
     cl_int err = CL_SUCCESS;
@@ -208,25 +257,21 @@ bool vocl_write_deferred(struct vocl_obj *q, cl_mem buffer, size_t offset, size_
     d->ndue = k;
     d->ctx = (cl_context)q->context;
     d->dev = (cl_device_id)q->parent;
-    d->ptr = ptr;
-    d->size = size;
+    d->rows = *r;
     d->gate = clCreateUserEvent(d->ctx, &err);
     if (d->gate)
-        d->tmp = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+        d->tmp = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, packed_size(r), NULL, &err);
     if (d->tmp) {
         if (nwl)
             memcpy(wl2, wl, nwl * sizeof(*wl2));
         wl2[nwl] = d->gate;
-        err = clEnqueueCopyBuffer((cl_command_queue)q, d->tmp, buffer, 0, offset, size, nwl + 1,
-                                  wl2, event);
+        err = copy_in((cl_command_queue)q, d->tmp, w, nwl + 1, wl2, event);
     }
     free(wl2);
     if (err == CL_SUCCESS) {
-        if (event) {
-            cl_command_type type = CL_COMMAND_WRITE_BUFFER;
+        if (event) /* (a write, to whoever asks, though a copy does it) */
             vocl_info_know(vocl_lookup(*event, VOCL_T_EVENT), VOCL_OP_clGetEventInfo,
-                           CL_EVENT_COMMAND_TYPE, &type, sizeof(type));
-        }
+                           CL_EVENT_COMMAND_TYPE, &w->type, sizeof(w->type));
         clRetainContext(d->ctx);
         pthread_t t;
         pthread_attr_t attr;

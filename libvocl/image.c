@@ -121,6 +121,21 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
               host_slice_pitch);
     const size_t zero[3] = {0, 0, 0};
     char *host = (char *)ptr + r.offset;
+    if (write && !blocking && !q->px->local) {
+        /* Its memory is still to be filled by a read: it may not wait for
+         * that here (hostreads.c). */
+        struct vocl_deferred_write w = {
+            .type = CL_COMMAND_WRITE_BUFFER_RECT, .dst = buffer,
+            .row_pitch = buffer_row_pitch, .slice_pitch = buffer_slice_pitch,
+            .rows = {host, r.row_bytes, r.rows, r.slices, r.row_pitch, r.slice_pitch}};
+        memcpy(w.origin, buffer_origin, sizeof(w.origin));
+        memcpy(w.region, region, sizeof(w.region));
+        cl_int err;
+        if (vocl_write_deferred(q, &w, nwl, wl, event, &err)) {
+            vocl_call_end(&c);
+            return err;
+        }
+    }
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (write)
         vocl_call_reads_host(&c, host, r.span);
@@ -357,6 +372,18 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     size_t rp = row_pitch ? row_pitch : region[0] * im->elem_size;
     rect_init(&r, zero, region[0] * im->elem_size, rows, slices, rp,
               rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
+    if (write && !blocking && !q->px->local) { /* (as a rect's, above) */
+        struct vocl_deferred_write w = {
+            .type = CL_COMMAND_WRITE_IMAGE, .dst = image,
+            .rows = {ptr, r.row_bytes, r.rows, r.slices, r.row_pitch, r.slice_pitch}};
+        memcpy(w.origin, origin, sizeof(w.origin));
+        memcpy(w.region, region, sizeof(w.region));
+        cl_int err;
+        if (vocl_write_deferred(q, &w, nwl, wl, event, &err)) {
+            vocl_call_end(&c);
+            return err;
+        }
+    }
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     /* A non-blocking read whose rows and slices are packed (a map's shadow)
      * needs no scatter: it does not wait, as a buffer's does not. */

@@ -504,9 +504,11 @@ static cl_int write_buffer(bool host, cl_command_queue command_queue, cl_mem buf
         if (!c.err && host && vocl_host_forbids(dm, false, true))
             vocl_call_error(&c, CL_INVALID_OPERATION);
         cl_int err = c.err;
+        const struct vocl_deferred_write w = {
+            .type = CL_COMMAND_WRITE_BUFFER, .dst = buffer, .origin = {offset},
+            .rows = {.p = ptr, .row_bytes = size, .rows = 1, .slices = 1}};
         if (!err && !dq->px->local &&
-            vocl_write_deferred(dq, buffer, offset, size, ptr, num_events_in_wait_list,
-                                event_wait_list, event, &err))
+            vocl_write_deferred(dq, &w, num_events_in_wait_list, event_wait_list, event, &err))
             return err;
         if (err)
             return err;

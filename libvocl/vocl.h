@@ -474,12 +474,25 @@ void vocl_call_reads_host(struct vocl_call *c, const void *p, size_t n);
  * fills [p, p + n) when it lands. */
 void vocl_host_read_posted(struct vocl_proxy *px, const void *queue, uint64_t ticket,
                            const void *p, size_t n);
-/* A non-blocking buffer write of memory that a read is still to fill:
- * enqueued without waiting, its data sent once the read lands (false: no
- * such read; nothing done).  *ret: the write's result. */
-bool vocl_write_deferred(struct vocl_obj *q, cl_mem buffer, size_t offset, size_t size,
-                         const void *ptr, cl_uint nwl, const cl_event *wl, cl_event *event,
-                         cl_int *ret);
+/* Rows of host memory: slices of rows of row_bytes from p, pitches apart. */
+struct vocl_host_rows {
+    const void *p;
+    size_t row_bytes, rows, slices, row_pitch, slice_pitch;
+};
+/* A non-blocking write: its command type (WRITE_BUFFER: origin[0] is the
+ * offset; WRITE_BUFFER_RECT: region in bytes, the buffer's pitches;
+ * WRITE_IMAGE), where it writes and the host rows it sends. */
+struct vocl_deferred_write {
+    cl_command_type type;
+    cl_mem dst;
+    size_t origin[3], region[3], row_pitch, slice_pitch;
+    struct vocl_host_rows rows;
+};
+/* A non-blocking write w of memory that a read is still to fill: enqueued
+ * without waiting, its data sent once the read lands (false: no such read;
+ * nothing done).  *ret: the write's result. */
+bool vocl_write_deferred(struct vocl_obj *q, const struct vocl_deferred_write *w, cl_uint nwl,
+                         const cl_event *wl, cl_event *event, cl_int *ret);
 /* Whether list can be the wait list of a command of queue (NULL: any). */
 cl_int vocl_wl_check(const struct vocl_obj *queue, cl_uint n, const cl_event *list);
 void vocl_call_error(struct vocl_call *c, cl_int err);

@@ -9,9 +9,9 @@
  *            very memory the read fills, after the read's event or in the
  *            order of one queue; the same thread sets the gate only after
  *            them, so a write that waits for the read hangs; rect and
- *            image writes of other memory too.  Every buffer
- *            must then hold what it should, and the write's event says
- *            CL_COMMAND_WRITE_BUFFER.
+ *            image writes of other memory and of the read's, likewise.
+ *            Every buffer must then hold what it should, and the write's
+ *            event names its command.
  *  profiling non-blocking reads on a profiling queue, each waited for by
  *            clWaitForEvents, then every profiling time asked at once (CTS
  *            profiling read_array_*): all there, in order.
@@ -67,7 +67,9 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 /* how: 0 other memory, wait list the gate; 1 the same memory, after the
  * read's event (another queue); 2 the same memory, in order; 3 and 4 other
  * memory, after the gate, by a rect write and by an image write (read back
- * into got from an image of n bytes in rows of up to 1 KiB). */
+ * into got from an image of n bytes in rows of up to 1 KiB); 5 and 6 the
+ * same memory, in order, by a rect write (rows of half the pitch) and by
+ * an image write. */
 static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
 {
     cl_int rc;
@@ -89,11 +91,13 @@ static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
     size_t row = n < 1024 ? n : 1024, zero[3] = {0, 0, 0}, rect[3] = {n, 1, 1},
            pixels[3] = {row / 4, n / row, 1};
     cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_mem img = how == 4 ? clCreateImage2D(ctx, CL_MEM_READ_WRITE, &f, row / 4, n / row, 0,
+    cl_mem img = how == 4 || how == 6 ? clCreateImage2D(ctx, CL_MEM_READ_WRITE, &f, row / 4, n / row, 0,
                                             NULL, &rc)
                           : NULL;
-    if (how == 4)
+    if (img)
         CHECK(rc);
+    /* (5: rows of half the pitch, as many: the read's memory, every other half-row.) */
+    size_t half[3] = {row / 2, n / row, 1};
     if (how == 0)
         CHECK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, n, other, 1, &gate, &w));
     else if (how == 1)
@@ -103,22 +107,31 @@ static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
     else if (how == 3)
         CHECK(clEnqueueWriteBufferRect(q, b, CL_FALSE, zero, zero, rect, 0, 0, 0, 0, other, 1,
                                        &gate, &w));
-    else
+    else if (how == 4)
         CHECK(clEnqueueWriteImage(q, img, CL_FALSE, zero, pixels, 0, 0, other, 1, &gate, &w));
+    else if (how == 5)
+        CHECK(clEnqueueWriteBufferRect(q, b, CL_FALSE, zero, zero, half, row, 0, row, 0, via, 0,
+                                       NULL, &w));
+    else
+        CHECK(clEnqueueWriteImage(q, img, CL_FALSE, zero, pixels, 0, 0, via, 0, NULL, &w));
     CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
     CHECK(clFinish(q));
     CHECK(clFinish(q2));
     cl_command_type type = 0;
     CHECK(clGetEventInfo(w, CL_EVENT_COMMAND_TYPE, sizeof(type), &type, NULL));
-    if (how == 4)
+    if (img)
         CHECK(clEnqueueReadImage(q, img, CL_TRUE, zero, pixels, 0, 0, got, 0, NULL, NULL));
     else
         CHECK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, n, got, 0, NULL, NULL));
-    cl_command_type want = how == 3   ? CL_COMMAND_WRITE_BUFFER_RECT
-                           : how == 4 ? CL_COMMAND_WRITE_IMAGE
-                                      : CL_COMMAND_WRITE_BUFFER;
-    bool ok = !memcmp(via, src, n) &&
-              !memcmp(got, how == 1 || how == 2 ? src : other, n) && type == want;
+    cl_command_type want = how == 3 || how == 5   ? CL_COMMAND_WRITE_BUFFER_RECT
+                           : how == 4 || how == 6 ? CL_COMMAND_WRITE_IMAGE
+                                                  : CL_COMMAND_WRITE_BUFFER;
+    bool ok = !memcmp(via, src, n) && type == want;
+    if (how == 5) /* (the rect's rows: the first half of each of the read's) */
+        for (size_t y = 0; ok && y < n / row; y++)
+            ok = !memcmp(got + y * row, src + y * row, row / 2);
+    else
+        ok = ok && !memcmp(got, how == 1 || how == 2 || how == 6 ? src : other, n);
     if (img)
         clReleaseMemObject(img);
     clReleaseEvent(r), clReleaseEvent(w), clReleaseEvent(gate);
@@ -132,10 +145,12 @@ static int gated(cl_context ctx, cl_device_id dev)
 {
     static const char *hows[] = {"other memory after the gate", "the read's memory after its event",
                                  "the read's memory in order", "rect, other memory after the gate",
-                                 "image, other memory after the gate"};
+                                 "image, other memory after the gate",
+                                 "rect, the read's memory in order",
+                                 "image, the read's memory in order"};
     static const size_t sizes[] = {64, 3 << 20};
     int bad = 0;
-    for (int how = 0; how < 5; how++)
+    for (int how = 0; how < 7; how++)
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             bool ok = gated_round(ctx, dev, sizes[s], how);
             printf("gated write, %s, %zu bytes: %s\n", hows[how], sizes[s], ok ? "ok" : "WRONG");

@@ -3,7 +3,9 @@
 # this folder: connect times (1, 4, 16 daemons; 32 applications started
 # together), daemon mode against job mode in the same run (4-byte read,
 # launches, 16 and 64 MiB), the same over the cluster harness's shaped
-# link against raw UCX / raw MPI, and another user's bandwidth.  The
+# link against raw UCX / raw MPI, a device-to-device copy between two
+# daemons (relayed by the application) against job mode's proxy-to-proxy
+# move, and another user's bandwidth.  The
 # 10,000-connection soak and the 310 s idle run separately (README).
 #   docs/report/daemon/2026-12-07-ucx/run.sh BUILD-DIR [ROUNDS]
 set -euo pipefail
@@ -54,4 +56,21 @@ done
 #    daemon mode against raw UCX.
 "$bench" --cluster --rounds "$rounds" >"$out/cluster-job.txt" 2>&1 || true
 "$bench" --cluster --daemons 1 --rounds "$rounds" >"$out/cluster-daemon.txt" 2>&1 || true
+# 5. A 16 MiB device-to-device copy (peer-copy) on two PoCL devices:
+#    natively, through two proxies of one job (proxy to proxy), and
+#    through two daemons (relayed by the application: libvocl/relay.c).
+pc=("$build/tools/bench/peer-copy" --sizes 4K,64K,1M,16M --reps 9)
+for name in a b; do
+    POCL_DEVICES=pthread "$build/proxyd/voclproxyd" --listen --name "$name" --address 127.0.0.1 \
+        --port 0 --port-file "$tmp/$name.port" >"$tmp/$name.log" 2>&1 &
+done
+for _ in $(seq 200); do [ -s "$tmp/a.port" ] && [ -s "$tmp/b.port" ] && break; sleep 0.05; done
+for ((r = 1; r <= rounds; r++)); do
+    echo "## round $r, native"
+    POCL_DEVICES="pthread pthread" timeout 120 "${pc[@]}"
+    echo "## round $r, job mode: vocl-run -n 2 -d 1 (proxy to proxy)"
+    HYDRA_LAUNCHER=fork timeout 300 "$build/tools/vocl-run" -n 2 -d 1 -- "${pc[@]}"
+    echo "## round $r, daemon mode: daemons a and b (relayed by the application)"
+    VOCL_PROXIES=$tmp/a.port,$tmp/b.port LD_PRELOAD=$build/libvocl/libvocl.so timeout 300 "${pc[@]}"
+done >"$out/relay.txt" 2>&1
 echo "done: $out"
