@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -147,9 +148,16 @@ static void conn_free(struct vocl_conn *c)
     free(c);
 }
 
+static long socket_uid(const struct sockaddr_storage *from, const struct sockaddr_storage *to,
+                       long uid);
+
 /* Waits for request req of c (NULL: done) at most timeout_ns: UCS_OK, its
- * error, or UCS_ERR_TIMED_OUT (req is freed all the same). */
-static ucs_status_t wait_req(struct vocl_conn *c, void *req, uint64_t timeout_ns)
+ * error, or UCS_ERR_TIMED_OUT (req is freed all the same).  With to, a
+ * connection being made there: busy_ns in all once this user has a TCP
+ * connection to it (the kernel's table of sockets says so: the host and
+ * its port are up, the daemon busy, not gone). */
+static ucs_status_t wait_req(struct vocl_conn *c, void *req, uint64_t timeout_ns,
+                             const struct sockaddr_storage *to, uint64_t busy_ns)
 {
     if (req == NULL)
         return UCS_OK;
@@ -159,6 +167,10 @@ static ucs_status_t wait_req(struct vocl_conn *c, void *req, uint64_t timeout_ns
     ucs_status_t st;
     while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         if (vocl_now_ns() - start > timeout_ns) {
+            if (to && busy_ns > timeout_ns && socket_uid(NULL, to, (long)geteuid()) >= 0) {
+                timeout_ns = busy_ns;
+                continue;
+            }
             st = UCS_ERR_TIMED_OUT;
             break;
         }
@@ -169,8 +181,8 @@ static ucs_status_t wait_req(struct vocl_conn *c, void *req, uint64_t timeout_ns
     return st;
 }
 
-struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns, char *err,
-                                 size_t errlen)
+struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns,
+                                 uint64_t busy_ns, char *err, size_t errlen)
 {
     if (!have_context(err, errlen))
         return NULL;
@@ -196,6 +208,8 @@ struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns
         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
         .err_handler = {.cb = conn_failed, .arg = c}};
     ucs_status_t st = ucp_ep_create(c->worker, &ep, &c->ep);
+    struct sockaddr_storage to = {0};
+    memcpy(&to, ai->ai_addr, ai->ai_addrlen < sizeof(to) ? ai->ai_addrlen : sizeof(to));
     freeaddrinfo(ai);
     if (st != UCS_OK) {
         snprintf(err, errlen, "%s", ucs_status_string(st));
@@ -204,7 +218,7 @@ struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns
     }
     /* A flush ends once the connection is made (or fails). */
     ucp_request_param_t rp = {.op_attr_mask = 0};
-    st = wait_req(c, ucp_ep_flush_nbx(c->ep, &rp), timeout_ns);
+    st = wait_req(c, ucp_ep_flush_nbx(c->ep, &rp), timeout_ns, &to, busy_ns);
     if (st == UCS_OK && atomic_load(&c->dead))
         st = UCS_ERR_UNREACHABLE;
     if (st != UCS_OK) {
@@ -233,10 +247,10 @@ void vocl_conn_close(struct vocl_conn *c)
         bool force = atomic_load(&c->dead) || atomic_load(&c->closing);
         ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                   .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-        ucs_status_t st = wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u);
+        ucs_status_t st = wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u, NULL, 0);
         if (st == UCS_ERR_TIMED_OUT && !force) {
             rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-            wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u);
+            wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u, NULL, 0);
         }
     }
     conn_free(c);
@@ -311,34 +325,37 @@ static bool proc_addr(const struct sockaddr_storage *a, char *out, size_t n)
 }
 
 /*
- * The uid of the TCP socket of this node connected from address from to
- * address to, from the kernel's table of sockets (/proc/net/tcp, tcp6);
- * -1: none.  Both ends are matched: Linux gives one local port to several
- * connections when their far ends differ.
+ * The uid of an established TCP socket of this node connected from address
+ * from (NULL: any) to address to, and owned by uid (-1: any), from the
+ * kernel's table of sockets (/proc/net/tcp, tcp6); -1: none.  Both ends
+ * are matched: Linux gives one local port to several connections when their
+ * far ends differ.
  */
-static long socket_uid(const struct sockaddr_storage *from, const struct sockaddr_storage *to)
+static long socket_uid(const struct sockaddr_storage *from, const struct sockaddr_storage *to,
+                       long uid)
 {
     char want_local[64], want_remote[64];
-    if (from->ss_family != to->ss_family || !proc_addr(from, want_local, sizeof(want_local)) ||
+    if ((from && from->ss_family != to->ss_family) ||
+        (from && !proc_addr(from, want_local, sizeof(want_local))) ||
         !proc_addr(to, want_remote, sizeof(want_remote)))
         return -1;
-    FILE *f = fopen(from->ss_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
+    FILE *f = fopen(to->ss_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
     char line[512], local[64], remote[64];
-    long uid = -1, u;
+    long found = -1, u;
     unsigned st;
-    while (f && uid < 0 && fgets(line, sizeof(line), f))
+    while (f && found < 0 && fgets(line, sizeof(line), f))
         if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %ld", local, remote, &st, &u) == 4 &&
-            st == 1 /* (ESTABLISHED) */ && !strcmp(local, want_local) &&
-            !strcmp(remote, want_remote))
-            uid = u;
+            st == 1 /* (ESTABLISHED) */ && (!from || !strcmp(local, want_local)) &&
+            !strcmp(remote, want_remote) && (uid < 0 || u == uid))
+            found = u;
     if (f)
         fclose(f);
-    return uid;
+    return found;
 }
 
 long vocl_conn_peer_uid(struct vocl_conn *c)
 {
-    return socket_uid(&c->peer_addr, &c->own_addr);
+    return socket_uid(&c->peer_addr, &c->own_addr, -1);
 }
 
 void *vocl_conn_worker(struct vocl_conn *c)

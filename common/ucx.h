@@ -28,9 +28,11 @@ struct vocl_listener;
 #define VOCL_DEFAULT_PORT 7010
 
 /* Connects to host:port, waiting at most timeout_ns for the connection to
- * be made.  The connection, or NULL with the reason in err. */
-struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns, char *err,
-                                 size_t errlen);
+ * be made, or busy_ns once the port has taken the TCP connection (a daemon
+ * that is up and busy: many clients at once).  The connection, or NULL
+ * with the reason in err. */
+struct vocl_conn *vocl_conn_dial(const char *host, int port, uint64_t timeout_ns,
+                                 uint64_t busy_ns, char *err, size_t errlen);
 /* Closes c (its requests fail) and frees it. */
 void vocl_conn_close(struct vocl_conn *c);
 /* The same, once the peer has closed its side, or after timeout_ns: the

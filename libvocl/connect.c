@@ -178,7 +178,7 @@ static int connect_link(const char *name, const char *host, int port, uint64_t k
                         uint64_t timeout_ns, struct vocl_conn **conn, char *moved)
 {
     char err[160];
-    *conn = vocl_conn_dial(host, port, timeout_ns, err, sizeof(err));
+    *conn = vocl_conn_dial(host, port, timeout_ns, vocl_live_answer_ns(), err, sizeof(err));
     if (!*conn) {
         vocl_error("proxy %s: cannot connect to %s:%d (%s): is voclproxyd --listen running "
                    "there? (left out)", name, host, port, err);
@@ -362,7 +362,7 @@ bool vocl_worker_fate(struct vocl_proxy *px, char *how, size_t n)
     if (!px->worker_key || !px->daemon_host || atomic_exchange(&px->fate_asked, true))
         return false;
     char err[160], text[VOCL_LIVE_MOVED_MAX] = "";
-    struct vocl_conn *c = vocl_conn_dial(px->daemon_host, px->daemon_port, 2000000000u, err,
+    struct vocl_conn *c = vocl_conn_dial(px->daemon_host, px->daemon_port, 2000000000u, 0, err,
                                          sizeof(err));
     if (!c)
         return false;

@@ -91,9 +91,9 @@ static bool gated_round(cl_context ctx, cl_device_id dev, size_t n, int how)
     size_t row = n < 1024 ? n : 1024, zero[3] = {0, 0, 0}, rect[3] = {n, 1, 1},
            pixels[3] = {row / 4, n / row, 1};
     cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_mem img = how == 4 || how == 6 ? clCreateImage2D(ctx, CL_MEM_READ_WRITE, &f, row / 4, n / row, 0,
-                                            NULL, &rc)
-                          : NULL;
+    cl_mem img = how == 4 || how == 6
+                     ? clCreateImage2D(ctx, CL_MEM_READ_WRITE, &f, row / 4, n / row, 0, NULL, &rc)
+                     : NULL;
     if (img)
         CHECK(rc);
     /* (5: rows of half the pitch, as many: the read's memory, every other half-row.) */

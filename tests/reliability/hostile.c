@@ -686,7 +686,7 @@ static void hostile(void)
 static int dial(const char *host, int port, uint64_t key, int *live, char *moved)
 {
     char err[160];
-    conn = vocl_conn_dial(host, port, 5000000000u, err, sizeof(err));
+    conn = vocl_conn_dial(host, port, 5000000000u, 0, err, sizeof(err));
     if (!conn) {
         fprintf(stderr, "hostile: cannot connect to %s:%d: %s\n", host, port, err);
         return -1;
@@ -818,8 +818,7 @@ static int away_main(const char *where)
     else
         leave(live);
     vocl_live_stop();
-    printf("hostile: %s\n", handed ? "handed to a worker (port and key: a number each), never gone to"
-                                   : "not handed to a worker");
+    printf("hostile: %s\n", handed ? "handed to a worker, never gone to" : "not handed to a worker");
     return handed ? 0 : 1;
 }
 

@@ -173,7 +173,7 @@ int main(int argc, char **argv)
         }
         if (sscanf(connect, "%255[^:]:%d", host, &port) != 2)
             die("--connect HOST:PORT");
-        if (!(conn = vocl_conn_dial(host, port, 10000000000u, err, sizeof(err))))
+        if (!(conn = vocl_conn_dial(host, port, 10000000000u, 0, err, sizeof(err))))
             die(err);
     }
     ch = VOCL_CHAN_UCX(conn);
