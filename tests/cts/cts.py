@@ -3,6 +3,7 @@
 through VOCL, sub-test by sub-test.
 
     cts.py VOCL_RUN PROXIES DEVICES [SUITE...]
+    cts.py --daemon VOCLPROXYD LIBVOCL [SUITE...]
 
 Takes built CTS binaries from the folder $VOCL_CTS_DIR names (searched to
 any depth for test_* executables; without it the test is skipped, exit 77).
@@ -11,7 +12,10 @@ Runs each sub-test of each suite in a process of its own with a limit
 PoCL devices and under `VOCL_RUN -n PROXIES -d DEVICES`, and fails when a
 sub-test that passes natively does not pass through VOCL, printing each
 such difference with the last lines of its log.  SVM's sub-tests that
-VOCL skips are allowed (VOCL forwards no SVM: cl_api.def, unsup).
+VOCL skips are allowed (VOCL forwards no SVM: cl_api.def, unsup).  With
+--daemon, one daemon (VOCLPROXYD --listen on loopback, one PoCL device,
+a worker for each client) serves every sub-test, run under
+LD_PRELOAD=LIBVOCL; it must outlive them all.
 
 SUITE names are the CTS's folders (api, buffers, images/clGetInfo, ...);
 none: tier A of issue 61.  $VOCL_CTS_SUITES overrides them (spaces
@@ -129,10 +133,35 @@ def tail(text, n=15):
     return '\n'.join('      ' + l for l in text.splitlines()[-n:])
 
 
+def start_daemon(proxyd, tmp):
+    """voclproxyd --listen on loopback with one PoCL device, its token in
+    tmp: (the process, the environment its clients need)."""
+    port, token = os.path.join(tmp, 'daemon.port'), os.path.join(tmp, 'token')
+    log = open(os.path.join(tmp, 'daemon.log'), 'w')
+    env = dict(os.environ, POCL_DEVICES='pthread', VOCL_TOKEN_FILE=token)
+    p = subprocess.Popen([proxyd, '--listen', '--address', '127.0.0.1', '--port', '0',
+                          '--port-file', port], env=env, stdout=log, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    for _ in range(600):
+        if os.path.exists(port) or p.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.exists(port):
+        sys.exit('cts.py: the daemon did not start: %s' % tail(open(log.name).read()))
+    return p, {'VOCL_PROXIES': port, 'VOCL_TOKEN_FILE': token}
+
+
 def main():
+    daemon = len(sys.argv) >= 4 and sys.argv[1] == '--daemon'
     if len(sys.argv) < 4:
-        sys.exit('usage: cts.py VOCL_RUN PROXIES DEVICES [SUITE...]')
-    vocl_run, proxies, devices = os.path.abspath(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+        sys.exit('usage: cts.py VOCL_RUN PROXIES DEVICES [SUITE...]\n'
+                 '       cts.py --daemon VOCLPROXYD LIBVOCL [SUITE...]')
+    if daemon:
+        proxyd, lib = os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+        proxies = devices = 1
+    else:
+        vocl_run, proxies, devices = (os.path.abspath(sys.argv[1]), int(sys.argv[2]),
+                                      int(sys.argv[3]))
     root = os.environ.get('VOCL_CTS_DIR', '')
     if not root:
         msg = ('SKIPPED, NOT RUN: VOCL_CTS_DIR names no folder of built OpenCL-CTS binaries '
@@ -156,8 +185,14 @@ def main():
     if os.path.exists('/etc/OpenCL/vendors/pocl.icd'):
         native_env['OCL_ICD_VENDORS'] = '/etc/OpenCL/vendors/pocl.icd'
     vocl_env = dict(os.environ)
-    vocl = [vocl_run, '-n', str(proxies), '-d', str(devices), '--']
-    mode = '%dx%d' % (proxies, devices)
+    if daemon:
+        server, reach = start_daemon(proxyd, tmp)
+        vocl_env.update(reach, LD_PRELOAD=lib)
+        vocl_env.pop('VOCL_APP_RANKS', None)
+        vocl, mode = [], 'daemon'
+    else:
+        vocl, mode = [vocl_run, '-n', str(proxies), '-d', str(devices), '--'], '%dx%d' % (
+            proxies, devices)
 
     diffs, allowed, missing = [], [], []
     rows = []  # suite, counts native, counts vocl, wall native, wall vocl
@@ -213,8 +248,19 @@ def main():
         say('DIFFERENCE %s: passes natively, %s through VOCL; the last lines of its log:' %
             (label, vv))
         say(tail(vout))
+    died = False
+    if daemon:
+        died = server.poll() is not None
+        if died:
+            say('THE DAEMON DIED (exit %s); the end of its log:' % server.returncode)
+            say(tail(open(os.path.join(tmp, 'daemon.log'), errors='replace').read()))
+        else:
+            server.terminate()
+            server.wait()
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
+    if died:
+        sys.exit(1)
     if diffs:
         say('%d sub-test(s) pass natively and not through VOCL (%s)' % (len(diffs), mode))
         sys.exit(1)
