@@ -175,20 +175,21 @@ static int resolve(const char *name, char *host, int *port)
  * peer number, or -1 with a message; *conn: the connection.  A daemon that
  * hands the client on answers VOCL_LIVE_MOVED, and "PORT KEY" in moved. */
 static int connect_link(const char *name, const char *host, int port, uint64_t key,
-                        uint64_t timeout_ns, struct vocl_conn **conn, char *moved)
+                        uint64_t timeout_ns, struct vocl_conn **conn, char *moved,
+                        enum vocl_log_level says)
 {
     char err[160];
     *conn = vocl_conn_dial(host, port, timeout_ns, vocl_live_answer_ns(), err, sizeof(err));
     if (!*conn) {
-        vocl_error("proxy %s: cannot connect to %s:%d (%s): is voclproxyd --listen running "
-                   "there? (left out)", name, host, port, err);
+        vocl_log(says, "proxy %s: cannot connect to %s:%d (%s): is voclproxyd --listen running "
+                 "there? (left out)", name, host, port, err);
         return -1;
     }
     int64_t word = (int64_t)key;
     int live = vocl_live_link(*conn, word, NULL, NULL, moved);
     if (live == -1)
-        vocl_error("proxy %s: connected to %s:%d, then %s (left out)", name, host, port,
-                   vocl_conn_dead(*conn) ? vocl_conn_why(*conn) : "it said nothing");
+        vocl_log(says, "proxy %s: connected to %s:%d, then %s (left out)", name, host, port,
+                 vocl_conn_dead(*conn) ? vocl_conn_why(*conn) : "it said nothing");
     return live;
 }
 
@@ -213,6 +214,7 @@ static void short_name(const char *name, char *out, size_t n)
 struct joining {
     const char *given;
     uint64_t timeout_ns;
+    enum vocl_log_level says; /* (of a connection that fails: an error, or a failover's debug) */
     char host[256], name[256];
     int port, live;
     uint64_t key; /* its worker's, or 0 */
@@ -227,7 +229,7 @@ static void *reach(void *arg)
     if (resolve(j->given, j->host, &j->port))
         return NULL;
     short_name(j->given, j->name, sizeof(j->name));
-    int live = connect_link(j->name, j->host, j->port, 0, j->timeout_ns, &j->conn, moved);
+    int live = connect_link(j->name, j->host, j->port, 0, j->timeout_ns, &j->conn, moved, j->says);
     if (live == VOCL_LIVE_MOVED) {
         /* A worker of its own, on the same host: the daemon gave its port
          * and the key it expects. */
@@ -240,7 +242,8 @@ static void *reach(void *arg)
             return NULL;
         }
         vocl_debug("proxy %s: served by a worker of its own, at port %d", j->name, wport);
-        live = connect_link(j->name, j->host, wport, j->key, j->timeout_ns, &j->conn, moved);
+        live = connect_link(j->name, j->host, wport, j->key, j->timeout_ns, &j->conn, moved,
+                            j->says);
         if (live == VOCL_LIVE_MOVED) {
             vocl_error("proxy %s: handed on twice: a proxy of another version?", j->name);
             live = -1;
@@ -254,14 +257,15 @@ static void *reach(void *arg)
     return NULL;
 }
 
-/* Proxy j, reached: made one of the application's and greeted. */
-static void join(struct joining *j, bool spare)
+/* Proxy j, reached: made a proxy (listed: one of the application's) and
+ * greeted; NULL where it could not be made. */
+static struct vocl_proxy *join(struct joining *j, bool spare, bool listed)
 {
-    struct vocl_proxy *px = vocl_proxy_new(0, false);
+    struct vocl_proxy *px = listed ? vocl_proxy_new(0, false) : vocl_proxy_alloc(0, false);
     if (!px) {
         vocl_live_unlink(j->live);
         vocl_conn_close(j->conn);
-        return;
+        return NULL;
     }
     px->comm = MPI_COMM_NULL;
     px->conn = j->conn;
@@ -269,10 +273,26 @@ static void join(struct joining *j, bool spare)
     px->name = strdup(j->name);
     px->spare = spare;
     px->worker_key = j->key;
-    px->daemon_host = j->key ? strdup(j->host) : NULL;
+    px->daemon_host = strdup(j->host);
     px->daemon_port = j->port;
     if (vocl_greet(px))
         px->dead = true;
+    else if (listed) /* (a failover's new daemon goes on with the log it came for) */
+        vocl_failover_watch(px);
+    return px;
+}
+
+struct vocl_proxy *vocl_connect_again(const char *host, int port, const char *name)
+{
+    char given[300];
+    snprintf(given, sizeof(given), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    struct joining j = {.given = given, .timeout_ns = 2000000000u, .says = VOCL_LOG_DEBUG};
+    reach(&j);
+    snprintf(j.name, sizeof(j.name), "%s", name); /* (as before: the user's name for it) */
+    if (j.live < 0)
+        return NULL;
+    struct vocl_proxy *px = join(&j, true, false);
+    return px && !px->dead ? px : NULL;
 }
 
 /* Proxies reached at once, at most this many at a time (a thread each):
@@ -345,11 +365,12 @@ bool vocl_connect_mode(void)
         return true;
     }
     for (int i = 0; i < nm.n; i++)
-        js[i] = (struct joining){.given = nm.v[i], .timeout_ns = (uint64_t)(secs * 1e9)};
+        js[i] = (struct joining){.given = nm.v[i], .timeout_ns = (uint64_t)(secs * 1e9),
+                                 .says = VOCL_LOG_ERROR};
     reach_all(js, nm.n);
     for (int i = 0; i < nm.n; i++)
         if (js[i].live >= 0)
-            join(&js[i], i >= nm.n - vocl.spares);
+            join(&js[i], i >= nm.n - vocl.spares, true);
     free(js);
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "daemon mode: no proxy could be reached";

@@ -47,6 +47,7 @@
 #include "gate.h"
 #include "liveness.h"
 #include "thread.h"
+#include "ucx.h"
 
 enum flog_kind { FLOG_REQ, FLOG_OUT, FLOG_IN };
 
@@ -78,6 +79,7 @@ struct vocl_flog {
     pthread_t mig_thread;
     size_t mig_entry;
     char held[128];
+    uint64_t failed_ns; /* when its proxy failed (0: not since the last replay) */
 };
 
 void vocl_failover_setup(void)
@@ -295,9 +297,13 @@ static void *replay(void *arg)
         if (px->dead || l->cursor == l->n) {
             px->replaying = false;
             bool dead = px->dead;
+            double paused = l->failed_ns ? (double)(vocl_now_ns() - l->failed_ns) / 1e9 : 0;
+            size_t bytes = l->bytes;
+            l->failed_ns = 0;
             pthread_mutex_unlock(&px->lock);
             if (!dead)
-                vocl_info("proxy %d: the spare has the %zu requests of the log", px->index, sent);
+                vocl_info("proxy %d: the spare has the %zu requests of the log (%zu bytes), "
+                          "%.2f s after its proxy failed", px->index, sent, bytes, paused);
             return NULL;
         }
         const struct flog_entry *f = l->e[l->cursor++];
@@ -374,9 +380,14 @@ static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what,
         qsort(inflight, ninflight, sizeof(*inflight), cmp_u64);
     vocl_wr_reset(&px->batch); /* (its requests are in the log) */
     px->nbatch = 0;
-    vocl_error("proxy %d (rank %d): %s: its session goes on on spare proxy %d (rank %d), "
-               "which is sent the %zu entries of its log",
-               px->index, px->rank, what, s->index, s->rank, l->n);
+    if (px->name && s->name)
+        vocl_error("proxy %s: %s: its session goes on on %s%s, which is sent the %zu entries "
+                   "of its log", px->name, what, strcmp(px->name, s->name) ? "" : "the same daemon ",
+                   s->name, l->n);
+    else
+        vocl_error("proxy %d (rank %d): %s: its session goes on on spare proxy %d (rank %d), "
+                   "which is sent the %zu entries of its log",
+                   px->index, px->rank, what, s->index, s->rank, l->n);
     vocl.proxies_lost++; /* (a peer of the job died: MPI_Finalize would wait for it) */
     pthread_mutex_lock(&s->lock);
     s->dead = true;
@@ -386,6 +397,14 @@ static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what,
     px->comm = s->comm;
     px->conn = s->conn;
     memcpy(px->node, s->node, sizeof(px->node));
+    if (s->conn) { /* (a daemon: where to ask how its worker ends) */
+        char *host = s->daemon_host ? strdup(s->daemon_host) : NULL;
+        free(px->daemon_host);
+        px->daemon_host = host;
+        px->daemon_port = s->daemon_port;
+        px->worker_key = s->worker_key;
+        atomic_store(&px->fate_asked, false);
+    }
     atomic_fetch_add(&px->epoch, 1);
     l->cursor = 0;
     int rc = repost_reads(px, inflight, ninflight, gone);
@@ -401,6 +420,114 @@ static bool go_on(struct vocl_proxy *px, struct vocl_proxy *s, const char *what,
         return true;
     px->replaying = false;
     vocl_error("proxy %d: no thread for the replay of its log", px->index);
+    return false;
+}
+
+/*
+ * Daemon mode, no spare left: a daemon restarted (an upgrade, a crash and
+ * its service manager's restart) is back within seconds.  px's session is
+ * held, as amid a migration (requests join the log), while a thread of its
+ * own asks for a new session of the same daemon, later of any daemon the
+ * application named, for VOCL_FAILOVER_WAIT seconds (default 30), and
+ * goes on on the first one alike: as many devices, the same chunk.
+ */
+struct rejoin {
+    struct vocl_proxy *px;
+    struct vocl_conn *old_conn; /* the dead daemon's: closed once px is on */
+    int old_live;
+    char *host; /* where px's daemon was */
+    int port;
+    char *name;
+};
+
+/* A new session on the daemon at host:port, if px's session can go on
+ * there (alike); NULL if not (nothing left open). */
+static struct vocl_proxy *session_at(struct vocl_proxy *px, const char *host, int port,
+                                     const char *name)
+{
+    struct vocl_proxy *s = vocl_connect_again(host, port, name);
+    if (s && !alike(s, px)) { /* (another number of devices, another chunk) */
+        vocl_live_unlink(s->live);
+        vocl_conn_close(s->conn);
+        s = NULL;
+    }
+    return s;
+}
+
+static void *rejoin(void *arg)
+{
+    struct rejoin *r = arg;
+    struct vocl_proxy *px = r->px;
+    const char *w = getenv("VOCL_FAILOVER_WAIT");
+    double secs = w && *w ? atof(w) : 30.0;
+    if (secs <= 0)
+        secs = 30.0;
+    /* Its own daemon alone for the first third (a restart takes a second
+     * or two), then each daemon named in turn; half a second between rounds. */
+    uint64_t start = vocl_now_ns(), limit = (uint64_t)(secs * 1e9);
+    struct vocl_proxy *s = NULL;
+    for (uint64_t spent = 0; !s && spent < limit; spent = vocl_now_ns() - start) {
+        s = session_at(px, r->host, r->port, r->name);
+        for (int i = 0; !s && spent >= limit / 3 && i < vocl.nproxies; i++) {
+            struct vocl_proxy *o = vocl.proxies[i]; /* (fixed since the start) */
+            if (o != px && o->conn && o->daemon_host && !atomic_load(&o->dead))
+                s = session_at(px, o->daemon_host, o->daemon_port, o->name);
+        }
+        if (!s)
+            nanosleep(&(struct timespec){0, 500000000}, NULL);
+    }
+    struct vocl_flog *l = px->flog;
+    pthread_mutex_lock(&px->lock);
+    char what[sizeof(l->held)];
+    memcpy(what, l->held, sizeof(what));
+    l->held[0] = '\0';
+    px->replaying = false;
+    bool on = s && go_on(px, s, what, SIZE_MAX);
+    if (!on)
+        flog_off(px, "no daemon took its session");
+    pthread_mutex_unlock(&px->lock);
+    if (on) { /* (else px keeps them, dead, until the application leaves) */
+        vocl_live_unlink(r->old_live);
+        vocl_conn_close(r->old_conn);
+    } else {
+        if (!s)
+            vocl_error("proxy %s: no daemon took its session in %.0f s (VOCL_FAILOVER_WAIT)",
+                       r->name, secs);
+        vocl_xport_fail(px, what);
+    }
+    free(r->host), free(r->name), free(r);
+    return NULL;
+}
+
+/* Under px->lock: starts px's rejoin (false: it cannot, nothing done). */
+static bool start_rejoin(struct vocl_proxy *px, const char *what)
+{
+    struct vocl_flog *l = px->flog;
+    struct rejoin *r = calloc(1, sizeof(*r));
+    if (!r || !px->daemon_host || !px->name || !(r->host = strdup(px->daemon_host)) ||
+        !(r->name = strdup(px->name))) {
+        if (r)
+            free(r->host);
+        free(r);
+        return false;
+    }
+    *r = (struct rejoin){.px = px, .old_conn = px->conn, .old_live = px->live,
+                         .host = r->host, .port = px->daemon_port, .name = r->name};
+    snprintf(l->held, sizeof(l->held), "%s", what);
+    l->failed_ns = vocl_now_ns();
+    px->replaying = true;
+    vocl_wr_reset(&px->batch); /* (its requests are in the log) */
+    px->nbatch = 0;
+    /* Nothing more comes from the dead one: the reads on their way are
+     * received again from where the session goes on (go_on). */
+    if (vocl_thread_detached(rejoin, r) == 0) {
+        vocl_info("proxy %s: %s: its session waits for the daemon to be back, or another "
+                  "(VOCL_FAILOVER_WAIT)", px->name, what);
+        return true;
+    }
+    l->held[0] = '\0';
+    px->replaying = false;
+    free(r->host), free(r->name), free(r);
     return false;
 }
 
@@ -426,6 +553,8 @@ bool vocl_failover_locked(struct vocl_proxy *px, const char *what)
         return true;
     }
     struct vocl_proxy *s = pick_spare(px);
+    if (!s && px->conn && start_rejoin(px, what))
+        return true;
     if (!s) {
         vocl_error("proxy %d (rank %d): %s: no spare proxy is left to go on on", px->index,
                    px->rank, what);
@@ -438,6 +567,21 @@ bool vocl_failover_refuses(const struct vocl_proxy *px)
 {
     const struct vocl_flog *l = px->flog;
     return l->held[0] && pthread_equal(l->mig_thread, pthread_self());
+}
+
+bool vocl_failover_holding_locked(const struct vocl_proxy *px)
+{
+    return px->flog && px->flog->held[0];
+}
+
+bool vocl_failover_holding(struct vocl_proxy *px)
+{
+    if (!px->flog)
+        return false;
+    pthread_mutex_lock(&px->lock);
+    bool held = vocl_failover_holding_locked(px);
+    pthread_mutex_unlock(&px->lock);
+    return held;
 }
 
 bool vocl_failover_kept(struct vocl_proxy *px)

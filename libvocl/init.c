@@ -58,7 +58,7 @@ static long env_long(const char *name, long dflt)
     return x;
 }
 
-struct vocl_proxy *vocl_proxy_new(int rank, bool local)
+struct vocl_proxy *vocl_proxy_alloc(int rank, bool local)
 {
     struct vocl_proxy *px = calloc(1, sizeof(*px));
     if (!px)
@@ -71,6 +71,14 @@ struct vocl_proxy *vocl_proxy_new(int rank, bool local)
     pthread_mutex_init(&px->lock, NULL);
     atomic_init(&px->next_id, VOCL_ID_CLIENT_MIN);
     vocl_wr_init(&px->rx);
+    return px;
+}
+
+struct vocl_proxy *vocl_proxy_new(int rank, bool local)
+{
+    struct vocl_proxy *px = vocl_proxy_alloc(rank, local);
+    if (!px)
+        return NULL;
     struct vocl_proxy **np = realloc(vocl.proxies, (vocl.nproxies + 1) * sizeof(*np));
     if (!np) {
         free(px);

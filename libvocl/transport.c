@@ -531,8 +531,12 @@ int vocl_xport_post(struct vocl_call *c)
         return -1;
     if (w != c->w)
         c->t_post = 0; /* (the batch's commands run before the reply: no round trip) */
-    if (isend(px, w, &c->sreq)) /* (moved to a spare meanwhile: the replay sends it) */
-        return atomic_load(&px->epoch) != c->epoch && !px->dead ? 0 : -1;
+    if (isend(px, w, &c->sreq)) /* (moved to a spare meanwhile, or held for a new
+                                  * daemon: the replay sends it) */
+        return (atomic_load(&px->epoch) != c->epoch || vocl_failover_holding_locked(px)) &&
+                       !px->dead
+                   ? 0
+                   : -1;
     vocl_prof_posted();
     c->sending = true;
     return 0;
@@ -564,14 +568,15 @@ int vocl_xport_sent(struct vocl_call *c)
         bool failed = atomic_load(&px->epoch) == c->epoch &&
                       (send_test(px, &c->breq, &c->bsending, c->epoch) ||
                        send_test(px, &c->sreq, &c->sending, c->epoch));
-        bool moved = atomic_load(&px->epoch) != c->epoch;
+        /* (Held for a new daemon: it goes there with the log, as to a spare.) */
+        bool moved = atomic_load(&px->epoch) != c->epoch || (failed && vocl_failover_holding(px));
         if (failed && !moved)
             return -1;
         if (!c->sending && !c->bsending && !moved)
             break;
         if (moved || !vocl_xport_alive(px, &lw)) {
             /* Moved to a spare: the replay sends it there (failover.c). */
-            moved = atomic_load(&px->epoch) != c->epoch;
+            moved = moved || atomic_load(&px->epoch) != c->epoch || vocl_failover_holding(px);
             if (c->bsending)
                 vocl_req_free(&c->breq);
             if (c->sending)
@@ -810,8 +815,9 @@ static int post_chunks(struct vocl_call *c, void *buf, size_t n, bool out)
         if (rc) {
             unsigned epoch = atomic_load(&px->epoch);
             fail_locked(px, out ? "data send failed" : "data receive failed");
-            if (out && epoch != atomic_load(&px->epoch) && !px->dead)
-                break; /* moved to a spare: the replay sends the logged bytes */
+            if (out && (epoch != atomic_load(&px->epoch) || vocl_failover_holding_locked(px)) &&
+                !px->dead)
+                break; /* moved to a spare, or held: the replay sends the logged bytes */
             return -1;
         }
         pd->meta[pd->n++] =

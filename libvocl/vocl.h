@@ -335,9 +335,12 @@ struct vocl_state {
 };
 extern struct vocl_state vocl;
 
-/* init.c, for connect.c: a proxy added to vocl.proxies; HELLO to it (0, or
- * -1 with the reason on stderr); MPI started (0, or -1 with init_error). */
+/* init.c, for connect.c: a proxy added to vocl.proxies (at the start
+ * only: the list is read without a lock), or one listed nowhere (a
+ * failover's new daemon, failover.c); HELLO to it (0, or -1 with the
+ * reason on stderr); MPI started (0, or -1 with init_error). */
 struct vocl_proxy *vocl_proxy_new(int rank, bool local);
+struct vocl_proxy *vocl_proxy_alloc(int rank, bool local);
 /* A buffer this large on a daemon that limits its sessions' memory is
  * created with a reply waited for (memory.c). */
 #define VOCL_LIMITED_CREATE_MIN ((size_t)16 << 20)
@@ -363,6 +366,10 @@ bool vocl_connect_mode(void);
  * Asked once; no lock held (a connection, VOCL_CONNECT_TIMEOUT at most). */
 bool vocl_worker_fate(struct vocl_proxy *px, char *how, size_t n);
 void vocl_connect_close(void);
+/* A new session on the daemon at host:port (named name): a proxy listed
+ * nowhere, greeted as a spare (its devices listed by none), for failover.c
+ * to move a session to; NULL (a message said why) if it cannot be had. */
+struct vocl_proxy *vocl_connect_again(const char *host, int port, const char *name);
 
 /* The next value of the enqueue clock (from 1). */
 static inline uint64_t vocl_tick(void)
@@ -725,6 +732,11 @@ bool vocl_failover_migrated(struct vocl_proxy *px, struct vocl_proxy *to, bool m
 /* Under px->lock: px died amid a migration from it, and this thread is the
  * migration's: its calls to px fail (those of others wait on). */
 bool vocl_failover_refuses(const struct vocl_proxy *px);
+/* Whether px's session is held (its daemon died: it waits for a new one,
+ * or for a migration's end): what was sent and failed goes with its log.
+ * holding_locked: under px->lock. */
+bool vocl_failover_holding(struct vocl_proxy *px);
+bool vocl_failover_holding_locked(const struct vocl_proxy *px);
 
 /* --- transport (transport.c) ---------------------------------------------------------------------- */
 /* Serves px in-process with session s. */

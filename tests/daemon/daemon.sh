@@ -38,7 +38,8 @@ px() {
     echo "${out#,}"
 }
 
-# start_daemon NAME NDEV [OPTION...]: a daemon, its port in $tmp/ports/NAME; its pid in $dpid.
+# start_daemon NAME NDEV [OPTION...]: a daemon, its port in $tmp/ports/NAME
+# (the kernel's pick, or $dport); its pid in $dpid.  Its log goes on.
 start_daemon() {
     local name=$1 ndev=$2 devs="" i
     shift 2
@@ -46,12 +47,15 @@ start_daemon() {
     # (No MALLOC_PERTURB_, which meson sets: it writes into memory as it
     # is freed, so resident memory would count the free parts of the heap.)
     POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v \
-        --address 127.0.0.1 --port 0 --port-file "$tmp/ports/$name" "$@" \
-        >"$tmp/$name.log" 2>&1 &
+        --address 127.0.0.1 --port "${dport:-0}" --port-file "$tmp/ports/$name" "$@" \
+        >>"$tmp/$name.log" 2>&1 &
     dpid=$!
     pids+=("$dpid")
+    local was
+    touch "$tmp/$name.log"
+    was=$(grep -c 'listening on' "$tmp/$name.log" || true)
     for _ in $(seq 200); do
-        grep -q 'listening on' "$tmp/$name.log" && return 0
+        [ "$(grep -c 'listening on' "$tmp/$name.log" || true)" -gt "$was" ] && return 0
         kill -0 "$dpid" 2>/dev/null || break
         sleep 0.1
     done
@@ -983,6 +987,104 @@ balance)
         echo "round: two gemm -n 512 -r 20 on one device: $alone ms; balanced: $wall ms;" \
              "$(awk -v a="$alone" -v b="$wall" 'BEGIN{printf "%.2fx", a / b}')"
     done
+    ;;
+restart)
+    # Restarting a daemon does not end the applications it serves, with
+    # failover on: each session goes on on the daemon once it is back (or
+    # on another daemon named), sent its log again, and one line says so.
+    export VOCL_FAILOVER=spare-proxy
+    # again NAME: daemon NAME started again on its port (its port file goes
+    # when it is stopped: the port is kept in $tmp/NAME.port).
+    again() {
+        [ -s "$tmp/$1.port" ] || sed 's/.*://' "$tmp/ports/$1" >"$tmp/$1.port"
+        dport=$(cat "$tmp/$1.port") start_daemon "$1" 1
+    }
+    # runs PROXIES TAG: gemm, nbody and smithwaterman through PROXIES, in
+    # the background, until each has said it started its work; then they
+    # are stopped (SIGSTOP), so that what comes next lands amid their work
+    # however fast this machine is (go: they go on).
+    progs=("$examples/gemm -n 512 -r 40" "$examples/nbody -n 2048 -s 120"
+           "$examples/smithwaterman -n 1024 -p 16")
+    runs() {
+        local p=$1 t=$2 a
+        three=()
+        app "$tmp/$t-gemm" "$p" ${progs[0]} & three+=($!)
+        app "$tmp/$t-nbody" "$p" ${progs[1]} & three+=($!)
+        app "$tmp/$t-sw" "$p" ${progs[2]} & three+=($!)
+        pids+=("${three[@]}")
+        for _ in $(seq 1500); do
+            grep -q 'rows \[' "$tmp/$t-gemm" && grep -q 'bodies \[' "$tmp/$t-nbody" &&
+                grep -q 'pairs \[' "$tmp/$t-sw" && break
+            sleep 0.02
+        done
+        for a in "${progs[@]}"; do pkill -STOP -xf "$a"; done
+        for a in gemm nbody sw; do
+            ! grep -q RESULT "$tmp/$t-$a" || fail "$a ended before it could be stopped: give it more work"
+        done
+    }
+    go() { local a; for a in "${progs[@]}"; do pkill -CONT -xf "$a"; done; }
+    # ended TAG WORDS: each of the three verified, having said WORDS on one line.
+    ended() {
+        local t=$1 a n
+        for a in gemm nbody sw; do
+            verified "$tmp/$t-$a" "$a ($t)"
+            n=$(grep -c 'libvocl: error' "$tmp/$t-$a" || true)
+            [ "$n" -eq 1 ] && grep -q "$2" "$tmp/$t-$a" ||
+                fail "$a ($t): not one line saying '$2': $(grep 'libvocl' "$tmp/$t-$a")"
+        done
+        echo "$t: gemm, nbody and smithwaterman verified; $(grep -h 'libvocl: error' "$tmp/$t-nbody")"
+    }
+    # 1. Daemon a killed (-9: a crash) amid their work, back after 2 s.
+    start_daemon a 1; pa=$dpid
+    sed 's/.*://' "$tmp/ports/a" >"$tmp/a.port"
+    runs a crash
+    kill -9 "$pa"
+    go
+    sleep 2
+    again a; pa=$dpid
+    for p in "${three[@]}"; do wait "$p" || fail "an application through the restarted daemon: exit $?"; done
+    ended crash 'goes on on the same daemon'
+    # 2. Daemon a killed and not back, b named too: they go on on b.
+    start_daemon b 1; pb=$dpid
+    VOCL_FAILOVER_WAIT=6 runs a,b gone
+    kill -9 "$pa"
+    go
+    for p in "${three[@]}"; do wait "$p" || fail "an application after daemon a died: exit $?"; done
+    ended gone 'goes on on b'
+    # 3. A rolling restart (SIGTERM, as systemctl restart) of 4 daemons,
+    #    one after another, under 8 applications using all of them.
+    declare -A dp
+    again a; dp[a]=$dpid
+    dp[b]=$pb
+    start_daemon c 1; dp[c]=$dpid
+    start_daemon d 1; dp[d]=$dpid
+    for n in b c d; do sed 's/.*://' "$tmp/ports/$n" >"$tmp/$n.port"; done
+    rolling=()
+    for i in $(seq 8); do
+        app "$tmp/roll$i" a,b,c,d "$examples/nbody" -n 1024 -s $((300 + 20 * i)) & rolling+=($!)
+    done
+    pids+=("${rolling[@]}")
+    for _ in $(seq 300); do
+        [ "$(grep -l 'bodies \[' "$tmp"/roll* | wc -l || true)" -eq 8 ] && break
+        sleep 0.1
+    done
+    for n in a b c d; do
+        kill -TERM "${dp[$n]}"
+        for _ in $(seq 100); do kill -0 "${dp[$n]}" 2>/dev/null || break; sleep 0.05; done
+        ! kill -0 "${dp[$n]}" 2>/dev/null || fail "daemon $n did not end within 5 s of SIGTERM"
+        again "$n"; dp[$n]=$dpid
+        sleep 1
+    done
+    done_before=$(grep -l RESULT "$tmp"/roll* | wc -l || true)
+    for i in $(seq 8); do
+        wait "${rolling[$((i - 1))]}" || fail "application $i under the rolling restart: exit $?: $(tail -3 "$tmp/roll$i")"
+        verified "$tmp/roll$i" "application $i under the rolling restart"
+    done
+    ! grep -h 'libvocl: error' "$tmp"/roll* | grep -v 'goes on on the same daemon' ||
+        fail "more than where their sessions went on, above"
+    moved=$(grep -h 'goes on on the same daemon' "$tmp"/roll* | wc -l || true)
+    echo "rolling restart of 4 daemons under 8 applications: all verified ($done_before had ended before the last restart), $moved sessions went on on their restarted daemons"
+    [ "$moved" -ge 8 ] || fail "only $moved sessions went on across the restarts"
     ;;
 *)
     fail "unknown test $what"
