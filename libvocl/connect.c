@@ -10,6 +10,8 @@
  * The port is VOCL_DEFAULT_PORT (7010) unless given; a name with a '/' is
  * a port file, which voclproxyd --port-file wrote HOST:PORT into.  No
  * name server: a daemon that is down is one entry skipped, with a message.
+ * NAME@DEVICES lists only those of the daemon's devices (native order from
+ * 0: "gpu1@0-3+6"), as a Slurm job is given them (vocl-slurm(8)).
  *
  * Each proxy is connected to in turn, within VOCL_CONNECT_TIMEOUT seconds
  * (default 5) each.  A daemon that serves each client in a process of its
@@ -206,13 +208,53 @@ static void short_name(const char *name, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)len, slash + 1);
 }
 
-/* One proxy, by name: connected, linked and greeted, or left out. */
-static void join(const char *given, uint64_t timeout_ns, bool spare)
+/* DEVICES of NAME@DEVICES: numbers and ranges joined by '+' ("0-3+6"),
+ * into *only (calloc'd, only[i]: device i listed) and *n (one past the
+ * highest).  0, or -1 with a message. */
+static int device_list(const char *name, const char *spec, bool **only, uint32_t *n)
+{
+    enum { MAX_DEV = 4096 }; /* (what HELLO accepts of a proxy) */
+    bool *set = calloc(MAX_DEV, sizeof(*set));
+    if (!set)
+        return -1;
+    uint32_t top = 0;
+    const char *p = spec;
+    do {
+        char *end;
+        errno = 0;
+        long a = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1, b = a;
+        if (a >= 0 && *end == '-') {
+            p = end + 1;
+            b = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        }
+        if (a < 0 || b < a || b >= MAX_DEV || errno || (*end && *end != '+')) {
+            vocl_error("proxy %s: '%s' is not a device list (NAME@0-3+6: device numbers from "
+                       "0, ranges A-B, joined by '+'; below %d) (left out)", name, spec, MAX_DEV);
+            free(set);
+            return -1;
+        }
+        for (long i = a; i <= b; i++)
+            set[i] = true;
+        if ((uint32_t)b + 1 > top)
+            top = (uint32_t)b + 1;
+        p = end + (*end == '+');
+    } while (*p);
+    *only = set;
+    *n = top;
+    return 0;
+}
+
+/* One proxy, by name (less @DEVICES; only: those, or NULL for all, given
+ * to the proxy): connected, linked and greeted, or left out. */
+static void join_one(const char *given, bool *only, uint32_t only_n, uint64_t timeout_ns,
+                     bool spare)
 {
     char host[256], moved[VOCL_LIVE_MOVED_MAX], name[256];
     int port;
-    if (resolve(given, host, &port))
+    if (resolve(given, host, &port)) {
+        free(only);
         return;
+    }
     short_name(given, name, sizeof(name));
     struct vocl_conn *conn;
     int live = connect_link(name, host, port, 0, timeout_ns, &conn, moved);
@@ -226,6 +268,7 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
         if (sscanf(moved, "%d %" SCNu64, &wport, &key) != 2 || wport <= 0 || wport > 65535) {
             vocl_error("proxy %s: handed on to \"%.40s\": a proxy of another version?", name,
                        moved);
+            free(only);
             return;
         }
         vocl_debug("proxy %s: served by a worker of its own, at port %d", name, wport);
@@ -237,12 +280,14 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
     }
     if (live < 0) {
         vocl_conn_close(conn);
+        free(only);
         return;
     }
     struct vocl_proxy *px = vocl_proxy_new(0, false);
     if (!px) {
         vocl_live_unlink(live);
         vocl_conn_close(conn);
+        free(only);
         return;
     }
     px->comm = MPI_COMM_NULL;
@@ -250,11 +295,30 @@ static void join(const char *given, uint64_t timeout_ns, bool spare)
     px->live = live;
     px->name = strdup(name);
     px->spare = spare;
+    px->only = only; /* (the proxy's for good, as its name) */
+    px->only_n = only_n;
     px->worker_key = key;
     px->daemon_host = key ? strdup(host) : NULL;
     px->daemon_port = port;
     if (vocl_greet(px))
         px->dead = true;
+}
+
+/* One proxy, as named: NAME@DEVICES lists only those (an '@' after the
+ * last '/': a port file's path may hold one). */
+static void join(const char *named, uint64_t timeout_ns, bool spare)
+{
+    char *given = strdup(named);
+    if (!given)
+        return;
+    bool *only = NULL;
+    uint32_t only_n = 0;
+    char *slash = strrchr(given, '/'), *at = strrchr(slash ? slash : given, '@');
+    if (at)
+        *at = 0;
+    if (!at || device_list(given, at + 1, &only, &only_n) == 0)
+        join_one(given, only, only_n, timeout_ns, spare);
+    free(given);
 }
 
 bool vocl_connect_mode(void)
