@@ -23,6 +23,8 @@ if [ "${1:-}" != --inner ]; then
     cluster=$1 what=$5
     why=$("$cluster" check) || { echo "SKIP: $why"; exit 77; }
     up=(-n 5)
+    [ "$what" != vgpus ] || [ -f "${7:-}" ] ||
+        { echo "SKIP: spank_vocl.so was not built: Slurm's spank.h was not found when the build was configured (tools/setup-debian.sh --cluster installs libslurm-dev; then meson setup --wipe)"; exit 77; }
     if [ "$what" = slurm ] || [ "$what" = vgpus ]; then
         PATH=$PATH:/usr/sbin
         for p in slurmctld slurmd sbatch munged; do

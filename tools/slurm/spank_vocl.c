@@ -50,6 +50,7 @@ struct daemon {
     char name[NAME_MAX_LEN]; /* HOST[:PORT], as VOCL_PROXIES names it */
     int ndev;
     unsigned short *use; /* jobs holding each device */
+    bool *mine;          /* given to the job being assigned (never twice) */
 };
 
 struct pool {
@@ -58,8 +59,10 @@ struct pool {
     long total; /* devices, all daemons */
 };
 
-static char pool_path[PATH_MAX] = "/etc/vocl/pool";
-static char state_dir[PATH_MAX] = "/var/lib/vocl/slurm";
+#define POOL_DEFAULT "/etc/vocl/pool"
+#define STATE_DEFAULT "/var/lib/vocl/slurm"
+static char pool_path[PATH_MAX] = POOL_DEFAULT;
+static char state_dir[PATH_MAX] = STATE_DEFAULT;
 static int share = 1;
 static long asked; /* --vocl-gpus in sbatch/salloc/srun; 0: not given */
 
@@ -95,8 +98,10 @@ static struct spank_option gpus_option = {
 
 static void pool_free(struct pool *p)
 {
-    for (int i = 0; i < p->n; i++)
+    for (int i = 0; i < p->n; i++) {
         free(p->d[i].use);
+        free(p->d[i].mine);
+    }
     free(p->d);
     p->d = NULL;
     p->n = 0;
@@ -140,8 +145,9 @@ static int pool_read(struct pool *p, char *why, size_t wn)
             snprintf(d->name, sizeof(d->name), "%s", name);
             d->ndev = (int)ndev;
             d->use = calloc((size_t)ndev, sizeof(*d->use));
+            d->mine = calloc((size_t)ndev, sizeof(*d->mine));
             p->total += ndev;
-            if (!d->use) {
+            if (!d->use || !d->mine) {
                 snprintf(why, wn, "out of memory");
                 rc = -1;
             }
@@ -286,8 +292,9 @@ static int assign(uint32_t job, long n)
     for (int level = 0; level < share && got < n; level++)
         for (int i = 0; i < p.n && got < n; i++)
             for (int k = 0; k < p.d[i].ndev && got < n; k++)
-                if (p.d[i].use[k] == level) {
+                if (p.d[i].use[k] == level && !p.d[i].mine[k]) {
                     p.d[i].use[k]++;
+                    p.d[i].mine[k] = true;
                     proxies_add(proxies, cap, &p.d[i], k, &last, &first, &prev);
                     llen += (size_t)snprintf(lines + llen, cap - llen, "%s %d\n", p.d[i].name, k);
                     got++;
@@ -347,6 +354,9 @@ static long job_gpus(spank_t sp)
 
 static int plugin_args(int ac, char **av)
 {
+    snprintf(pool_path, sizeof(pool_path), "%s", POOL_DEFAULT);
+    snprintf(state_dir, sizeof(state_dir), "%s", STATE_DEFAULT);
+    share = 1;
     for (int i = 0; i < ac; i++) {
         const char *a = av[i];
         long k;
