@@ -4,8 +4,8 @@
 -- Licenses=vgpu:TOTAL in slurm.conf: a job starts only when N are free.
 -- (A SPANK plugin cannot add a licence to a job itself.)  Installed as
 -- cli_filter.lua next to slurm.conf, with CliFilterPlugins=cli_filter/lua.
--- A site that has a cli_filter.lua already adds vocl_gpus() to its
--- slurm_cli_pre_submit.
+-- A site that has a cli_filter.lua already copies vocl_gpus() into it
+-- and calls it from its slurm_cli_pre_submit.
 
 local LICENSE = "vgpu"
 
