@@ -232,14 +232,16 @@ JOB
         fail "the four jobs share devices: $(sort "$tmp/assigned" | uniq -d | tr '\n' ' ')"
 
     # One ends: the fifth runs, on its devices.
-    local t=$SECONDS
+    local t
+    t=$(date +%s.%N)
     touch "$tmp/release.${ids[0]}"
     wait_for 30 started "${ids[4]}" || fail "the fifth job did not start after one ended: $(squeue -h -j "${ids[4]}" -o '%T %r')"
     [ "$(sed -n 's/^node .* proxies //p' "$tmp/job-${ids[4]}.out")" = \
       "$(sed -n 's/^node .* proxies //p' "$tmp/job-${ids[0]}.out")" ] ||
         fail "the fifth job was not given the devices that the first freed"
     grep -qx 'devices 8' "$tmp/job-${ids[4]}.out" || fail "the fifth job does not see 8 devices"
-    echo "job ${ids[0]} ended: job ${ids[4]} ran $((SECONDS - t)) s later, on its devices"
+    echo "job ${ids[0]} ended: job ${ids[4]} ran on its devices" \
+        "$(echo "$(date +%s.%N) $t" | awk '{printf "%.2f", $1 - $2}') s later"
 
     # scancel: the job's devices free within 10 s, its sessions closed.
     local p2 host before
