@@ -185,6 +185,7 @@ vgpus_test() {
 
     cat >"$tmp/job.sh" <<JOB
 #!/bin/bash
+echo "start \$(date +%s.%N)"
 echo "node \$(hostname) gpus \${VOCL_GPUS:-none} proxies \${VOCL_PROXIES:-none}"
 exec env LD_PRELOAD=$lib $vgpus $tmp/release.\$SLURM_JOB_ID
 JOB
@@ -266,13 +267,15 @@ JOB
     [ "$(lic)" -eq 0 ] || fail "$(lic) licences in use after every job ended"
     echo "every job over: no device assigned, no licence in use"
 
-    # sbatch to the job's first OpenCL call with its devices.
+    # sbatch to the job's first OpenCL call with its devices (and to the
+    # start of its script, Slurm's part).
     for i in 0 1 2 3 4; do
-        local first
+        local first start
         first=$(sed -n 's/^first-call \([0-9.]*\) (devices listed \([0-9.]*\))/\1 \2/p' "$tmp/job-${ids[$i]}.out")
-        [ -n "$first" ] || fail "job ${ids[$i]}: no first-call line"
-        echo "${t0[$i]} $first" | awk -v j="${ids[$i]}" \
-            '{printf "sbatch to first OpenCL call, job %s: %.2f s (its devices listed %.2f s)\n", j, $2 - $1, $3 - $1}'
+        start=$(sed -n 's/^start //p' "$tmp/job-${ids[$i]}.out")
+        [ -n "$first" ] && [ -n "$start" ] || fail "job ${ids[$i]}: no start or first-call line"
+        echo "${t0[$i]} $start $first" | awk -v j="${ids[$i]}" \
+            '{printf "sbatch to first OpenCL call, job %s: %.2f s (its devices listed %.2f s; the script started at %.2f s)\n", j, $3 - $1, $4 - $1, $2 - $1}'
     done
 }
 
