@@ -207,6 +207,8 @@ static void no_device_shared_unless_allowed(void **state)
     assert_string_equal(prolog(3, "3", "share=2"), "vc1@1,vc2@0-1");
     assert_string_equal(prolog(4, "1", "share=2"), "");
     assert_non_null(strstr(said, "1 virtual GPUs asked, 0 free in the pool"));
+    assert_string_equal(prolog(8, "9", "share=2"), "");
+    assert_non_null(strstr(said, "9 virtual GPUs asked, the pool has 8"));
     /* Without share=, a device held by one job is taken. */
     epilog(1);
     epilog(2);

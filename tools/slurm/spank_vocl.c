@@ -256,6 +256,12 @@ static int assign(uint32_t job, long n)
         slurm_error("vocl: job %u: %s", job, why);
         return -1;
     }
+    if (n > p.total * share) { /* (slurmctld's licence count should have refused it) */
+        slurm_error("vocl: job %u: %ld virtual GPUs asked, the pool has %ld (%s)", job, n,
+                    p.total * share, pool_path);
+        pool_free(&p);
+        return -1;
+    }
     int rc = -1, lock = state_lock();
     if (lock < 0)
         goto out_pool;
