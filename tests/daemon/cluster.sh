@@ -182,6 +182,12 @@ vgpus_test() {
         fail "VOCL_PROXIES=vc1@4-2 was taken"
     grep -q "'4-2' is not a device list" "$tmp/bad.out" ||
         fail "no clear error for vc1@4-2: $(tail -3 "$tmp/bad.out")"
+    "$cluster" exec vc5 env VOCL_PROXIES=vc1@6-9 LD_PRELOAD="$lib" "$vgpus" >"$tmp/past.out" 2>&1 ||
+        fail "vc1@6-9: exit $?: $(tail -3 "$tmp/past.out")"
+    grep -qx 'devices 2' "$tmp/past.out" &&
+        grep -q 'proxy vc1 has 8 devices (0-7): device 8, named in VOCL_PROXIES, is not there' "$tmp/past.out" ||
+        fail "vc1@6-9: not devices 6 and 7 with a message for 8: $(cat "$tmp/past.out")"
+    echo "VOCL_PROXIES=vc1@6-9: 2 devices, and: $(grep -o 'proxy vc1 has.*' "$tmp/past.out")"
 
     cat >"$tmp/job.sh" <<JOB
 #!/bin/bash
