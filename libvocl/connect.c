@@ -10,6 +10,8 @@
  * The port is VOCL_DEFAULT_PORT (7010) unless given; a name with a '/' is
  * a port file, which voclproxyd --port-file wrote HOST:PORT into.  No
  * name server: a daemon that is down is one entry skipped, with a message.
+ * NAME@DEVICES lists only those of the daemon's devices (native order from
+ * 0: "gpu1@0-3+6"), as a Slurm job is given them (vocl-slurm(8)).
  *
  * The proxies are connected to at once (a thread each), within
  * VOCL_CONNECT_TIMEOUT seconds (default 5), then greeted in the order
@@ -209,10 +211,48 @@ static void short_name(const char *name, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)len, slash + 1);
 }
 
+/* DEVICES of NAME@DEVICES: numbers and ranges joined by '+' ("0-3+6"),
+ * into *only (calloc'd, only[i]: device i listed) and *n (one past the
+ * highest).  0, or -1 with a message. */
+static int device_list(const char *name, const char *spec, bool **only, uint32_t *n)
+{
+    enum { MAX_DEV = 4096 }; /* (what HELLO accepts of a proxy) */
+    bool *set = calloc(MAX_DEV, sizeof(*set));
+    if (!set)
+        return -1;
+    uint32_t top = 0;
+    const char *p = spec;
+    do {
+        char *end;
+        errno = 0;
+        long a = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1, b = a;
+        if (a >= 0 && *end == '-') {
+            p = end + 1;
+            b = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        }
+        if (a < 0 || b < a || b >= MAX_DEV || errno || (*end && *end != '+')) {
+            vocl_error("proxy %s: '%s' is not a device list (NAME@0-3+6: device numbers from "
+                       "0, ranges A-B, joined by '+'; below %d) (left out)", name, spec, MAX_DEV);
+            free(set);
+            return -1;
+        }
+        for (long i = a; i <= b; i++)
+            set[i] = true;
+        if ((uint32_t)b + 1 > top)
+            top = (uint32_t)b + 1;
+        p = end + (*end == '+');
+    } while (*p);
+    *only = set;
+    *n = top;
+    return 0;
+}
+
 /* One proxy on its way in: reached (connected and linked: live >= 0) by
  * a thread of its own, then greeted in the order named. */
 struct joining {
-    const char *given;
+    const char *given; /* (less @DEVICES) */
+    bool *only;        /* @DEVICES: those listed (NULL: all), the proxy's once made */
+    uint32_t only_n;
     uint64_t timeout_ns;
     enum vocl_log_level says; /* (of a connection that fails: an error, or a failover's debug) */
     char host[256], name[256];
@@ -272,6 +312,9 @@ static struct vocl_proxy *join(struct joining *j, bool spare, bool listed)
     px->live = j->live;
     px->name = strdup(j->name);
     px->spare = spare;
+    px->only = j->only;
+    px->only_n = j->only_n;
+    j->only = NULL;
     px->worker_key = j->key;
     px->daemon_host = strdup(j->host);
     px->daemon_port = j->port;
@@ -364,13 +407,23 @@ bool vocl_connect_mode(void)
         names_free(&nm);
         return true;
     }
-    for (int i = 0; i < nm.n; i++)
-        js[i] = (struct joining){.given = nm.v[i], .timeout_ns = (uint64_t)(secs * 1e9),
+    int n = 0;
+    for (int i = 0; i < nm.n; i++) {
+        /* NAME@DEVICES (an '@' after the last '/': a port file's path may hold one). */
+        char *slash = strrchr(nm.v[i], '/'), *at = strrchr(slash ? slash : nm.v[i], '@');
+        if (at)
+            *at = 0;
+        js[n] = (struct joining){.given = nm.v[i], .timeout_ns = (uint64_t)(secs * 1e9),
                                  .says = VOCL_LOG_ERROR};
-    reach_all(js, nm.n);
-    for (int i = 0; i < nm.n; i++)
+        if (!at || device_list(nm.v[i], at + 1, &js[n].only, &js[n].only_n) == 0)
+            n++;
+    }
+    reach_all(js, n);
+    for (int i = 0; i < n; i++) {
         if (js[i].live >= 0)
-            join(&js[i], i >= nm.n - vocl.spares, true);
+            join(&js[i], i >= n - vocl.spares, true);
+        free(js[i].only); /* (a proxy not made) */
+    }
     free(js);
     if (vocl.ndevices == 0 && !vocl.init_error)
         vocl.init_error = "daemon mode: no proxy could be reached";

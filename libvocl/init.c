@@ -179,7 +179,9 @@ int vocl_greet(struct vocl_proxy *px)
         vocl_as_device(d)->dev_type = rec.type;
         vocl_as_device(d)->max_alloc = rec.max_alloc;
         px->ndev++;
-        if (px->spare) /* listed by none: a migration makes its own (migrate.c) */
+        /* A spare's are listed by none (a migration makes its own,
+         * migrate.c); nor are devices left out by HOST@DEVICES. */
+        if (px->spare || (px->only && (i >= px->only_n || !px->only[i])))
             vocl_obj_forget(d);
         else
             vocl.devices[vocl.ndevices++] = d;
@@ -187,6 +189,12 @@ int vocl_greet(struct vocl_proxy *px)
     vocl_call_end(&c);
     if (c.err == CL_SUCCESS)
         open_bell(px);
+    for (uint32_t i = px->ndev; c.err == CL_SUCCESS && px->only && i < px->only_n; i++)
+        if (px->only[i]) {
+            vocl_error("proxy %s has %u devices (0-%u): device %u, named in VOCL_PROXIES, "
+                       "is not there", px->name, px->ndev, px->ndev ? px->ndev - 1 : 0, i);
+            break;
+        }
     if (c.err == CL_DEVICE_NOT_AVAILABLE && px->name)
         vocl_error("proxy %s is drained (for maintenance): it takes no new sessions",
                    px->name);

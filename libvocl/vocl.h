@@ -115,6 +115,11 @@ struct vocl_proxy {
     char node[VOCL_NODE_NAME_MAX + 1]; /* its node's name, from HELLO (cl_vocl_device_location) */
     bool local; /* in-process executor (local passthrough) */
     bool spare; /* VOCL_SPARE: its devices are listed by none, a migration's target */
+    /* Daemon mode, HOST@DEVICES in VOCL_PROXIES (a Slurm job's share of
+     * the daemon, vocl-slurm(8)): only[i] says whether its device i is
+     * listed (NULL: all are); the others exist, unlisted, as a spare's. */
+    bool *only;
+    uint32_t only_n;
     atomic_bool dead; /* the transport failed: every call fails fast */
     atomic_uint_fast64_t called_at; /* when the last call sent to it began (vocl_tick) */
     /* Posting a request (its seq, message and chunks), the waiters, the

@@ -27,7 +27,7 @@ pkgs="$pkgs clang libclang-rt-14-dev"
 openmpi=""
 for arg in "$@"; do
     case "$arg" in
-        --cluster) pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client" ;;
+        --cluster) pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client libslurm-dev" ;;
         --openmpi) openmpi=1 pkgs="$pkgs libopenmpi-dev" ;;
     esac
 done
