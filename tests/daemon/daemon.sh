@@ -1012,17 +1012,22 @@ restart)
         app "$tmp/$t-nbody" "$p" ${progs[1]} & three+=($!)
         app "$tmp/$t-sw" "$p" ${progs[2]} & three+=($!)
         pids+=("${three[@]}")
-        for _ in $(seq 1500); do
-            grep -q 'rows \[' "$tmp/$t-gemm" && grep -q 'bodies \[' "$tmp/$t-nbody" &&
-                grep -q 'pairs \[' "$tmp/$t-sw" && break
-            sleep 0.02
+        # (Each as soon as it said so: smithwaterman's work is short.)
+        local -A sign=([gemm]='rows \[' [nbody]='bodies \[' [sw]='pairs \[') prog=(
+            [gemm]=${progs[0]} [nbody]=${progs[1]} [sw]=${progs[2]}) stopped=()
+        for _ in $(seq 3000); do
+            for a in gemm nbody sw; do
+                [ -z "${stopped[$a]:-}" ] && grep -q "${sign[$a]}" "$tmp/$t-$a" &&
+                    pkill -STOP -xf "${prog[$a]}" && stopped[$a]=1
+            done
+            [ ${#stopped[@]} -eq 3 ] && break
+            sleep 0.01
         done
-        for a in "${progs[@]}"; do pkill -STOP -xf "$a"; done
         for a in gemm nbody sw; do
             ! grep -q RESULT "$tmp/$t-$a" || fail "$a ended before it could be stopped: give it more work"
         done
     }
-    go() { local a; for a in "${progs[@]}"; do pkill -CONT -xf "$a"; done; }
+    go() { local a; for a in "${progs[@]}"; do pkill -CONT -xf "$a" || true; done; }
     # ended TAG WORDS: each of the three verified, having said WORDS on one line.
     ended() {
         local t=$1 a n
