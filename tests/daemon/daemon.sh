@@ -1042,13 +1042,24 @@ restart)
     # 1. Daemon a killed (-9: a crash) amid their work, back after 2 s.
     start_daemon a 1; pa=$dpid
     sed 's/.*://' "$tmp/ports/a" >"$tmp/a.port"
+    # (And nbody without failover: it ends with the clear error it always did.)
+    off="$examples/nbody -n 2048 -s 121"
+    app "$tmp/crash-off" a env VOCL_FAILOVER=0 $off & offpid=$!
+    pids+=("$offpid")
+    for _ in $(seq 3000); do grep -q 'bodies \[' "$tmp/crash-off" && break; sleep 0.01; done
+    pkill -STOP -xf "$off" || fail "nbody without failover ended before it could be stopped"
     runs a crash
     kill -9 "$pa"
     go
+    pkill -CONT -xf "$off" || true
     sleep 2
     again a; pa=$dpid
     for p in "${three[@]}"; do wait "$p" || fail "an application through the restarted daemon: exit $?"; done
     ended crash 'goes on on the same daemon'
+    ! wait "$offpid" || fail "nbody without failover went on after its daemon died"
+    grep -q 'its devices are no longer available' "$tmp/crash-off" ||
+        fail "nbody without failover: no clear error: $(tail -3 "$tmp/crash-off")"
+    echo "without failover: $(grep -m1 'libvocl: error' "$tmp/crash-off")"
     # 2. Daemon a killed and not back, b named too: they go on on b.
     start_daemon b 1; pb=$dpid
     VOCL_FAILOVER_WAIT=6 runs a,b gone
