@@ -9,7 +9,9 @@
 # The program runs under `vocl-run -n 3 -d 1 --spare 1`: its two devices
 # are proxies 0 and 1 (ranks 1 and 2), the spare is rank 3.  Rank 2 is
 # killed DELAY seconds after the program's first OpenCL call (its control
-# socket appears): give it work for longer, or the test fails, saying so.
+# socket appears, named for its pid), while the program is stopped
+# (SIGSTOP, then SIGCONT): so the kill lands amid its work however loaded
+# the machine is, or the test fails, saying so (give it work for longer).
 set -uo pipefail
 vocl_run=$1 delay=$2
 shift 2
@@ -25,13 +27,18 @@ run() {
     rm -f "$VOCL_CTL_DIR"/*.sock
     "$vocl_run" -n 3 -d 1 --spare 1 "$@" -- "${prog[@]}" >"$tmp/out" 2>"$tmp/err" &
     job=$!
-    local victim
-    [ -n "$(ctl_socket 30)" ] || fail "the application never made its first OpenCL call"
+    local victim sock app
+    sock=$(ctl_socket 30)
+    [ -n "$sock" ] || fail "the application never made its first OpenCL call"
+    app=$(basename "$sock" .sock)
     sleep "$delay"
+    # (Stopped first: finding the proxy may take a while on a busy machine.)
+    kill -STOP "$app" 2>/dev/null && ! grep -q RESULT "$tmp/out" ||
+        fail "the application's work was over before the kill: give it more work"
     victim=$(rank_pid 2 voclproxyd)
     [ -n "$victim" ] || fail "no proxy of rank 2"
-    kill -0 "$job" 2>/dev/null || fail "the application ended before the kill: give it more work"
     kill -9 "$victim"
+    kill -CONT "$app"
     await_job 90 || fail "the job did not end"
     wait "$job"
     rc=$?
