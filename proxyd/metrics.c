@@ -87,19 +87,22 @@ void proxyd_figures_max(struct proxyd_figures *to, const struct proxyd_figures *
             to->count[i] = f->count[i];
 }
 
-/* f into tmp, then renamed to path: a reader sees the old file or the
- * new one, whole.  0 or -1 (errno). */
-static int write_beside(const char *path, const char *text, size_t len)
+/* text into a file beside path, of mode (whatever the umask), then
+ * renamed to path: a reader sees the old file or the new one, whole.  0
+ * or -1 (errno). */
+static int write_beside(const char *path, const char *text, size_t len, mode_t mode)
 {
     char tmp[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp)) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
         return -1;
+    int err = fchmod(fd, mode) ? errno : 0;
     size_t done = 0;
+    errno = 0;
     while (done < len) {
         ssize_t w = write(fd, text + done, len - done);
         if (w < 0 && errno == EINTR)
@@ -108,7 +111,8 @@ static int write_beside(const char *path, const char *text, size_t len)
             break;
         done += (size_t)w;
     }
-    int err = done < len ? (errno ? errno : EIO) : 0;
+    if (!err && done < len)
+        err = errno ? errno : EIO;
     if (close(fd) && !err)
         err = errno;
     if (!err && rename(tmp, path))
@@ -154,7 +158,7 @@ int proxyd_figures_write(const char *path, const struct proxyd_figures *f)
     for (int d = 0; f->busy_known && d < EXEC_BUSY_DEVS; d++)
         if (f->busy[d])
             put(&t, "busy %d %u\n", d, (unsigned)f->busy[d]);
-    return t.fail ? -1 : write_beside(path, t.buf, t.len);
+    return t.fail ? -1 : write_beside(path, t.buf, t.len, 0600);
 }
 
 /* A decimal number of at most 20 digits that fits 64 bits, ending at
@@ -316,7 +320,9 @@ int proxyd_metrics_write(const char *path, const struct proxyd_figures *f, struc
             put(&t, "vocl_device_busy_ratio{device=\"%u\"} %u.%03u\n", d, f->busy[d] / 1000u,
                 f->busy[d] % 1000u);
     }
-    int rc = t.fail ? (errno = ENOMEM, -1) : write_beside(path, t.buf, t.len);
+    /* (Readable by node_exporter, another user, whatever the daemon's
+     * umask: the unit's is 0077.) */
+    int rc = t.fail ? (errno = ENOMEM, -1) : write_beside(path, t.buf, t.len, 0644);
     if (rc && !warned)
         vocl_warn("--metrics-file %s: cannot write it (%s): trying again", path, strerror(errno));
     warned = rc != 0;
