@@ -237,8 +237,9 @@ int proxyd_figures_read(int dir, const char *name, struct proxyd_figures *f)
         return -1;
     buf[got] = 0;
     bool seen[PROXYD_COUNTS + 3] = {0};
-    for (char *line = buf, *nl; *line; line = nl + 1) {
-        nl = strchr(line, '\n');
+    /* (By length, not by NUL: a NUL in a line rejects the file.) */
+    for (char *line = buf, *nl, *end = buf + got; line < end; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(end - line)); /* (the last byte is one) */
         *nl = 0;
         if (memchr(line, 0, (size_t)(nl - line)) || !parse_line(line, f, seen)) {
             *f = (struct proxyd_figures){0};

@@ -1014,10 +1014,12 @@ metrics)
         done
         read -r -a now <<<"$line"
     }
+    umask 077 # (as the systemd unit's: the file is node_exporter's to read all the same)
     start_daemon a 2 --busy-share --metrics-file "$ma" --metrics-interval 0.5; pa=$dpid
     start_daemon b 1 --no-isolate --metrics-file "$mb" --metrics-interval 0.5; pb=$dpid
     for _ in $(seq 50); do [ -s "$ma" ] && [ -s "$mb" ] && break; sleep 0.1; done
     [ -s "$ma" ] && [ -s "$mb" ] || fail "no metrics file: $(ls -l "$tmp/metrics")"
+    [ "$(stat -c %a "$ma")" = 644 ] || fail "the metrics file's mode: $(stat -c %a "$ma"), not 644"
     line=$(counters "$ma")
     [ "$line" = "0 0 0 0 0" ] || fail "a new daemon's counters: $line"
     line=$(metric "$ma" vocl_sessions 'vocl_device_memory_bytes{device="1"}' \
@@ -1078,6 +1080,11 @@ metrics)
         line=$(counters "$ma")
         [ "$line" = "${before[*]}" ] || fail "a bad figures file (${bad//$'\n'/\\n}): ${before[*]} -> $line"
     done
+    printf 'commands 1\000\n%s\n' "$good" >"$wdir/$spare.figures" # (a NUL in a line)
+    sleep 1.2
+    line=$(counters "$ma")
+    [ "$line" = "${before[*]}" ] || fail "a figures file with a NUL: ${before[*]} -> $line"
+    kill -0 "$pa" || fail "daemon a died of a figures file with a NUL"
     # (A good one counts: the check above is not blind.)
     printf '%s\n' "$good" >"$wdir/$spare.figures"
     sleep 1.2
