@@ -194,11 +194,11 @@ static int live_now(struct server *sv)
 }
 
 /* --metrics-file, a daemon: its figures and its workers', every
- * metrics_ns (now: at once). */
-static void write_metrics(struct server *sv, bool now)
+ * metrics_ns, from its first pass. */
+static void write_metrics(struct server *sv)
 {
     uint64_t t = vocl_now_ns();
-    if (!sv->metrics || sv->worker || (!now && t < sv->metrics_due))
+    if (!sv->metrics || sv->worker || t < sv->metrics_due)
         return;
     sv->metrics_due = t + sv->metrics_ns;
     struct proxyd_figures f;
@@ -655,7 +655,7 @@ static void serve(struct server *sv)
         check_daemon(sv);
         exec_busy_tick(sv->node);
         publish_state(sv);
-        write_metrics(sv, false);
+        write_metrics(sv);
         if (state_wanted)
             report_state(sv);
         release_clients(sv);
