@@ -50,6 +50,17 @@ static void put(const char *text, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
+/* path's text into out (cap bytes, NUL-terminated); its length. */
+static size_t slurp(char *out, size_t cap)
+{
+    FILE *r = fopen(path, "r");
+    assert_non_null(r);
+    size_t n = fread(out, 1, cap - 1, r);
+    fclose(r);
+    out[n] = 0;
+    return n;
+}
+
 static struct proxyd_figures sample(void)
 {
     struct proxyd_figures f = {.sessions = 1, .objects = 16, .memory = 262144, .busy_known = true};
@@ -84,10 +95,7 @@ static size_t with(char *out, size_t cap, const char *bad, bool replace)
     struct proxyd_figures f = {0};
     char good[4096];
     assert_int_equal(proxyd_figures_write(path, &f), 0);
-    FILE *r = fopen(path, "r");
-    size_t n = fread(good, 1, sizeof(good) - 1, r);
-    fclose(r);
-    good[n] = 0;
+    slurp(good, sizeof(good));
     const char *rest = replace ? strchr(good, '\n') + 1 : good; /* (the first line out) */
     int k = snprintf(out, cap, "%s%s%s", bad ? bad : "", bad ? "\n" : "", rest);
     assert_true(k > 0 && (size_t)k < cap);
@@ -201,10 +209,7 @@ static void prometheus(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     char text[8192];
-    FILE *r = fopen(path, "r");
-    size_t n = fread(text, 1, sizeof(text) - 1, r);
-    fclose(r);
-    text[n] = 0;
+    size_t n = slurp(text, sizeof(text));
     static const char *const want[] = {
         "# TYPE vocl_sessions gauge\nvocl_sessions 1\n",
         "# TYPE vocl_connections_accepted_total counter\n",
@@ -231,10 +236,7 @@ static void prometheus(void **state)
     /* Without --busy-share no busy series. */
     f.busy_known = false;
     assert_int_equal(proxyd_metrics_write(path, &f, &node), 0);
-    r = fopen(path, "r");
-    n = fread(text, 1, sizeof(text) - 1, r);
-    fclose(r);
-    text[n] = 0;
+    slurp(text, sizeof(text));
     assert_null(strstr(text, "busy"));
     /* Nothing left beside it. */
     char cmd[128];
