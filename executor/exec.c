@@ -343,13 +343,17 @@ void exec_session_who(const struct exec_session *s, char *out, size_t n)
                  s->pid);
 }
 
-/* Why a HELLO is refused (NULL: it is not): in daemon mode its token must
- * be the proxy's, or with --users that of the user it names (note_user). */
-static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m)
+/* Why a HELLO is refused (NULL: it is not), and under which count (*kind):
+ * in daemon mode its token must be the proxy's, or with --users that of
+ * the user it names (note_user). */
+static const char *refusal(const struct exec_session *s, const struct vocl_msg_HELLO_req *m,
+                           enum exec_refusal *kind)
 {
     const struct exec_node *node = s->node;
+    *kind = EXEC_REFUSED_DRAINED;
     if (atomic_load(&node->drained))
         return "the proxy is drained";
+    *kind = EXEC_REFUSED_USER;
     /* Where the node knows who the client really is, it is who it says. */
     if (s->uid >= 0 && *s->user) {
         struct passwd pw, *found = NULL;
@@ -358,6 +362,7 @@ static const char *refusal(const struct exec_session *s, const struct vocl_msg_H
             strcmp(found->pw_name, s->user))
             return "a user name not its own";
     }
+    *kind = EXEC_REFUSED_TOKEN;
     const uint8_t *token = m->flags & VOCL_HELLO_TOKEN ? m->token.p : NULL;
     size_t len = token ? m->token.len : 0;
     if (node->users) {
@@ -382,18 +387,22 @@ static void op_hello(struct exec_req *q)
     vocl_dec_HELLO_req(q->r, &m); /* (no counts: truncation is all that fails) */
     if (!exec_req_begin(q))
         return;
+    struct exec_node *node = q->s->node;
     if (m.version != VOCL_WIRE_VERSION || q->s->hello) {
+        if (!q->s->hello)
+            atomic_fetch_add(&node->refused[EXEC_REFUSED_VERSION], 1);
         vocl_wr_i32(q->w, CL_INVALID_OPERATION);
         return;
     }
-    struct exec_node *node = q->s->node;
     note_user(q->s, &m);
-    const char *refused = refusal(q->s, &m);
+    enum exec_refusal kind;
+    const char *refused = refusal(q->s, &m, &kind);
     char who[160];
     exec_session_who(q->s, who, sizeof(who));
     if (refused) {
         /* One try a connection: the session ends with this reply. */
         vocl_note("client %d refused: %s (%s)", q->s->who, refused, who);
+        atomic_fetch_add(&node->refused[kind], 1);
         atomic_store(&q->s->broken, true);
         vocl_wr_i32(q->w, atomic_load(&node->drained) ? CL_DEVICE_NOT_AVAILABLE
                                                       : CL_INVALID_OPERATION);
@@ -410,6 +419,7 @@ static void op_hello(struct exec_req *q)
             return;
         }
     q->s->hello = true;
+    atomic_fetch_add(&node->hellos, 1);
     if ((m.flags & VOCL_HELLO_TRACE) && !q->s->trace)
         q->s->trace = exec_trace_new();
     q->s->shm = m.node_key && !q->s->in_process && m.node_key == vocl_node_key(true) &&

@@ -13,6 +13,7 @@
 #include "executor.h"
 #include "liveness.h"
 #include "log.h"
+#include "metrics.h"
 
 /* A session's channel (daemon.h). */
 static struct proxyd_chan *chan(struct exec_session *s)
@@ -49,6 +50,7 @@ static int take_chunk(struct exec_session *s, struct vocl_probed *msg, void *buf
         vocl_warn("client %d: data chunk of %zu bytes where %zu were due", s->who, msg->len, n);
         return -1;
     }
+    proxyd_count(PROXYD_BYTES_IN, n);
     return vocl_mrecv(msg, buf, n);
 }
 
@@ -112,6 +114,7 @@ static int chan_recv_try(struct exec_session *s, int tag, void *buf, size_t n)
             return take_chunk(s, &msg, buf, n); /* (out of step: dropped, -1) */
         if (vocl_imrecv(&msg, buf, n, &c->rx))
             return -1;
+        proxyd_count(PROXYD_BYTES_IN, n);
         c->rx_buf = buf;
     }
     if (c->rx_buf != buf) {
@@ -146,7 +149,10 @@ int proxyd_chan_sent(struct exec_session *s, struct vocl_req *req)
 int proxyd_chan_post(struct exec_session *s, int tag, const void *buf, size_t n,
                      struct vocl_req *req)
 {
-    return vocl_isend(chan(s)->ch, tag, buf, n, req);
+    int rc = vocl_isend(chan(s)->ch, tag, buf, n, req);
+    if (rc == 0)
+        proxyd_count(PROXYD_BYTES_OUT, n);
+    return rc;
 }
 
 /* A chunk of a read, posted; mpi_send_test says when the client took it. */
@@ -188,6 +194,8 @@ static int relay_recv(struct exec_session *s, int tag, void *buf, size_t n, size
 {
     int rc = proxyd_recv_from(chan(s)->ch, vocl_relay_tag(tag), chan(s)->live,
                               &s->closed, buf, n, got);
+    if (rc == 0)
+        proxyd_count(PROXYD_BYTES_IN, *got);
     return rc > 0 ? client_died(s) : rc;
 }
 

@@ -35,6 +35,8 @@ struct options {
     bool sched_batch;  /* --no-sched-batch: false */
     bool isolate;  /* daemon mode: each client served by a worker process (workers.c) */
     bool busy_share; /* --busy-share: each device's busy share measured (executor/busy.c) */
+    const char *metrics_file; /* daemon mode: its figures for Prometheus (metrics.h) */
+    uint64_t metrics_ns;      /* how often they are written */
     int worker_fd; /* a worker: its port goes there (-1: not a worker) */
 };
 
@@ -144,6 +146,11 @@ void proxyd_workers_stop(void);
 int proxyd_worker_report(int fd, const char *port);
 bool proxyd_worker_handed(int fd);
 void proxyd_worker_publish(const struct exec_session_state *st, cl_uint ndev);
+/* --metrics-file: a worker's figures, for its daemon; the daemon's sum of
+ * its workers' (the reaped ones' counters too), added to *sum. */
+struct proxyd_figures;
+void proxyd_worker_figures(const struct proxyd_figures *f);
+void proxyd_workers_figures(struct proxyd_figures *sum);
 size_t proxyd_worker_siblings(struct exec_session_state *out, size_t max);
 
 /* serve.c */

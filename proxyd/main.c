@@ -38,6 +38,8 @@
 #define VOCLPROXYD_VERSION "0.1.0"
 #define LIMIT_UNSET UINT64_MAX  /* a limit not given: its mode's default */
 #define LISTEN_MAX_OBJECTS 65536u
+/* How often --metrics-file is written, by default: 5 s. */
+#define METRICS_NS (5ull * 1000000000u)
 
 static void usage(FILE *f)
 {
@@ -67,6 +69,10 @@ static void usage(FILE *f)
             "                          (the default with --listen)\n"
             "      --no-isolate        daemon mode: serve every client in this process\n"
             "      --busy-share        measure each device's busy share (vocl-smi)\n"
+            "      --metrics-file PATH daemon mode: write its figures to PATH for\n"
+            "                          Prometheus (node_exporter's textfile collector),\n"
+            "                          rewritten whole every few seconds\n"
+            "      --metrics-interval SECONDS  how often (default %g)\n"
             "  -b, --pool-buffers N    staging buffers for transfers (default %u)\n"
             "  -s, --pool-size BYTES   bytes per staging buffer, also the chunk size of\n"
             "                          transfers; K and M suffixes (default %uM)\n"
@@ -109,8 +115,8 @@ static void usage(FILE *f)
             "before it counts as dead (default 3);\n"
             "VOCL_PROXY_RUSAGE=FILE: append this proxy's peak memory to FILE at exit.\n"
             "See voclproxyd(8).\n",
-            VOCL_DEFAULT_PORT, EXEC_POOL_N, EXEC_POOL_SIZE >> 20, LISTEN_MAX_OBJECTS,
-            EXEC_POLL_NS / 1000);
+            VOCL_DEFAULT_PORT, METRICS_NS / 1e9, EXEC_POOL_N, EXEC_POOL_SIZE >> 20,
+            LISTEN_MAX_OBJECTS, EXEC_POLL_NS / 1000);
 }
 
 static int parse_type(const char *s, cl_device_type *t)
@@ -247,6 +253,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         OPT_ISOLATE,
         OPT_NO_ISOLATE,
         OPT_BUSY,
+        OPT_METRICS,
+        OPT_METRICS_INTERVAL,
         OPT_WORKER
     };
     static const struct option longopts[] = {
@@ -261,6 +269,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"isolate", no_argument, NULL, OPT_ISOLATE},
         {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
         {"busy-share", no_argument, NULL, OPT_BUSY},
+        {"metrics-file", required_argument, NULL, OPT_METRICS},
+        {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
         {"worker", required_argument, NULL, OPT_WORKER},
         {"pool-buffers", required_argument, NULL, 'b'},
         {"pool-size", required_argument, NULL, 's'},
@@ -341,6 +351,18 @@ static int parse_args(int argc, char **argv, struct options *o)
         case OPT_BUSY:
             o->busy_share = true;
             break;
+        case OPT_METRICS: o->metrics_file = optarg; break;
+        case OPT_METRICS_INTERVAL: {
+            char *end;
+            double sec = strtod(optarg, &end);
+            if (end == optarg || *end || !(sec >= 0.1 && sec <= 3600)) {
+                fprintf(stderr, "voclproxyd: --metrics-interval %s: seconds from 0.1 to 3600\n",
+                        optarg);
+                return 2;
+            }
+            o->metrics_ns = (uint64_t)(sec * 1e9);
+            break;
+        }
         case OPT_WORKER: o->worker_fd = atoi(optarg); break;
         case 'b':
             if (set_pool_n(o, optarg))
@@ -391,6 +413,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         fprintf(stderr, "voclproxyd: --isolate and --no-isolate are for daemon mode (--listen)\n");
         return 2;
     }
+    if ((o->metrics_file || o->metrics_ns) && !o->listen) {
+        fprintf(stderr, "voclproxyd: --metrics-file is for daemon mode (--listen)\n");
+        return 2;
+    }
+    if (!o->metrics_ns)
+        o->metrics_ns = METRICS_NS;
     /* A daemon shared by tenants isolates them unless told not to. */
     o->isolate = o->listen && isolate != 0;
     return -1;

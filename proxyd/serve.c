@@ -30,6 +30,7 @@
 #include "executor.h"
 #include "liveness.h"
 #include "log.h"
+#include "metrics.h"
 #include "mpi_start.h"
 #include "protocol.h"
 #include "thread.h"
@@ -71,6 +72,9 @@ struct server {
     pid_t parent;        /* a worker's daemon */
     uint64_t published_ns; /* a worker: when it last said what its session holds */
     int published;         /* and what: no session, a client, a client that said HELLO */
+    const char *metrics;   /* --metrics-file (a worker: its figures go to its daemon) */
+    uint64_t metrics_ns, metrics_due; /* a daemon: how often it writes them, and when next */
+    bool counted;          /* a worker: it had a client, whose figures it writes */
 };
 
 /* The serving loop's last pass (serve), which the watchdog wants recent. */
@@ -147,6 +151,17 @@ static size_t list_sessions(void *ctx, struct exec_session_state *out, size_t ma
     return n;
 }
 
+/* --metrics-file, a worker that had a client: its figures, for its daemon
+ * (any: its session is open). */
+static void publish_figures(struct server *sv, bool any)
+{
+    if (!sv->worker || !sv->metrics || !(sv->counted |= any))
+        return;
+    struct proxyd_figures f;
+    proxyd_figures_own(sv->node, any, &f);
+    proxyd_worker_figures(&f);
+}
+
 /* A worker: what its session holds, for its siblings, every second, and
  * at once when its client comes, says who it is, or goes (vocl-smi may
  * look at once). */
@@ -166,6 +181,31 @@ static void publish_state(struct server *sv)
     for (cl_uint d = 0; any && d < measured && d < EXEC_BUSY_DEVS; d++)
         st.busy[d] = (uint16_t)exec_busy_permille(sv->node, d);
     proxyd_worker_publish(any ? &st : NULL, measured);
+    publish_figures(sv, any);
+}
+
+/* How many sessions this process has open. */
+static int live_now(struct server *sv)
+{
+    pthread_mutex_lock(&sv->lock);
+    int n = sv->live;
+    pthread_mutex_unlock(&sv->lock);
+    return n;
+}
+
+/* --metrics-file, a daemon: its figures and its workers', every
+ * metrics_ns, from its first pass. */
+static void write_metrics(struct server *sv)
+{
+    uint64_t t = vocl_now_ns();
+    if (!sv->metrics || sv->worker || t < sv->metrics_due)
+        return;
+    sv->metrics_due = t + sv->metrics_ns;
+    struct proxyd_figures f;
+    proxyd_figures_own(sv->node, (uint64_t)live_now(sv), &f);
+    if (sv->isolate)
+        proxyd_workers_figures(&f);
+    proxyd_metrics_write(sv->metrics, &f, sv->node);
 }
 
 /* How many clients there are now, and the i-th of them: the accept thread
@@ -298,6 +338,7 @@ static void check_clients(struct server *sv)
         if (!sv->job_mode && !cl->gone && !cl->s.hello &&
             vocl_now_ns() - cl->since_ns > hello_timeout_ns()) {
             atomic_store(&cl->s.lost, true); /* (a worker ends at once) */
+            proxyd_count(PROXYD_REFUSED_HELLO_TIMEOUT, 1);
             close_client(sv, cl, "no HELLO (token) in time (VOCL_CONNECT_TIMEOUT)");
             continue;
         }
@@ -372,6 +413,8 @@ static void handle(struct server *sv, struct client *cl, struct vocl_probed *msg
         close_client(sv, cl, "a message that could not be received");
         return;
     }
+    proxyd_count(PROXYD_COMMANDS, 1);
+    proxyd_count(PROXYD_BYTES_IN, count);
     int rc = exec_request(&cl->s, sv->buf, count, &sv->reply);
     bool moved = false;
     if (rc >= 0 && exec_session_parked(&cl->s))
@@ -553,6 +596,7 @@ static bool worker_done(struct server *sv)
         if (lost)
             vocl_note("client %d is gone: its worker ends", cl->id);
         proxyd_worker_publish(NULL, 0); /* (its file for vocl-smi goes too) */
+        publish_figures(sv, false);     /* (its last: the daemon reads it as it reaps) */
         if (conn && !lost)
             vocl_conn_close_after_peer(conn, 1000000000u); /* (its BYE's reply is out) */
         fflush(NULL);
@@ -612,6 +656,7 @@ static void serve(struct server *sv)
         check_daemon(sv);
         exec_busy_tick(sv->node);
         publish_state(sv);
+        write_metrics(sv);
         if (state_wanted)
             report_state(sv);
         release_clients(sv);
@@ -792,6 +837,7 @@ static void hand_on(struct vocl_conn *conn, int n)
     if (vocl_live_greet_moved(conn, &pid, &word)) {
         vocl_warn("client %d from %s: said nothing after connecting: dropped", n,
                   vocl_conn_peer(conn));
+        proxyd_count(PROXYD_REFUSED_HELLO_TIMEOUT, 1);
         vocl_conn_close(conn);
         return;
     }
@@ -808,6 +854,7 @@ static void hand_on(struct vocl_conn *conn, int n)
     } else {
         vocl_warn("client %d from %s: could not be handed to a worker: dropped", n,
                   vocl_conn_peer(conn));
+        proxyd_count(PROXYD_REFUSED_WORKER, 1);
         if (worker > 0)
             kill(worker, SIGTERM); /* (no client will come to it) */
     }
@@ -832,12 +879,15 @@ static void *greet(void *arg)
     if (live < 0) {
         vocl_warn("client %d from %s: said nothing after connecting (or too many clients): "
                   "dropped", g.n, vocl_conn_peer(g.conn));
+        proxyd_count(PROXYD_REFUSED_HELLO_TIMEOUT, 1);
     } else if (g.a->key && (uint64_t)key != g.a->key) {
         vocl_warn("client %d from %s: presented the wrong key for this worker: dropped", g.n,
                   vocl_conn_peer(g.conn));
+        proxyd_count(PROXYD_REFUSED_TOKEN, 1);
         vocl_live_unlink(live);
         live = -1;
     } else if (g.a->key && atomic_exchange(&g.a->done, true)) {
+        proxyd_count(PROXYD_REFUSED_OTHER, 1);
         vocl_live_unlink(live); /* (a worker serves one client) */
         live = -1;
     } else {
@@ -846,6 +896,7 @@ static void *greet(void *arg)
         cl = add_client(sv, VOCL_CHAN_UCX(g.conn), live, g.n, local, who);
         if (!cl) {
             vocl_warn("client %d: out of memory: dropped", g.n);
+            proxyd_count(PROXYD_REFUSED_OTHER, 1);
             vocl_live_unlink(live);
             live = -1;
         } else {
@@ -888,6 +939,7 @@ static void *accept_thread(void *arg)
         if (!g || atomic_fetch_add(&a->greeting, 1) >= GREETING) {
             vocl_warn("client %d from %s: %d connections being greeted already: refused", n,
                       vocl_conn_peer(conn), GREETING);
+            proxyd_count(PROXYD_REFUSED_GREETING, 1);
             atomic_fetch_sub(&a->greeting, 1);
             free(g);
             vocl_conn_close(conn);
@@ -896,6 +948,7 @@ static void *accept_thread(void *arg)
         *g = (struct greeting){.a = a, .conn = conn, .n = n};
         if (vocl_thread_detached(greet, g)) {
             vocl_warn("client %d: no thread to greet it on: refused", n);
+            proxyd_count(PROXYD_REFUSED_OTHER, 1);
             atomic_fetch_sub(&a->greeting, 1);
             free(g);
             vocl_conn_close(conn);
@@ -998,7 +1051,9 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
                         .lock = PTHREAD_MUTEX_INITIALIZER,
                         .isolate = o->isolate && o->worker_fd < 0,
                         .worker = o->worker_fd >= 0,
-                        .parent = getppid()};
+                        .parent = getppid(),
+                        .metrics = o->metrics_file,
+                        .metrics_ns = o->metrics_ns};
     node->sessions = list_sessions;
     node->sessions_ctx = &sv;
     static struct acceptor a;
@@ -1076,13 +1131,17 @@ int proxyd_listen_mode(struct exec_node *node, const struct options *o)
 
     if (!sv.worker)
         notify("STOPPING=1");
+    if (sv.metrics && !sv.worker)
+        unlink(sv.metrics); /* (its figures stop: none are shown as current) */
     atomic_store(&a.done, true);
     pthread_join(t, NULL); /* (it looks at done every 200 ms) */
     vocl_listener_close(a.listener);
     if (sv.isolate)
         proxyd_workers_stop();
-    if (sv.worker)
+    if (sv.worker) {
         proxyd_worker_publish(NULL, 0);
+        publish_figures(&sv, false);
+    }
     if (!sv.worker || sv.live)
         vocl_note("stopping: %d clients' sessions end", sv.live);
     for (int i = 0, n = clients_now(&sv); i < n; i++)

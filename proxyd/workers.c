@@ -17,7 +17,9 @@
  * vocl-smi asks a worker (it is a client too) for the node's sessions: each
  * worker writes what its session holds to a file of its own, every second,
  * in a directory the daemon made for them (VOCL_WORKERS_DIR, mode 0700),
- * and a worker asked reads its siblings' files.
+ * and a worker asked reads its siblings' files.  With --metrics-file each
+ * also writes its figures there (metrics.h), which the daemon adds to its
+ * own, and folds into its totals as it reaps the worker.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +41,7 @@
 #include "backoff.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 
 extern char **environ;
 
@@ -52,6 +55,7 @@ struct worker {
     int fd;     /* its port comes on this pipe; -1 once read */
     int client; /* the daemon's number of the client it serves (0: the spare) */
     uint64_t key; /* what its client presents (its "PORT KEY") */
+    struct proxyd_figures seen; /* its counters, as last read (metrics.h) */
 };
 
 /* How the last workers with a client ended, for a client that asks. */
@@ -69,6 +73,7 @@ static struct {
     int n;
     struct fate fates[FATES];
     unsigned nfates;
+    struct proxyd_figures ended; /* the counters of the workers reaped */
 } ws = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static char **copy_strings(char *const *v, int n, int extra)
@@ -210,6 +215,66 @@ pid_t proxyd_worker_take(int client, char *port)
     return w.pid;
 }
 
+/* A worker's figures file (metrics.h), beside its session file. */
+static int figures_path(char *path, size_t n, pid_t pid)
+{
+    return snprintf(path, n, "%s/%d.figures", ws.dir, (int)pid) < (int)n ? 0 : -1;
+}
+
+/* A reaped worker's last counters go to the totals (under ws.lock): they
+ * are its file's as it ended, or as it last wrote it, or at least those
+ * read before. */
+static void fold_locked(struct worker *w)
+{
+    char path[PATH_MAX];
+    struct proxyd_figures last;
+    if (figures_path(path, sizeof(path), w->pid))
+        return;
+    if (proxyd_figures_read(AT_FDCWD, path, &last) == 0)
+        proxyd_figures_max(&w->seen, &last);
+    unlink(path);
+    proxyd_figures_add(&ws.ended, &w->seen, false);
+}
+
+void proxyd_workers_figures(struct proxyd_figures *sum)
+{
+    /* The files are read with no lock held: a worker reaped meanwhile
+     * was folded with its last file, and what was read of it is dropped;
+     * counters of those still there only grow (proxyd_figures_max). */
+    struct {
+        pid_t pid;
+        struct proxyd_figures f;
+        bool ok;
+    } *got = NULL;
+    pthread_mutex_lock(&ws.lock);
+    int n = ws.n;
+    if (n)
+        got = calloc((size_t)n, sizeof(*got));
+    for (int i = 0; got && i < n; i++)
+        got[i].pid = ws.w[i].pid;
+    pthread_mutex_unlock(&ws.lock);
+    for (int i = 0; got && i < n; i++) {
+        char path[PATH_MAX];
+        got[i].ok = !figures_path(path, sizeof(path), got[i].pid) &&
+                    proxyd_figures_read(AT_FDCWD, path, &got[i].f) == 0;
+    }
+    pthread_mutex_lock(&ws.lock);
+    proxyd_figures_add(sum, &ws.ended, false);
+    for (int i = 0; i < ws.n; i++) {
+        struct worker *w = &ws.w[i];
+        for (int k = 0; got && k < n; k++)
+            if (got[k].pid == w->pid && got[k].ok) {
+                proxyd_figures_max(&w->seen, &got[k].f);
+                /* (Its gauges only: its counters are w->seen's.) */
+                memset(got[k].f.count, 0, sizeof(got[k].f.count));
+                proxyd_figures_add(sum, &got[k].f, true);
+            }
+        proxyd_figures_add(sum, &w->seen, false);
+    }
+    pthread_mutex_unlock(&ws.lock);
+    free(got);
+}
+
 void proxyd_workers_reap(void)
 {
     /* By pid: MPI may have children of its own (Open MPI's orted). */
@@ -223,6 +288,7 @@ void proxyd_workers_reap(void)
         }
         if (w.fd >= 0)
             close(w.fd);
+        fold_locked(&w);
         ws.w[i] = ws.w[--ws.n];
         char who[48] = "no client yet";
         if (w.client)
@@ -331,6 +397,15 @@ static const char *word(char *out, const char *s)
         out[n] = s[n] <= ' ' || s[n] == 0x7f ? '?' : s[n];
     out[n] = 0;
     return n ? out : "-";
+}
+
+void proxyd_worker_figures(const struct proxyd_figures *f)
+{
+    const char *dir = getenv(DIR_ENV);
+    char path[PATH_MAX];
+    if (dir &&
+        snprintf(path, sizeof(path), "%s/%d.figures", dir, (int)getpid()) < (int)sizeof(path))
+        proxyd_figures_write(path, f); /* (not written: the daemon has the last one) */
 }
 
 void proxyd_worker_publish(const struct exec_session_state *st, cl_uint ndev)

@@ -87,6 +87,15 @@ struct exec_limits {
     uint64_t host;    /* bytes of host memory held for it (hostmem.c) */
 };
 
+/* Why a HELLO was refused, as the node counts them. */
+enum exec_refusal {
+    EXEC_REFUSED_TOKEN,   /* a wrong or missing token (or none for its user) */
+    EXEC_REFUSED_USER,    /* a user name not its own */
+    EXEC_REFUSED_DRAINED, /* vocl-ctl drain */
+    EXEC_REFUSED_VERSION, /* another wire version */
+    EXEC_REFUSALS
+};
+
 /* The native devices this proxy serves. */
 struct exec_node {
     const struct vocl_native_api *cl;
@@ -111,6 +120,8 @@ struct exec_node {
     const struct vocl_token *token; /* daemon mode: a HELLO must carry it */
     const char *users; /* daemon mode, --users DIR: each user's token in DIR/USER (token.h) */
     atomic_bool drained; /* daemon mode, vocl-ctl drain: a HELLO is refused */
+    /* HELLOs accepted, and refused by why (voclproxyd --metrics-file). */
+    atomic_uint_fast64_t hellos, refused[EXEC_REFUSALS];
     /* The open sessions, for STATE, into out (at most max); how many there
      * are.  On the serving thread.  NULL: STATE lists none. */
     size_t (*sessions)(void *ctx, struct exec_session_state *out, size_t max);

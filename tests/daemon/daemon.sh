@@ -13,7 +13,9 @@
 # (vocl-bench-worker, there too), isolate (crasher, there too), drain or
 # balance (vocl-ctl, there too), spanning (contexts over devices of several
 # daemons: tests/integration's programs, their directory there), ports
-# (port files and vocl-smi --watch: VOCL-SMI in HOSTILE's place).
+# (port files and vocl-smi --watch: VOCL-SMI in HOSTILE's place), metrics
+# (voclproxyd --metrics-file and vocl-smi --json: VOCL-SMI in HOSTILE's
+# place, tests/daemon/promcheck.py in VOCL-SMI's).
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
 fail() { echo "FAIL: $*"; exit 1; }
@@ -1101,6 +1103,209 @@ restart)
     moved=$(grep -h 'goes on on the same daemon' "$tmp"/roll* | wc -l || true)
     echo "rolling restart of 4 daemons under 8 applications: all verified ($done_before had ended before the last restart), $moved sessions went on on their restarted daemons"
     [ "$moved" -ge 8 ] || fail "only $moved sessions went on across the restarts"
+    ;;
+metrics)
+    # voclproxyd --metrics-file: the daemon's figures for Prometheus,
+    # rewritten whole every --metrics-interval.  The file parses strictly
+    # (promcheck.py; promtool too, where Debian's prometheus package put
+    # it), and its counters move as clients work, through workers (the
+    # default) and without: commands, bytes both ways, connections
+    # accepted, a wrong token's refusal under its reason; they never go
+    # down, also as workers end; a worker's file that is not well formed
+    # is ignored.  vocl-smi --json: one object a daemon, read by Python's
+    # json module.
+    check=$smi smi=$hostile
+    py=/usr/bin/python3
+    [ -x "$py" ] || py=python3
+    mkdir -p "$tmp/metrics"
+    ma=$tmp/metrics/a.prom mb=$tmp/metrics/b.prom
+    # metric FILE SERIES...: their values, the file checked first.
+    metric() {
+        "$py" "$check" "$@" || { echo "FAIL: metrics file $1: $(cat "$1")" >&2; return 1; }
+        if command -v promtool >/dev/null; then
+            promtool check metrics <"$1" >&2 || { echo "FAIL: promtool: $(cat "$1")" >&2; return 1; }
+        fi
+    }
+    # counters FILE: "ACCEPTED TOKEN-REFUSED COMMANDS RECEIVED SENT".
+    counters() {
+        metric "$1" vocl_connections_accepted_total \
+            'vocl_connections_refused_total{reason="token"}' vocl_commands_total \
+            vocl_received_bytes_total vocl_sent_bytes_total | paste -sd' '
+    }
+    # settled FILE: the counters once two writes in a row agree (workers
+    # write theirs each second), in $now (an array).
+    settled() {
+        local last="" line
+        for _ in $(seq 40); do
+            line=$(counters "$1")
+            [ "$line" = "$last" ] && break
+            last=$line
+            sleep 1
+        done
+        read -r -a now <<<"$line"
+    }
+    umask 077 # (as the systemd unit's: the file is node_exporter's to read all the same)
+    start_daemon a 2 --busy-share --metrics-file "$ma" --metrics-interval 0.5; pa=$dpid
+    start_daemon b 1 --no-isolate --metrics-file "$mb" --metrics-interval 0.5; pb=$dpid
+    for _ in $(seq 50); do [ -s "$ma" ] && [ -s "$mb" ] && break; sleep 0.1; done
+    [ -s "$ma" ] && [ -s "$mb" ] || fail "no metrics file: $(ls -l "$tmp/metrics")"
+    [ "$(stat -c %a "$ma")" = 644 ] || fail "the metrics file's mode: $(stat -c %a "$ma"), not 644"
+    line=$(counters "$ma")
+    [ "$line" = "0 0 0 0 0" ] || fail "a new daemon's counters: $line"
+    line=$(metric "$ma" vocl_sessions 'vocl_device_memory_bytes{device="1"}' \
+        'vocl_device_busy_ratio{device="0"}' | paste -sd' ')
+    read -r -a g <<<"$line"
+    [ "${g[0]}" = 0 ] && [ "${g[1]}" -gt 0 ] && [ "${g[2]}" = 0.000 ] ||
+        fail "a new daemon's gauges (sessions, device 1's memory, busy): $line"
+    echo "daemon a's metrics at start: $(grep -vc '^#' "$ma") series; $(grep -c '^# TYPE' "$ma") families"
+    # Counters sampled all along, to check that they never go down.
+    (while :; do counters "$ma" 2>/dev/null || true; sleep 0.1; done) >"$tmp/samples" & sampler=$!
+    pids+=("$sampler")
+
+    # One client, its data over the connection (VOCL_SHM=0): every counter
+    # but the refusals grows, by what gemm sends (two matrices) and gets (one).
+    n=256
+    settled "$ma"; before=("${now[@]}")
+    VOCL_SHM=0 app "$tmp/gemm" a "$examples/gemm" -n $n -r 2 || fail "gemm: $(tail -3 "$tmp/gemm")"
+    verified "$tmp/gemm" "gemm"
+    settled "$ma"
+    [ "${now[0]}" -eq $((before[0] + 1)) ] || fail "accepted: ${before[0]} -> ${now[0]}, not one more"
+    [ "${now[1]}" -eq "${before[1]}" ] || fail "token refusals moved: ${before[1]} -> ${now[1]}"
+    [ "${now[2]}" -ge $((before[2] + 10)) ] || fail "commands: ${before[2]} -> ${now[2]}"
+    [ "${now[3]}" -ge $((before[3] + 2 * n * n * 4)) ] ||
+        fail "bytes received: ${before[3]} -> ${now[3]}, not the two matrices ($((2 * n * n * 4)))"
+    [ "${now[4]}" -ge $((before[4] + n * n * 4)) ] ||
+        fail "bytes sent: ${before[4]} -> ${now[4]}, not the result ($((n * n * 4)))"
+    echo "gemm -n $n through a worker: accepted ${before[0]} -> ${now[0]}, commands" \
+         "${before[2]} -> ${now[2]}, received ${before[3]} -> ${now[3]}, sent ${before[4]} -> ${now[4]}"
+    # The worker was reaped: its figures folded in, its file gone.
+    ls "$tmp"/voclproxyd-*/ | grep -q '\.figures$' &&
+        fail "a worker's figures file left: $(ls "$tmp"/voclproxyd-*/)"
+
+    # A wrong token: refused under reason "token", nothing accepted.
+    head -c 48 /dev/urandom | base64 >"$tmp/wrong"
+    chmod 600 "$tmp/wrong"
+    before=("${now[@]}")
+    VOCL_TOKEN_FILE=$tmp/wrong app "$tmp/intruder" a "$examples/gemm" -n 32 -r 1 &&
+        fail "a wrong token was served"
+    settled "$ma"
+    [ "${now[1]}" -eq $((before[1] + 1)) ] && [ "${now[0]}" -eq "${before[0]}" ] ||
+        fail "a wrong token: accepted ${before[0]} -> ${now[0]}, refused (token) ${before[1]} -> ${now[1]}"
+    echo "a wrong token: refused{reason=\"token\"} ${before[1]} -> ${now[1]}, accepted stays ${now[0]}"
+
+    # A worker's figures file that is not well formed (the spare worker's
+    # place): ignored, the counters as they were.
+    spare=$(pgrep -P "$pa" | head -1)
+    [ -n "$spare" ] || fail "daemon a has no worker started ahead"
+    wdir=$(echo "$tmp"/voclproxyd-*)
+    before=("${now[@]}")
+    good=$(printf '%s\n' commands bytes_received bytes_sent refused_token refused_user \
+        refused_drained refused_hello_timeout refused_greeting refused_worker refused_other \
+        sessions objects memory | sed 's/$/ 0/'; echo 'accepted 5')
+    for bad in 'commands 99999999999999999999999' $'commands 5\ncommands 7' 'commands -5' \
+                'accepted 5' "$good"$'\nbusy 0 1001' "$good"$'\nwhat 1' "${good/accepted 5/accepted 5x}" \
+                "$good"$'\naccepted 5' "${good/accepted 5/accepted  5}" "$good"$'\n'; do
+        printf '%s\n' "$bad" >"$wdir/$spare.figures"
+        sleep 1.2
+        line=$(counters "$ma")
+        [ "$line" = "${before[*]}" ] || fail "a bad figures file (${bad//$'\n'/\\n}): ${before[*]} -> $line"
+    done
+    printf 'commands 1\000\n%s\n' "$good" >"$wdir/$spare.figures" # (a NUL in a line)
+    sleep 1.2
+    line=$(counters "$ma")
+    [ "$line" = "${before[*]}" ] || fail "a figures file with a NUL: ${before[*]} -> $line"
+    kill -0 "$pa" || fail "daemon a died of a figures file with a NUL"
+    # (A good one counts: the check above is not blind.)
+    printf '%s\n' "$good" >"$wdir/$spare.figures"
+    sleep 1.2
+    line=$(counters "$ma")
+    [ "${line%% *}" -eq $((before[0] + 5)) ] || fail "a good figures file not read: $line"
+    printf '%s\n' "${good/accepted 5/accepted 7}" >"$tmp/elsewhere"
+    ln -sf "$tmp/elsewhere" "$wdir/$spare.figures"
+    sleep 1.2
+    line=$(counters "$ma")
+    [ "${line%% *}" -eq $((before[0] + 5)) ] || fail "a figures file as a link: $line"
+    rm -f "$wdir/$spare.figures"
+    echo "bad figures files of a worker: ignored; counters kept at most what was read"
+    settled "$ma"
+
+    # While nbody runs: sessions, memory and busy share in the metrics,
+    # and vocl-smi --json over both daemons (b's own session aside).
+    VOCL_PROXIES=$(px a) LD_PRELOAD=$lib "$examples/nbody" -n 4096 -s 150 >"$tmp/nbody" 2>&1 & nb=$!
+    pids+=("$nb")
+    for _ in $(seq 100); do grep -q 'bodies \[' "$tmp/nbody" && break; sleep 0.1; done
+    ok=
+    for _ in $(seq 30); do
+        line=$(metric "$ma" vocl_sessions vocl_memory_objects_bytes 'vocl_device_busy_ratio{device="0"}' \
+            'vocl_device_busy_ratio{device="1"}' | paste -sd' ')
+        read -r -a g <<<"$line"
+        if [ "${g[0]}" -ge 1 ] && [ "${g[1]}" -gt 0 ] && [ "${g[2]}${g[3]}" != 0.0000.000 ]; then
+            ok=1
+            break
+        fi
+        sleep 0.3
+    done
+    kill -0 $nb 2>/dev/null || fail "nbody ended before its figures were seen: $(tail -3 "$tmp/nbody")"
+    [ -n "$ok" ] || fail "under nbody (sessions, memory, busy 0, busy 1): $line"
+    echo "under nbody: sessions ${g[0]}, memory objects ${g[1]} bytes, busy ${g[2]} ${g[3]}"
+    "$smi" --json "$(px a)" "$(px b)" >"$tmp/smi.json" 2>"$tmp/smi.err" ||
+        fail "vocl-smi --json: $(cat "$tmp/smi.json" "$tmp/smi.err")"
+    kill -0 $nb 2>/dev/null || fail "nbody ended before vocl-smi --json looked"
+    "$py" - "$tmp/smi.json" "$nb" "$(id -un)" <<'PY' || fail "vocl-smi --json: $(cat "$tmp/smi.json")"
+import json, sys
+path, pid, user = sys.argv[1:]
+lines = open(path).read().splitlines()
+assert len(lines) == 2, "%d lines, not one per daemon" % len(lines)
+a, b = (json.loads(l) for l in lines)
+assert (a["proxy"], b["proxy"]) == ("a", "b"), (a["proxy"], b["proxy"])  # (their names)
+for o, ndev in ((a, 2), (b, 1)):
+    assert o["answers"] is True and isinstance(o["time"], int), o
+    assert len(o["devices"]) == ndev, o["devices"]
+    for i, d in enumerate(o["devices"]):
+        assert d["device"] == i and d["name"] and d["global_memory_bytes"] > 0, d
+    assert isinstance(o["objects"], int) and isinstance(o["memory_bytes"], int), o
+mine = [s for s in a["sessions"] if s["pid"] == int(pid)]
+assert len(mine) == 1, a["sessions"]
+s = mine[0]
+assert s["user"] == user and s["host"] and s["objects"] > 0 and s["memory_bytes"] > 0, s
+assert isinstance(s["session"], int) and s["seconds"] >= 0 and s["host_memory_bytes"] >= 0, s
+assert a["memory_bytes"] >= s["memory_bytes"], (a["memory_bytes"], s)
+assert all(0 <= d["busy_share"] <= 1 for d in a["devices"]), a["devices"]
+assert all(d["busy_share"] is None for d in b["devices"]), b["devices"]  # (not measured)
+assert b["sessions"] == [], b["sessions"]  # (vocl-smi's own left out)
+print("vocl-smi --json: daemon a: %d devices, busy %s, nbody's session: %d objects, %d bytes"
+      % (len(a["devices"]), [d["busy_share"] for d in a["devices"]], s["objects"], s["memory_bytes"]))
+PY
+    wait $nb || fail "nbody: exit $?: $(tail -3 "$tmp/nbody")"
+    verified "$tmp/nbody" "nbody"
+
+    # Without workers (--no-isolate): the daemon's own counts.
+    VOCL_SHM=0 app "$tmp/gemm-b" b "$examples/gemm" -n $n -r 1 || fail "gemm on b: $(tail -3 "$tmp/gemm-b")"
+    verified "$tmp/gemm-b" "gemm on b"
+    settled "$mb"
+    # (vocl-smi's connection above, then gemm's.)
+    [ "${now[0]}" -eq 2 ] && [ "${now[2]}" -ge 10 ] && [ "${now[3]}" -ge $((2 * n * n * 4)) ] &&
+        [ "${now[4]}" -ge $((n * n * 4)) ] || fail "daemon b (--no-isolate): ${now[*]}"
+    echo "daemon b (--no-isolate): accepted ${now[0]}, commands ${now[2]}, received ${now[3]}, sent ${now[4]}"
+
+    # Never down, across clients and workers' ends.
+    kill "$sampler"
+    wait "$sampler" 2>/dev/null || true
+    awk 'NF == 5 { for (i = 1; i <= 5; i++) { if ($i < m[i]) { print "line " NR ": column " i ": " m[i] " -> " $i; bad = 1 } m[i] = $i } }
+         END { exit bad }' "$tmp/samples" || fail "a counter went down"
+    echo "$(wc -l <"$tmp/samples") samples of daemon a's counters: none went down"
+    ls "$tmp/metrics" | grep -q '\.tmp$' && fail "a temporary file left beside the metrics file: $(ls "$tmp/metrics")"
+    # Bad usage; and a stopped daemon takes its file with it.
+    for bad in "--metrics-interval 0" "--metrics-interval x" "--metrics-file $tmp/m.prom"; do
+        rc=0
+        # shellcheck disable=SC2086
+        "$proxyd" $bad >"$tmp/bad" 2>&1 || rc=$?
+        [ "$rc" -eq 2 ] || fail "voclproxyd $bad: exit $rc, not 2: $(cat "$tmp/bad")"
+    done
+    kill -TERM "$pa"
+    for _ in $(seq 100); do kill -0 "$pa" 2>/dev/null || break; sleep 0.1; done
+    [ ! -e "$ma" ] || fail "the stopped daemon left its metrics file"
+    echo "SIGTERM: daemon a stopped, its metrics file removed"
     ;;
 *)
     fail "unknown test $what"

@@ -685,12 +685,13 @@ finally:  # (a script may end with sys.exit)
 SCRIPT_SECONDS = re.compile(r"^vocl-bench-script-seconds ([0-9.]+)$", re.M)
 
 
-def start_daemons(tmp, proxyd, n, env, address="127.0.0.1", daemons_on=()):
+def start_daemons(tmp, proxyd, n, env, address="127.0.0.1", daemons_on=(), options=()):
     """n daemons (bench1..benchN, one PoCL device each) listening on
-    address, each on a port the kernel picks, written to tmp/benchI.port;
-    each command after the prefix daemons_on (vocl-cluster exec HOST), else
-    on this node; (their processes, the clients' environment).  UCX is kept
-    on loopback unless the caller's environment says otherwise."""
+    address, each on a port the kernel picks, written to tmp/benchI.port,
+    with options added (--daemon-option); each command after the prefix
+    daemons_on (vocl-cluster exec HOST), else on this node; (their
+    processes, the clients' environment).  UCX is kept on loopback unless
+    the caller's environment says otherwise."""
     env = dict(env, HOME=os.path.join(tmp, "home"), VOCL_CTL_DIR=os.path.join(tmp, "ctl"),
                POCL_DEVICES="pthread")
     env.setdefault("UCX_NET_DEVICES", "lo")
@@ -705,7 +706,8 @@ def start_daemons(tmp, proxyd, n, env, address="127.0.0.1", daemons_on=()):
             procs.append(start_listening(
                 list(daemons_on) + [proxyd, "--listen", "--name", "bench%d" % i, "-v",
                                     "--address", address, "--port", "0",
-                                    "--port-file", daemon_port_file(tmp, i)], denv,
+                                    "--port-file", daemon_port_file(tmp, i)] + list(options),
+                denv,
                 os.path.join(tmp, "bench%d.log" % i), "daemon bench%d" % i))
     except BaseException:
         stop_all(procs)
@@ -777,7 +779,8 @@ def daemon_main(a, worker):
     base = dict(os.environ)
     base.pop("VOCL_PIPELINE", None)
     with tempfile.TemporaryDirectory(prefix="vocl-bench-") as tmp:
-        procs, env = start_daemons(tmp, proxyd, a.daemons, base)
+        procs, env = start_daemons(tmp, proxyd, a.daemons, base,
+                                   options=a.daemon_option or ())
         try:
             native = Run("native", [worker] + wargs, env)
             one = Run("VOCL, 1 daemon", [worker] + wargs,
@@ -1085,6 +1088,9 @@ def parse_args(argv):
                         "(daemon mode, over UCX), N daemons for the "
                         "first call's connect time, one for the rest; with --cluster "
                         "(N = 1): in daemon mode there")
+    p.add_argument("--daemon-option", metavar="OPTION", action="append",
+                   help="--daemons: give the daemons this option too (repeat for more; "
+                        "--daemon-option=--busy-share)")
     p.add_argument("--cluster", action="store_true",
                    help="instead: native, raw MPI and VOCL between two hosts of a "
                         "vocl-cluster (network namespaces, needs root) on a shaped link; "

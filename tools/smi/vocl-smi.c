@@ -5,7 +5,9 @@
  * libvocl: it connects as an application does (VOCL_PROXIES, a proxies
  * file, or the names given), and asks each proxy its STATE.
  *
- *   vocl-smi [--watch SECONDS [--count N]] [PROXY...]
+ *   vocl-smi [--json] [--watch SECONDS [--count N]] [PROXY...]
+ *
+ * --json: one JSON object a proxy, a line each, for programs.
  */
 #include <CL/cl.h>
 
@@ -35,6 +37,7 @@ static void usage(FILE *f)
             "                       /etc/vocl/proxies, or the job's (under vocl-run)\n"
             "  -w, --watch SECONDS  again every SECONDS, until interrupted\n"
             "  -c, --count N        with --watch: N times, then exit\n"
+            "  -j, --json           one JSON object per proxy, each on a line of its own\n"
             "  -h, --help           this help\n"
             "Exit status: 0; 1 when no proxy answers; 2 on bad usage.  See vocl-smi(1).\n");
 }
@@ -56,8 +59,95 @@ static bool mine(const struct vocl_rec_session_state *s)
     return s->pid == (uint64_t)getpid();
 }
 
-/* One proxy's STATE, as a table; false past the last proxy. */
-static bool show(int i, int *shown)
+/* s (n bytes, from a proxy) as a JSON string: quotes, backslashes and
+ * control characters escaped, bytes that are not UTF-8 as U+FFFD. */
+static void json_str(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\') {
+            printf("\\%c", c);
+        } else if (c < 0x20 || c == 0x7f) {
+            printf("\\u%04x", c);
+        } else if (c < 0x80) {
+            putchar((int)c);
+        } else {
+            /* A whole sequence (its lead byte's length, continuation bytes
+             * after it; no overlong form, surrogate, or past U+10FFFF)
+             * passes as it is. */
+            size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+            unsigned c1 = i + 1 < n ? p[i + 1] : 0;
+            bool range = c == 0xe0   ? c1 >= 0xa0
+                         : c == 0xed ? c1 < 0xa0
+                         : c == 0xf0 ? c1 >= 0x90
+                         : c == 0xf4 ? c1 < 0x90
+                                     : true;
+            size_t k = 1;
+            while (len && k < len && i + k < n && (p[i + k] & 0xc0) == 0x80)
+                k++;
+            if (len && k == len && range) {
+                fwrite(p + i, 1, len, stdout);
+                i += len - 1;
+            } else {
+                printf("\\ufffd");
+            }
+        }
+    }
+    putchar('"');
+}
+
+/* One proxy's STATE as one JSON object on a line (st: NULL when it does
+ * not answer). */
+static void show_json(const char *name, const struct vocl_msg_STATE_rep *st, time_t now)
+{
+    printf("{\"proxy\":");
+    json_str(name, strlen(name));
+    printf(",\"time\":%lld,\"answers\":%s", (long long)now, st ? "true" : "false");
+    if (!st) {
+        printf("}\n");
+        return;
+    }
+    struct vocl_rd it;
+    struct vocl_rec_device_state d;
+    struct vocl_rec_session_state s;
+    printf(",\"objects\":%" PRIu64 ",\"memory_bytes\":%" PRIu64 ",\"devices\":[", st->objects,
+           st->bytes);
+    vocl_rd_init(&it, st->devices.raw, st->devices.raw_len);
+    for (uint32_t k = 0; vocl_next_device_state(&it, &d); k++) {
+        printf("%s{\"device\":%" PRIu32 ",\"name\":", k ? "," : "", k);
+        json_str(d.name.p, d.name.len);
+        printf(",\"global_memory_bytes\":%" PRIu64 ",\"busy_share\":", d.global_mem);
+        if (d.busy <= 1000) /* (else not measured: voclproxyd --busy-share) */
+            printf("%" PRIu32 ".%03" PRIu32 "}", d.busy / 1000, d.busy % 1000);
+        else
+            printf("null}");
+    }
+    printf("],\"sessions\":[");
+    vocl_rd_init(&it, st->sessions.raw, st->sessions.raw_len);
+    for (bool first = true; vocl_next_session_state(&it, &s);) {
+        if (mine(&s))
+            continue;
+        printf("%s{\"session\":%" PRIu32 ",\"user\":", first ? "" : ",", s.id);
+        json_str(s.user.p, s.user.len);
+        printf(",\"host\":");
+        json_str(s.host.p, s.host.len);
+        if (s.pid)
+            printf(",\"pid\":%" PRIu64, s.pid);
+        else
+            printf(",\"pid\":null");
+        printf(",\"seconds\":%" PRIu64 ",\"objects\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
+               ",\"host_memory_bytes\":%" PRIu64 "}",
+               s.seconds, s.objects, s.bytes, s.host_mem);
+        first = false;
+    }
+    printf("]}\n");
+}
+
+/* One proxy's STATE, as a table (json: as show_json); false past the
+ * last proxy. */
+static bool show(int i, int *shown, bool json)
 {
     char name[256], a[32], b[32];
     void *rep;
@@ -70,7 +160,15 @@ static bool show(int i, int *shown)
     struct vocl_msg_STATE_rep st;
     vocl_rd_init(&r, rep, len);
     if (rc > 0 || vocl_dec_STATE_rep(&r, &st) || r.fail) {
-        printf("proxy %s: does not answer (it died, or refused this client)\n", name);
+        if (json)
+            show_json(name, NULL, time(NULL));
+        else
+            printf("proxy %s: does not answer (it died, or refused this client)\n", name);
+        free(rep);
+        return true;
+    }
+    if (json) {
+        show_json(name, &st, time(NULL));
         free(rep);
         return true;
     }
@@ -120,13 +218,15 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"watch", required_argument, NULL, 'w'},
                                              {"count", required_argument, NULL, 'c'},
+                                             {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     double watch = 0;
+    bool json = false;
     long count = -1;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "w:c:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "w:c:jh", longopts, NULL)) != -1) {
         switch (c) {
         case 'w':
             watch = strtod(optarg, &end);
@@ -142,6 +242,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'j': json = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -166,17 +267,19 @@ int main(int argc, char **argv)
         time_t now = time(NULL);
         char when[64];
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&now));
-        printf("vocl-smi  %s\n", when);
+        if (!json)
+            printf("vocl-smi  %s\n", when);
         int shown = 0;
-        for (int i = 0; show(i, &shown); i++)
+        for (int i = 0; show(i, &shown, json); i++)
             ;
-        if (!shown)
+        if (!shown && !json)
             printf("no proxy (only devices of this node)\n");
         fflush(stdout);
         if (watch <= 0 || (count > 0 && round + 1 >= count))
             return shown ? 0 : 1;
         nanosleep(&(struct timespec){(time_t)watch, (long)((watch - (long)watch) * 1e9)},
                   NULL);
-        printf("\n");
+        if (!json)
+            printf("\n");
     }
 }
