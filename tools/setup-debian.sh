@@ -4,6 +4,9 @@
 set -eu
 pkgs="build-essential meson ninja-build pkg-config python3 mpich libmpich-dev libucx-dev ucx-utils
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libcmocka-dev clinfo man-db"
+# Slurm's plugin headers (tools/slurm's SPANK plugin): headers and a
+# library only, no service.
+pkgs="$pkgs libslurm-dev"
 # The external suite: independently written OpenCL clients (tests/external).
 pkgs="$pkgs piglit clpeak clblast-tests hashcat python3-pyopencl python3-numpy"
 # PyOpenCL's own tests (suite pyopencl-upstream).
@@ -27,7 +30,7 @@ pkgs="$pkgs clang libclang-rt-14-dev"
 openmpi=""
 for arg in "$@"; do
     case "$arg" in
-        --cluster) pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client libslurm-dev" ;;
+        --cluster) pkgs="$pkgs iproute2 munge slurmctld slurmd slurm-client" ;;
         --openmpi) openmpi=1 pkgs="$pkgs libopenmpi-dev" ;;
     esac
 done
