@@ -274,9 +274,16 @@ void vocl_conn_fail(struct vocl_conn *c, const char *why)
     atomic_store(&c->dead, true);
 }
 
+/* At most this many passes a call: what has arrived is taken (a large
+ * transfer's next segments on TCP, a pass each) without starving others. */
+#define PROGRESS_PASSES 64
+
 bool vocl_conn_progress(struct vocl_conn *c)
 {
-    return ucp_worker_progress(c->worker) != 0;
+    int passes = 0;
+    while (passes < PROGRESS_PASSES && ucp_worker_progress(c->worker))
+        passes++;
+    return passes > 0;
 }
 
 bool vocl_conn_dead(struct vocl_conn *c)
