@@ -89,6 +89,25 @@ static int move_span(struct vocl_call *c, bool write, bool blocking, char *host,
     return 0;
 }
 
+/* A non-blocking write of the host rows r (from p) that a read is still to
+ * fill: it may not wait for that here, so it is enqueued as a copy from a
+ * buffer filled once the read has landed (hostreads.c).  False: no such
+ * read (or a local proxy), nothing done; true: *err is the call's. */
+static bool deferred(struct vocl_obj *q, cl_command_type type, cl_mem dst, const size_t *origin,
+                     const size_t *region, size_t row_pitch, size_t slice_pitch, const void *p,
+                     const struct rect *r, cl_uint nwl, const cl_event *wl, cl_event *event,
+                     cl_int *err)
+{
+    if (q->px->local)
+        return false;
+    struct vocl_deferred_write w = {
+        .type = type, .dst = dst, .row_pitch = row_pitch, .slice_pitch = slice_pitch,
+        .rows = {p, r->row_bytes, r->rows, r->slices, r->row_pitch, r->slice_pitch}};
+    memcpy(w.origin, origin, sizeof(w.origin));
+    memcpy(w.region, region, sizeof(w.region));
+    return vocl_write_deferred(q, &w, nwl, wl, event, err);
+}
+
 static bool region_ok(const size_t *region)
 {
     return region && region[0] && region[1] && region[2];
@@ -121,20 +140,12 @@ static cl_int buffer_rect(bool write, cl_command_queue command_queue, cl_mem buf
               host_slice_pitch);
     const size_t zero[3] = {0, 0, 0};
     char *host = (char *)ptr + r.offset;
-    if (write && !blocking && !q->px->local) {
-        /* Its memory is still to be filled by a read: it may not wait for
-         * that here (hostreads.c). */
-        struct vocl_deferred_write w = {
-            .type = CL_COMMAND_WRITE_BUFFER_RECT, .dst = buffer,
-            .row_pitch = buffer_row_pitch, .slice_pitch = buffer_slice_pitch,
-            .rows = {host, r.row_bytes, r.rows, r.slices, r.row_pitch, r.slice_pitch}};
-        memcpy(w.origin, buffer_origin, sizeof(w.origin));
-        memcpy(w.region, region, sizeof(w.region));
-        cl_int err;
-        if (vocl_write_deferred(q, &w, nwl, wl, event, &err)) {
-            vocl_call_end(&c);
-            return err;
-        }
+    cl_int err;
+    if (write && !blocking &&
+        deferred(q, CL_COMMAND_WRITE_BUFFER_RECT, buffer, buffer_origin, region, buffer_row_pitch,
+                 buffer_slice_pitch, host, &r, nwl, wl, event, &err)) {
+        vocl_call_end(&c);
+        return err;
     }
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     if (write)
@@ -372,17 +383,12 @@ cl_int vocl_image_rw(bool write, bool host, cl_command_queue command_queue, cl_m
     size_t rp = row_pitch ? row_pitch : region[0] * im->elem_size;
     rect_init(&r, zero, region[0] * im->elem_size, rows, slices, rp,
               rs ? (slice_pitch ? slice_pitch : rp) : slice_pitch);
-    if (write && !blocking && !q->px->local) { /* (as a rect's, above) */
-        struct vocl_deferred_write w = {
-            .type = CL_COMMAND_WRITE_IMAGE, .dst = image,
-            .rows = {ptr, r.row_bytes, r.rows, r.slices, r.row_pitch, r.slice_pitch}};
-        memcpy(w.origin, origin, sizeof(w.origin));
-        memcpy(w.region, region, sizeof(w.region));
-        cl_int err;
-        if (vocl_write_deferred(q, &w, nwl, wl, event, &err)) {
-            vocl_call_end(&c);
-            return err;
-        }
+    cl_int err;
+    if (write && !blocking &&
+        deferred(q, CL_COMMAND_WRITE_IMAGE, image, origin, region, 0, 0, ptr, &r, nwl, wl, event,
+                 &err)) {
+        vocl_call_end(&c);
+        return err;
     }
     vocl_mem_use(&c, m, write ? VOCL_USE_RW : VOCL_USE_R);
     /* A non-blocking read whose rows and slices are packed (a map's shadow)
