@@ -243,15 +243,12 @@ void vocl_conn_close(struct vocl_conn *c)
         return;
     if (c->ep) {
         /* Flushed when the peer is there (what was sent arrives), at most
-         * a second; by force when it is not. */
+         * a second; by force when it is not.  (An endpoint is closed once:
+         * a second close is UCX's error; the worker's end ends the rest.) */
         bool force = atomic_load(&c->dead) || atomic_load(&c->closing);
         ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                   .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-        ucs_status_t st = wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u, NULL, 0);
-        if (st == UCS_ERR_TIMED_OUT && !force) {
-            rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-            wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u, NULL, 0);
-        }
+        wait_req(c, ucp_ep_close_nbx(c->ep, &rp), 1000000000u, NULL, 0);
     }
     conn_free(c);
 }
