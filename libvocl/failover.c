@@ -489,9 +489,11 @@ static void *rejoin(void *arg)
     if (on) { /* (else px keeps them, dead, until the application leaves) */
         vocl_live_unlink(r->old_live);
         vocl_conn_close(r->old_conn);
-    } else if (s) { /* (the log could not be posted there: nothing of it stays) */
-        vocl_live_unlink(s->live);
-        vocl_conn_close(s->conn);
+    } else if (s) { /* (the log could not be posted there) */
+        if (px->conn != s->conn) { /* (else px has it now, closed as it leaves) */
+            vocl_live_unlink(s->live);
+            vocl_conn_close(s->conn);
+        }
         vocl_xport_fail(px, what);
     } else {
         if (!s)
