@@ -438,6 +438,7 @@ struct rejoin {
     char *host; /* where px's daemon was */
     int port;
     char *name;
+    char what[128]; /* (said by the thread: no lock held while stderr may block) */
 };
 
 /* A new session on the daemon at host:port, if px's session can go on
@@ -458,6 +459,8 @@ static void *rejoin(void *arg)
 {
     struct rejoin *r = arg;
     struct vocl_proxy *px = r->px;
+    vocl_info("proxy %s: %s: its session waits for the daemon to be back, or another "
+              "(VOCL_FAILOVER_WAIT)", r->name, r->what);
     const char *w = getenv("VOCL_FAILOVER_WAIT");
     double secs = w && *w ? atof(w) : 30.0;
     if (secs <= 0)
@@ -519,6 +522,7 @@ static bool start_rejoin(struct vocl_proxy *px, const char *what)
     }
     *r = (struct rejoin){.px = px, .old_conn = px->conn, .old_live = px->live,
                          .host = r->host, .port = px->daemon_port, .name = r->name};
+    snprintf(r->what, sizeof(r->what), "%s", what);
     snprintf(l->held, sizeof(l->held), "%s", what);
     l->failed_ns = vocl_now_ns();
     px->replaying = true;
@@ -526,11 +530,8 @@ static bool start_rejoin(struct vocl_proxy *px, const char *what)
     px->nbatch = 0;
     /* Nothing more comes from the dead one: the reads on their way are
      * received again from where the session goes on (go_on). */
-    if (vocl_thread_detached(rejoin, r) == 0) {
-        vocl_info("proxy %s: %s: its session waits for the daemon to be back, or another "
-                  "(VOCL_FAILOVER_WAIT)", px->name, what);
+    if (vocl_thread_detached(rejoin, r) == 0)
         return true;
-    }
     l->held[0] = '\0';
     px->replaying = false;
     free(r->host), free(r->name), free(r);
