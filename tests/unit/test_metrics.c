@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "metrics.h"
+#include "scratch.h"
 
 static char dir[] = "/tmp/vocl-metrics-XXXXXX";
 static char path[sizeof(dir) + 32];
@@ -35,9 +36,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[64];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd);
+    return scratch_remove(dir);
 }
 
 /* text (n bytes) into path. */

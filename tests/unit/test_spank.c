@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../../tools/slurm/spank_vocl.c"
+#include "scratch.h"
 
 /* The stubs' world: the context, the job, its --vocl-gpus, what was set
  * and said. */
@@ -107,9 +108,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[64];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd);
+    return scratch_remove(dir);
 }
 
 /* A fresh pool file (and no job's assignment left). */

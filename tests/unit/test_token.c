@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "token.h"
+#include "scratch.h"
 
 static char dir[] = "/tmp/vocl-token-XXXXXX";
 
@@ -30,9 +31,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[64];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    return system(cmd);
+    return scratch_remove(dir);
 }
 
 /* Writes text into dir/name with mode; the token's path set to it. */
