@@ -546,6 +546,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapImage(
         }
     }
     if (mp) {
+        if (event)
+            vocl_event_says(vocl_lookup(*event, VOCL_T_EVENT), CL_COMMAND_MAP_IMAGE);
         *image_row_pitch = mp->row_pitch;
         if (image_slice_pitch)
             *image_slice_pitch = mp->slice_pitch;

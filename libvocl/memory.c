@@ -421,13 +421,19 @@ static void *shared_memory(struct vocl_mem *m)
     return p;
 }
 
-/* The event of a buffer transfer says so, whatever command ran for it: a
- * marker after a transfer in shared memory, or on the proxy a large read,
- * which is a map and an unmap there. */
+/* An event says the command the application asked for, whatever ran for
+ * it: a marker after a transfer or a map in shared memory, on the proxy a
+ * large read (which is a map and an unmap there), a map's read into its
+ * shadow, an unmap's write back from it. */
+void vocl_event_says(struct vocl_obj *event, cl_command_type t)
+{
+    if (event)
+        vocl_info_know(event, VOCL_OP_clGetEventInfo, CL_EVENT_COMMAND_TYPE, &t, sizeof(t));
+}
+
 static void transfer_event(struct vocl_obj *event, bool write)
 {
-    cl_command_type t = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
-    vocl_info_know(event, VOCL_OP_clGetEventInfo, CL_EVENT_COMMAND_TYPE, &t, sizeof(t));
+    vocl_event_says(event, write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER);
 }
 
 /*
@@ -638,7 +644,57 @@ static void mapping_free(struct vocl_mapping *mp)
 {
     if (mp->owned)
         free(mp->ptr);
+    if (mp->alias)
+        munmap(mp->alias, mp->offset + mp->size);
     free(mp);
+}
+
+/*
+ * A map of a buffer a proxy of this node shares, where the device works in
+ * that memory: a pointer into it, no copy (as a CPU driver maps natively),
+ * once the commands before it have ended (as shared_xfer).  The pointer is
+ * a view of its own (mremap of the shared pages), so that it outlives a
+ * move of the buffer to another proxy; a write map of a buffer that moved
+ * while mapped is written back at unmap.  False: the shadow path runs.
+ */
+static bool shared_map(cl_command_queue command_queue, struct vocl_mem *m, cl_bool blocking,
+                       cl_map_flags flags, size_t offset, size_t size, cl_uint nwl,
+                       const cl_event *wl, cl_event *event, struct vocl_mapping *mp, cl_int *err)
+{
+    struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
+    if ((nwl && !blocking) || !q || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
+        m->mem_type || m->host_ptr || m->obj.context != q->obj.context || size == 0 ||
+        (nwl && vocl_wl_check(&q->obj, nwl, wl)))
+        return false;
+    bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
+    if (!drained && !blocking)
+        return false;
+    void *shared = shared_memory(m);
+    if (!shared || atomic_load(&m->obj.px->dead) ||
+        (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0 && errno == ESRCH))
+        return false; /* (a proxy that died: the shadow path says so) */
+    void *alias = mremap(shared, 0, offset + size, MREMAP_MAYMOVE);
+    if (alias == MAP_FAILED)
+        return false;
+    if ((nwl && (*err = clWaitForEvents(nwl, wl)) != CL_SUCCESS) ||
+        (!drained && (*err = clFinish(command_queue)) != CL_SUCCESS)) {
+        munmap(alias, offset + size);
+        return true;
+    }
+    *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
+    if (*err != CL_SUCCESS) {
+        munmap(alias, offset + size);
+        return true;
+    }
+    if (event) {
+        struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
+        vocl_event_says(e, CL_COMMAND_MAP_BUFFER);
+        vocl_event_known_complete(e);
+    }
+    vocl_prof_shared(size);
+    *mp = (struct vocl_mapping){.ptr = (char *)alias + offset, .alias = alias, .shared = shared,
+                                .offset = offset, .size = size, .flags = flags};
+    return true;
 }
 
 void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, cl_mem buffer,
@@ -659,9 +715,23 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
                                     map_flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
         vocl_call_error(&c, CL_INVALID_OPERATION);
     if (!c.err && !c.px->local) {
-        /* Remote: read into a shadow (unless the map discards the contents). */
+        /* Remote: in the memory a proxy of this node shares, else read into a
+         * shadow (unless the map discards the contents). */
         struct vocl_mem *mm = vocl_as_mem(m);
         struct vocl_mapping *mp = calloc(1, sizeof(*mp));
+        cl_int err;
+        if (mp && shared_map(command_queue, mm, blocking_map, map_flags, offset, size,
+                             num_events_in_wait_list, event_wait_list, event, mp, &err)) {
+            vocl_call_end(&c);
+            if (errcode_ret)
+                *errcode_ret = err;
+            if (err != CL_SUCCESS) {
+                free(mp);
+                return NULL;
+            }
+            vocl_mapping_add(mm, mp);
+            return mp->ptr;
+        }
         ptr = mm->host_ptr ? (char *)mm->host_ptr + offset : malloc(size);
         if (!mp || !ptr) {
             free(mp);
@@ -672,7 +742,6 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
                 *errcode_ret = CL_OUT_OF_HOST_MEMORY;
             return NULL;
         }
-        cl_int err;
         if (map_flags & CL_MAP_WRITE_INVALIDATE_REGION)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
@@ -687,6 +756,8 @@ void * CL_API_CALL vocl_hand_clEnqueueMapBuffer(cl_command_queue command_queue, 
                 *errcode_ret = err;
             return NULL;
         }
+        if (event)
+            vocl_event_says(vocl_lookup(*event, VOCL_T_EVENT), CL_COMMAND_MAP_BUFFER);
         mp->ptr = ptr;
         mp->owned = !mm->host_ptr;
         mp->offset = offset;
@@ -741,6 +812,9 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
             return CL_INVALID_VALUE;
         cl_int err = CL_SUCCESS;
         bool write = mp->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION);
+        /* A map in the shared memory wrote in place, unless the buffer moved since. */
+        if (mp->alias && mp->shared == vocl_as_mem(m)->shm)
+            write = false;
         /* What goes back is the shadow: the map's read is in it first. */
         if (write && mp->ticket)
             err = vocl_xport_land(mp->px, mp->queue, mp->ticket, mp->ticket);
@@ -754,6 +828,8 @@ cl_int CL_API_CALL vocl_hand_clEnqueueUnmapMemObject(cl_command_queue command_qu
         else if (err == CL_SUCCESS)
             err = clEnqueueMarkerWithWaitList(command_queue, num_events_in_wait_list,
                                               event_wait_list, event);
+        if (err == CL_SUCCESS && event)
+            vocl_event_says(vocl_lookup(*event, VOCL_T_EVENT), CL_COMMAND_UNMAP_MEM_OBJECT);
         mapping_free(mp);
         return err;
     }

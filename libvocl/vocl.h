@@ -580,6 +580,8 @@ void vocl_info_keep(struct vocl_obj *o, unsigned op, uint64_t param, uint64_t ke
                     uint64_t n, const struct vocl_bytes *v);
 /* An answer known without asking (at o's creation): kept as if asked. */
 void vocl_info_know(struct vocl_obj *o, unsigned op, uint64_t param, const void *v, size_t n);
+/* e (NULL: none) says it is a command of type t, whatever ran for it. */
+void vocl_event_says(struct vocl_obj *e, cl_command_type t);
 void vocl_info_forget(struct vocl_obj *o);
 
 /* --- replicas (replica.c), coherence (coherence.c), event mirrors (mirror.c) -------------------
@@ -850,6 +852,10 @@ struct vocl_mapping {
     struct vocl_mapping *next;
     void *ptr;
     bool owned; /* the shadow was allocated for the map (not a USE_HOST_PTR pointer) */
+    /* A map of memory a proxy of this node shares (no shadow): alias is the
+     * map's own view of it (munmapped at unmap: the buffer may move, and
+     * its memory go, while mapped), shared the buffer's view then. */
+    void *alias, *shared;
     bool image;
     cl_map_flags flags;
     size_t offset, size;                  /* buffers */

@@ -1,6 +1,7 @@
 /*
  * shared.c - blocking transfers of buffers that a proxy of this node shares
- * (common/shm.h: one memcpy on the client) keep the queue's order:
+ * (common/shm.h: one memcpy on the client, and maps in place) keep the
+ * queue's order:
  *
  *  1. a blocking write, then a kernel adds 1 (held back 100 ms by a user
  *     event another thread sets), then a blocking read: it must see the
@@ -14,6 +15,9 @@
  *  6. as PyOpenCL transfers: a kernel on another queue (held back), then a
  *     blocking read that waits for its event and asks for one of its own,
  *     which must say it is a read; a blocking write likewise;
+ *  7. a kernel (held back), then a blocking map: it sees the kernel's
+ *     result; a write map of the middle half, the unmap (their events say
+ *     what they are), a kernel: it works on what was written through it;
  *  and all of it again on a buffer too small to be shared.
  *
  * Prints one line per check; the output is the same natively and through
@@ -178,6 +182,35 @@ static int run(size_t bytes, const char *what)
     CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
     ok = ok && holds(got, 0, n, 11, 0);
     printf("%s: transfers with events in and out, a kernel on another queue: %s\n", what,
+           ok ? "yes" : "NO");
+    failed += !ok;
+
+    /* Maps (in place where the buffer is shared): a blocking map after a
+     * kernel (held back) sees its result; what is written through a map of
+     * the middle half is what a kernel after the unmap works on. */
+    opener = launch(buf, n, 1);
+    int *p = clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &err);
+    CHECK(err);
+    pthread_join(opener, NULL);
+    ok = holds(p, 0, n, 11, 1);
+    CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, NULL));
+    cl_event mapped;
+    p = clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_WRITE, bytes / 4, bytes / 2, 0, NULL, &mapped,
+                           &err);
+    CHECK(err);
+    for (size_t i = 0; i < n / 2; i++)
+        p[i] = (int)(n / 4 + i) * 13;
+    ok = ok && command_type(mapped) == CL_COMMAND_MAP_BUFFER;
+    CHECK(clReleaseEvent(mapped));
+    CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, &mapped));
+    ok = ok && command_type(mapped) == CL_COMMAND_UNMAP_MEM_OBJECT;
+    CHECK(clReleaseEvent(mapped));
+    opener = launch(buf, n, 1);
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, bytes, got, 0, NULL, NULL));
+    pthread_join(opener, NULL);
+    ok = ok && holds(got, 0, n / 4, 11, 2) && holds(got, n / 4, 3 * n / 4, 13, 1) &&
+         holds(got, 3 * n / 4, n, 11, 2);
+    printf("%s: a map after a kernel sees it, a write map lands before the next: %s\n", what,
            ok ? "yes" : "NO");
     failed += !ok;
 

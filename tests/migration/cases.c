@@ -12,7 +12,9 @@
  *              ten moves there and back keep the data
  *   events     an event of before is complete after, and a wait list
  *              naming it works
- *   map        a region mapped before is unmapped after: its writes land
+ *   map        a region mapped before is unmapped after: its writes land;
+ *              the same with a buffer shared with a proxy of this node
+ *              (mapped in place), written before and after the move
  *   sub        a sub-buffer keeps its region and its bytes
  *   image      a 2D image keeps its format, shape and pixels
  *   long       a kernel that runs past VOCL_MIGRATE_WAIT_MS: refused, saying
@@ -266,6 +268,30 @@ int main(int argc, char **argv)
     CHECK(clEnqueueUnmapMemObject(q, buf, p, 0, NULL, NULL));
     total = 100;
     expect(sum_check(q, buf, total) == CL_SUCCESS, "map: the writes through the map landed");
+
+    /* map-shared: the same with a buffer large enough to be shared with a
+     * proxy of this node, which maps it in place: the memory the pointer
+     * shows leaves with the move, and the writes through it still land */
+    enum { BIG = (4 << 20) / sizeof(int) };
+    cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, BIG * sizeof(int), NULL, &err);
+    CHECK(err);
+    p = clEnqueueMapBuffer(q, big, CL_TRUE, CL_MAP_WRITE, 0, BIG * sizeof(int), 0, NULL, NULL,
+                           &err);
+    CHECK(err);
+    for (int i = 0; i < (int)BIG; i++)
+        p[i] = 3 * i;
+    expect(move(), "map-shared: the migration with a shared region mapped");
+    for (int i = 0; i < (int)BIG; i += 2)
+        p[i] = 5 * i; /* (and some after the move) */
+    CHECK(clEnqueueUnmapMemObject(q, big, p, 0, NULL, NULL));
+    int *got = malloc(BIG * sizeof(int));
+    CHECK(clEnqueueReadBuffer(q, big, CL_TRUE, 0, BIG * sizeof(int), got, 0, NULL, NULL));
+    int bad = 0;
+    for (int i = 0; i < (int)BIG && !bad; i++)
+        bad = got[i] != (i % 2 ? 3 : 5) * i;
+    expect(!bad, "map-shared: the writes through the map, before and after the move, landed");
+    free(got);
+    CHECK(clReleaseMemObject(big));
 
     /* sub: a sub-buffer keeps its region and bytes */
     cl_buffer_region reg = {N / 2 * sizeof(int), N / 2 * sizeof(int)};
