@@ -65,6 +65,11 @@ static void fail_locked(struct vocl_proxy *px, const char *what)
         return;
     if (px->flog && vocl_failover_locked(px, what))
         return;
+    char why[256]; /* (daemon mode: what UCX said of the connection) */
+    if (px->conn && vocl_conn_dead(px->conn) && *vocl_conn_why(px->conn)) {
+        snprintf(why, sizeof(why), "%s (its connection: %s)", what, vocl_conn_why(px->conn));
+        what = why;
+    }
     if (px->name)
         vocl_error("proxy %s: %s: its devices are no longer available", px->name, what);
     else

@@ -101,6 +101,14 @@ if [ "$what" = apps ] && [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null; 
 fi
 
 daemons=(vc1 vc2 vc3 vc4)
+# A failure shows the daemons' side of it too.
+fail() {
+    echo "FAIL: $*"
+    for h in "${daemons[@]}"; do
+        [ -s "$tmp/$h.log" ] && { echo "--- the end of $h's log:"; tail -n 12 "$tmp/$h.log"; }
+    done
+    exit 1
+}
 devs=$(printf 'pthread %.0s' 1 2 3 4 5 6 7 8)
 for h in "${daemons[@]}"; do
     POCL_DEVICES=${devs% } "$cluster" exec "$h" "$proxyd" --listen --name "$h" -v "${opts[@]}" \
@@ -301,7 +309,7 @@ apps)
         local start=$SECONDS
         timeout 150 "$cluster" exec vc5 "${as[@]}" env VOCL_PROXIES="$proxies" LD_PRELOAD="$lib" \
             "$examples/$app" "$@" >"$tmp/$app.out" 2>&1 ||
-            fail "$app as $u: exit $?: $(tail -5 "$tmp/$app.out")"
+            fail "$app as $u: exit $?: $(grep -m 8 'libvocl' "$tmp/$app.out"; tail -5 "$tmp/$app.out")"
         echo -n "$app as $u ($((SECONDS - start)) s): "
         check "$app" "$tmp/$app.out" "$u"
     }
