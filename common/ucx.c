@@ -62,6 +62,14 @@ static void context_init(void)
      * unless the user names the transports. */
     if (!getenv("UCX_TLS") && !getenv("VOCL_UCX_TLS"))
         ucp_config_modify(cfg, "TLS", "^sm");
+    /* Several threads progress one connection's worker (a daemon's request
+     * loop, its stream of reads' chunks, its liveness thread).  UCX guards
+     * a worker with a spinlock by default: a thread that finds it taken
+     * spins out its time slice while the holder waits for a core.  A mutex
+     * sleeps: reads of 16 and 64 MiB over the harness's 10 Gbit/s link went
+     * from 0.84-0.96 of raw UCX to 0.99-1.01 (docs/report/daemon). */
+    if (!getenv("UCX_USE_MT_MUTEX") && !getenv("VOCL_UCX_USE_MT_MUTEX"))
+        ucp_config_modify(cfg, "USE_MT_MUTEX", "y");
     /* (Workers shared: each connection's worker is made and progressed by
      * threads of their own, the accept thread and the greeting ones.) */
     ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
