@@ -3,13 +3,15 @@
 # stress-ng keeps every core busy while meson runs each suite ROUNDS times.
 # A test that depends on when a kill lands, or on a sleep, fails here.
 #
-#   docs/report/loaded/run.sh [BUILD_DIR] [ROUNDS]   (as root: the daemon
-#   suite makes users of its own)
+#   docs/report/loaded/run.sh [BUILD_DIR] [ROUNDS] [SUITE...]   (as root:
+#   the daemon suite makes users of its own; SUITEs: those three)
 set -u
 build=${1:-build}
 rounds=${2:-5}
+shift 2 2>/dev/null || shift $#
+suites=${*:-migration reliability daemon}
 here=$(dirname "$0")
-out=$here/results.txt
+out=$here/results-$(git rev-parse --short HEAD).txt
 command -v stress-ng >/dev/null || { echo "run.sh: needs stress-ng (apt-get install stress-ng)" >&2; exit 2; }
 
 stress-ng --cpu "$(nproc)" --timeout 4h --quiet &
@@ -22,7 +24,7 @@ trap 'kill $hog 2>/dev/null' EXIT INT TERM
 } > "$out"
 fails=0
 for r in $(seq "$rounds"); do
-    for suite in migration reliability daemon; do
+    for suite in $suites; do
         t0=$(date +%s)
         meson test -C "$build" --suite "$suite" --no-rebuild --print-errorlogs \
             > "$here/round-$r-$suite.log" 2>&1
@@ -40,5 +42,5 @@ for r in $(seq "$rounds"); do
         fi
     done
 done
-echo "# $fails failed suite runs of $((rounds * 3))" | tee -a "$out"
+echo "# $fails failed suite runs of $((rounds * $(echo $suites | wc -w)))" | tee -a "$out"
 [ $fails -eq 0 ]
