@@ -472,6 +472,52 @@ int main(void)
     size_t w;
     CL(clGetImageInfo(im_out, CL_IMAGE_WIDTH, sizeof(w), &w, NULL));
     SAY("image width %zu\n", w);
+    /* What clGetImageInfo says of images of each shape (libvocl answers
+     * what the creation said itself): the same as natively, fields that do
+     * not apply 0 whatever the descriptor held. */
+    cl_image_desc shapes[] = {
+        {.image_type = CL_MEM_OBJECT_IMAGE1D, .image_width = 16, .image_height = 7,
+         .image_depth = 5, .image_array_size = 3},
+        {.image_type = CL_MEM_OBJECT_IMAGE1D_ARRAY, .image_width = 16, .image_height = 7,
+         .image_array_size = 3},
+        {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 16, .image_height = 7,
+         .image_depth = 5},
+        {.image_type = CL_MEM_OBJECT_IMAGE2D_ARRAY, .image_width = 16, .image_height = 7,
+         .image_array_size = 3},
+        {.image_type = CL_MEM_OBJECT_IMAGE3D, .image_width = 16, .image_height = 7,
+         .image_depth = 5, .image_array_size = 3},
+    };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        cl_image_format f8 = {CL_RGBA, CL_UNSIGNED_INT8};
+        cl_mem im = clCreateImage(ctx, CL_MEM_READ_WRITE, &f8, &shapes[i], NULL, &err);
+        CHECK(im && err == CL_SUCCESS, "an image of each shape");
+        if (!im)
+            continue;
+        static const cl_image_info sizes[] = {CL_IMAGE_ELEMENT_SIZE, CL_IMAGE_ROW_PITCH,
+                                              CL_IMAGE_WIDTH,        CL_IMAGE_HEIGHT,
+                                              CL_IMAGE_DEPTH,        CL_IMAGE_ARRAY_SIZE};
+        char line[256];
+        int at = snprintf(line, sizeof(line), "image of type %#x:",
+                          (unsigned)shapes[i].image_type);
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            size_t v = 99, got = 0;
+            CL(clGetImageInfo(im, sizes[k], sizeof(v), &v, &got));
+            at += snprintf(line + at, sizeof(line) - (size_t)at, " %zu (%zu B)", v, got);
+        }
+        cl_image_format back = {0, 0};
+        cl_uint mips = 99, samples = 99;
+        cl_mem under = (cl_mem)1;
+        CL(clGetImageInfo(im, CL_IMAGE_FORMAT, sizeof(back), &back, NULL));
+        CL(clGetImageInfo(im, CL_IMAGE_NUM_MIP_LEVELS, sizeof(mips), &mips, NULL));
+        CL(clGetImageInfo(im, CL_IMAGE_NUM_SAMPLES, sizeof(samples), &samples, NULL));
+        CL(clGetImageInfo(im, CL_IMAGE_BUFFER, sizeof(under), &under, NULL));
+        SAY("%s; format %#x %#x, mips %u, samples %u, buffer %s\n", line,
+            (unsigned)back.image_channel_order, (unsigned)back.image_channel_data_type, mips,
+            samples, under ? "set" : "none");
+        err = clGetImageInfo(im, CL_IMAGE_WIDTH, 1, &w, NULL);
+        SAY("image width into 1 byte: %d\n", err);
+        clReleaseMemObject(im);
+    }
     cl_uint nfmt;
     CL(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, NULL, &nfmt));
     CHECK(nfmt > 0, "supported image formats");
