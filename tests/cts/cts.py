@@ -18,7 +18,8 @@ a worker for each client) serves every sub-test, run under
 LD_PRELOAD=LIBVOCL; it must outlive them all.
 
 SUITE names are the CTS's folders (api, buffers, images/clGetInfo, ...);
-none: tier A of issue 61.  $VOCL_CTS_SUITES overrides them (spaces
+none: tier A of issue 61; `beyond`: the suites past it, in their quick
+modes (BEYOND).  $VOCL_CTS_SUITES overrides them (spaces
 between), $VOCL_CTS_ONLY keeps only the sub-tests it names (a regular
 expression), and $VOCL_CTS_KEEP names a folder for every log.  Never
 builds the CTS: that is the user's (docs/report/cts/).
@@ -50,6 +51,31 @@ SUITES = {
     'basic': 'test_basic',
 }
 TIER_A = list(SUITES)
+# Past tier A (the full setup's cts-beyond), in their quick modes: the
+# harness's -w (wimpy: fewer values, in every suite that reads it) and the
+# image suites' small_images (widths 1-13, heights 1-9).
+BEYOND = {
+    'allocations': 'test_allocations',
+    'thread_dimensions': 'test_thread_dimensions',
+    'vectors': 'test_vectors',
+    'c11_atomics': 'test_c11_atomics',
+    'non_uniform_work_group': 'test_non_uniform_work_group',
+    'subgroups': 'test_subgroups',
+    'select': 'test_select',
+    'relationals': 'test_relationals',
+    'commonfns': 'test_commonfns',
+    'geometrics': 'test_geometrics',
+    'integer_ops': 'test_integer_ops',
+    'images/kernel_read_write': 'test_image_streams',
+    'images/clCopyImage': 'test_cl_copy_images',
+    'images/clFillImage': 'test_cl_fill_images',
+    'images/clReadWriteImage': 'test_cl_read_write_images',
+    'conversions': 'test_conversions',
+    'math_brute_force': 'test_bruteforce',
+}
+SUITES.update(BEYOND)
+ARGS = dict({s: ['-w'] for s in BEYOND},
+            **{s: ['-w', 'small_images'] for s in BEYOND if s.startswith('images/')})
 LEFT_OUT = {
     'basic': re.compile(r'^(astype|async_.*|prefetch|imagedim_.*|hiloeo|explicit_s2v)$'),
 }
@@ -172,6 +198,8 @@ def main():
     if not os.path.isdir(root):
         sys.exit('cts.py: VOCL_CTS_DIR=%s is not a folder' % root)
     suites = os.environ.get('VOCL_CTS_SUITES', '').split() or sys.argv[4:] or TIER_A
+    if suites == ['beyond']:
+        suites = list(BEYOND)
     limit = float(os.environ.get('VOCL_CTS_LIMIT', '300'))
     only = re.compile(os.environ['VOCL_CTS_ONLY']) if os.environ.get('VOCL_CTS_ONLY') else None
     keep = os.environ.get('VOCL_CTS_KEEP')
@@ -213,7 +241,7 @@ def main():
                 continue
             if sub and only and not only.search(sub):
                 continue
-            args = [binary] + ([sub] if sub else [])
+            args = [binary] + ([sub] if sub else []) + ARGS.get(suite, [])
             label = '%s/%s' % (suite, sub or '*')
             base = os.path.join(tmp, re.sub(r'[^A-Za-z0-9_.-]', '_', label))
             os.chdir(cwd)
