@@ -436,6 +436,29 @@ static void transfer_event(struct vocl_obj *event, bool write)
     vocl_event_says(event, write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER);
 }
 
+/* Whether a command of q on m may use the memory m's proxy shares: a
+ * whole buffer of one proxy, in q's context (the proxy may not share it). */
+static bool may_share(const struct vocl_queue *q, const struct vocl_mem *m)
+{
+    return m->obj.px->shm && !m->obj.parent && !m->obj.reps && !m->mem_type &&
+           m->obj.context == q->obj.context;
+}
+
+/* m's shared memory, NULL where it has none or its proxy died.  The
+ * memory outlives a proxy that dies: its transfers must fail, and it is
+ * failed here.  (A proxy of another user: EPERM, alive.) */
+static void *shared_live(struct vocl_mem *m)
+{
+    void *shared = shared_memory(m);
+    if (!shared || atomic_load(&m->obj.px->dead))
+        return NULL;
+    if (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0 && errno == ESRCH) {
+        vocl_xport_fail(m->obj.px, "its process is gone: it died");
+        return NULL;
+    }
+    return shared;
+}
+
 /*
  * A transfer of a buffer that a proxy of this node shares: one memcpy, once
  * the commands before it on the queue have ended.  That is so when nothing
@@ -454,23 +477,16 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
 {
     struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
     struct vocl_mem *m = vocl_as_mem(vocl_lookup(buffer, VOCL_T_MEM));
-    if ((nwl && !blocking) || !q || !m || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
-        m->mem_type || m->maps || m->obj.context != q->obj.context || !ptr || size == 0 ||
+    if ((nwl && !blocking) || !q || !m || !may_share(q, m) || m->maps || !ptr || size == 0 ||
         offset > m->mem_size || size > m->mem_size - offset ||
         vocl_host_forbids(&m->obj, !write, write) || (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
     bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
         return false;
-    void *shared = shared_memory(m);
-    if (!shared || atomic_load(&m->obj.px->dead))
+    void *shared = shared_live(m);
+    if (!shared)
         return false;
-    /* The memory outlives a proxy that dies: its transfers must fail.  (A
-     * proxy of another user: EPERM, alive.) */
-    if (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0 && errno == ESRCH) {
-        vocl_xport_fail(m->obj.px, "its process is gone: it died");
-        return false;
-    }
     if (nwl && (*err = clWaitForEvents(nwl, wl)) != CL_SUCCESS)
         return true;
     if (!drained && (*err = clFinish(command_queue)) != CL_SUCCESS)
@@ -662,17 +678,15 @@ static bool shared_map(cl_command_queue command_queue, struct vocl_mem *m, cl_bo
                        const cl_event *wl, cl_event *event, struct vocl_mapping *mp, cl_int *err)
 {
     struct vocl_queue *q = vocl_as_queue(vocl_lookup(command_queue, VOCL_T_QUEUE));
-    if ((nwl && !blocking) || !q || !m->obj.px->shm || m->obj.parent || m->obj.reps ||
-        m->mem_type || m->host_ptr || m->obj.context != q->obj.context || size == 0 ||
+    if ((nwl && !blocking) || !q || !may_share(q, m) || m->host_ptr || size == 0 ||
         (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
     bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
     if (!drained && !blocking)
         return false;
-    void *shared = shared_memory(m);
-    if (!shared || atomic_load(&m->obj.px->dead) ||
-        (kill((pid_t)atomic_load(&m->obj.px->shm_pid), 0) != 0 && errno == ESRCH))
-        return false; /* (a proxy that died: the shadow path says so) */
+    void *shared = shared_live(m);
+    if (!shared)
+        return false;
     void *alias = mremap(shared, 0, offset + size, MREMAP_MAYMOVE);
     if (alias == MAP_FAILED)
         return false;
