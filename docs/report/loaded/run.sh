@@ -11,7 +11,8 @@ rounds=${2:-5}
 shift 2 2>/dev/null || shift $#
 suites=${*:-migration reliability daemon}
 here=$(dirname "$0")
-out=$here/results-$(git rev-parse --short HEAD).txt
+commit=$(git rev-parse --short HEAD)
+out=$here/results-$commit.txt
 command -v stress-ng >/dev/null || { echo "run.sh: needs stress-ng (apt-get install stress-ng)" >&2; exit 2; }
 
 stress-ng --cpu "$(nproc)" --timeout 4h --quiet &
@@ -27,18 +28,18 @@ for r in $(seq "$rounds"); do
     for suite in $suites; do
         t0=$(date +%s)
         meson test -C "$build" --suite "$suite" --no-rebuild --print-errorlogs \
-            > "$here/round-$r-$suite.log" 2>&1
+            > "$here/$commit-round-$r-$suite.log" 2>&1
         rc=$?
         load=$(cut -d' ' -f1 /proc/loadavg)
         sum=$(grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass): ' \
-              "$here/round-$r-$suite.log" | tr -s ' ' | tr '\n' ' ')
+              "$here/$commit-round-$r-$suite.log" | tr -s ' ' | tr '\n' ' ')
         printf 'round %d %-12s rc %d  %4d s  load %s  %s\n' "$r" "$suite" "$rc" \
             $(( $(date +%s) - t0 )) "$load" "$sum" | tee -a "$out"
         if [ $rc -ne 0 ]; then
             fails=$((fails + 1))
-            grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT)' "$here/round-$r-$suite.log" | sort -u | tee -a "$out"
+            grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT)' "$here/$commit-round-$r-$suite.log" | sort -u | tee -a "$out"
         else
-            rm -f "$here/round-$r-$suite.log"
+            rm -f "$here/$commit-round-$r-$suite.log"
         fi
     done
 done
