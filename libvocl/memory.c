@@ -459,6 +459,42 @@ static void *shared_live(struct vocl_mem *m)
     return shared;
 }
 
+/* m's shared memory where a command of q may use it now, or NULL: it must
+ * come after the queue's commands, so a non-blocking one goes only where
+ * the queue is drained (*drained), and a blocking one waits (shared_wait). */
+static void *shared_begin(struct vocl_queue *q, struct vocl_mem *m, cl_bool blocking,
+                          bool *drained)
+{
+    *drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
+    return *drained || blocking ? shared_live(m) : NULL;
+}
+
+/* Waits for the wait list, and for the queue unless it was drained: false
+ * with the error in *err. */
+static bool shared_wait(cl_command_queue queue, cl_uint nwl, const cl_event *wl, bool drained,
+                        cl_int *err)
+{
+    *err = nwl ? clWaitForEvents(nwl, wl) : CL_SUCCESS;
+    if (*err == CL_SUCCESS && !drained)
+        *err = clFinish(queue);
+    return *err == CL_SUCCESS;
+}
+
+/* The event of a command done in shared memory, if asked for: a marker
+ * after it, saying it is a command of type t, complete. */
+static cl_int shared_done(cl_command_queue queue, cl_event *event, cl_command_type t)
+{
+    if (!event)
+        return CL_SUCCESS;
+    cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, event);
+    if (err == CL_SUCCESS) {
+        struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
+        vocl_event_says(e, t);
+        vocl_event_known_complete(e); /* done, whatever the marker */
+    }
+    return err;
+}
+
 /*
  * A transfer of a buffer that a proxy of this node shares: one memcpy, once
  * the commands before it on the queue have ended.  That is so when nothing
@@ -481,27 +517,19 @@ static bool shared_xfer(bool write, cl_command_queue command_queue, cl_mem buffe
         offset > m->mem_size || size > m->mem_size - offset ||
         vocl_host_forbids(&m->obj, !write, write) || (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
-    bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
-    if (!drained && !blocking)
-        return false;
-    void *shared = shared_live(m);
+    bool drained;
+    void *shared = shared_begin(q, m, blocking, &drained);
     if (!shared)
         return false;
-    if (nwl && (*err = clWaitForEvents(nwl, wl)) != CL_SUCCESS)
-        return true;
-    if (!drained && (*err = clFinish(command_queue)) != CL_SUCCESS)
+    if (!shared_wait(command_queue, nwl, wl, drained, err))
         return true;
     if (write)
         memcpy((char *)shared + offset, ptr, size);
     else
         memcpy(ptr, (char *)shared + offset, size);
     vocl_prof_shared(size);
-    *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
-    if (event && *err == CL_SUCCESS) {
-        struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
-        transfer_event(e, write);
-        vocl_event_known_complete(e); /* the transfer is done, whatever the marker */
-    }
+    *err = shared_done(command_queue, event,
+                       write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER);
     return true;
 }
 
@@ -681,29 +709,18 @@ static bool shared_map(cl_command_queue command_queue, struct vocl_mem *m, cl_bo
     if ((nwl && !blocking) || !q || !may_share(q, m) || m->host_ptr || size == 0 ||
         (nwl && vocl_wl_check(&q->obj, nwl, wl)))
         return false;
-    bool drained = vocl_queue_finished_since_used(q) || !atomic_load(&q->enqueued_at);
-    if (!drained && !blocking)
-        return false;
-    void *shared = shared_live(m);
+    bool drained;
+    void *shared = shared_begin(q, m, blocking, &drained);
     if (!shared)
         return false;
+    if (!shared_wait(command_queue, nwl, wl, drained, err))
+        return true;
     void *alias = mremap(shared, 0, offset + size, MREMAP_MAYMOVE);
     if (alias == MAP_FAILED)
-        return false;
-    if ((nwl && (*err = clWaitForEvents(nwl, wl)) != CL_SUCCESS) ||
-        (!drained && (*err = clFinish(command_queue)) != CL_SUCCESS)) {
+        return false; /* (the shadow path, its waits done) */
+    if ((*err = shared_done(command_queue, event, CL_COMMAND_MAP_BUFFER)) != CL_SUCCESS) {
         munmap(alias, offset + size);
         return true;
-    }
-    *err = event ? clEnqueueMarkerWithWaitList(command_queue, 0, NULL, event) : CL_SUCCESS;
-    if (*err != CL_SUCCESS) {
-        munmap(alias, offset + size);
-        return true;
-    }
-    if (event) {
-        struct vocl_obj *e = vocl_lookup(*event, VOCL_T_EVENT);
-        vocl_event_says(e, CL_COMMAND_MAP_BUFFER);
-        vocl_event_known_complete(e);
     }
     vocl_prof_shared(size);
     *mp = (struct vocl_mapping){.ptr = (char *)alias + offset, .alias = alias, .shared = shared,
