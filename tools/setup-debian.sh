@@ -13,6 +13,8 @@ pkgs="$pkgs piglit clpeak clblast-tests hashcat python3-pyopencl python3-numpy"
 pkgs="$pkgs python-pyopencl-doc python3-pytest"
 # The HEP runtime's events files (examples/hep).
 pkgs="$pkgs libhdf5-dev"
+# The stacks of a test's program that hangs, in the test's output.
+pkgs="$pkgs gdb"
 # vocl-report's plots.
 pkgs="$pkgs python3-matplotlib"
 # The fuzz targets (-Dfuzz=true, tests/fuzz): clang and its libFuzzer runtime.

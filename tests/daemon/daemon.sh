@@ -18,7 +18,13 @@
 # place, tests/daemon/promcheck.py in VOCL-SMI's).
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
-fail() { echo "FAIL: $*"; exit 1; }
+# fail WHY: the test fails, with the stacks of any application that hung.
+fail() {
+    echo "FAIL: $*"
+    local h
+    for h in "$tmp"/*.hung; do [ -e "$h" ] && echo "--- $h" && cat "$h"; done
+    exit 1
+}
 
 tmp=$(mktemp -d)
 pids=()
@@ -94,11 +100,33 @@ wait_idle() {
 }
 
 # app LOG PROXIES PROGRAM ARGS...: an application alone, as a user runs it.
+# Past 120 s it is ended (status 124), its threads' stacks in LOG.hung
+# first, which fail prints: what it waited for.
 app() {
-    local log=$1 proxies=$2
+    local log=$1 proxies=$2 p rc=0
     shift 2
     case $proxies in */* | *:*) ;; *) proxies=$(px "$proxies") ;; esac
-    VOCL_PROXIES=$proxies LD_PRELOAD=$lib timeout 120 "$@" >"$log" 2>&1
+    VOCL_PROXIES=$proxies LD_PRELOAD=$lib "$@" >"$log" 2>&1 &
+    p=$!
+    watchdog "$p" 120 "$log.hung" >/dev/null 2>&1 &
+    wait "$p" || rc=$?
+    [ ! -e "$log.hung" ] || rc=124
+    return "$rc"
+}
+
+# watchdog PID SECONDS FILE: once PID has run SECONDS, its threads' stacks
+# (where gdb is) go to FILE, and it is killed.  Ends with PID.
+watchdog() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    {
+        echo "$(tr '\0' ' ' </proc/"$1"/cmdline | cut -c1-160): still running after $2 s"
+        ! command -v gdb >/dev/null ||
+            timeout 30 gdb -p "$1" -batch -ex 'thread apply all bt 20' 2>/dev/null |
+                grep -E '^(Thread|#)' | cut -c1-200
+    } >"$3.part"
+    mv "$3.part" "$3"
+    kill -9 "$1" 2>/dev/null || true
 }
 
 verified() { grep -q 'verified=yes' "$1" || fail "$2 did not verify: $(tail -5 "$1")"; }
@@ -999,7 +1027,8 @@ restart)
     # Restarting a daemon does not end the applications it serves, with
     # failover on: each session goes on on the daemon once it is back (or
     # on another daemon named), sent its log again, and one line says so.
-    export VOCL_FAILOVER=spare-proxy
+    # (Their info lines too, for when one fails: where its session went.)
+    export VOCL_FAILOVER=spare-proxy VOCL_VERBOSE=2
     # again NAME: daemon NAME started again on its port (its port file goes
     # when it is stopped: the port is kept in $tmp/NAME.port).
     again() {
@@ -1035,6 +1064,16 @@ restart)
         done
     }
     go() { local a; for a in "${progs[@]}"; do pkill -CONT -xf "$a" || true; done; }
+    # waited TAG WHAT: the three of TAG ended with status 0 (else their logs).
+    waited() {
+        local i=0 a rc
+        for a in gemm nbody sw; do
+            rc=0
+            wait "${three[$i]}" || rc=$?
+            [ "$rc" -eq 0 ] || fail "$a ($1), $2: exit $rc: $(tail -20 "$tmp/$1-$a")"
+            i=$((i + 1))
+        done
+    }
     # ended TAG WORDS: each of the three verified, having said WORDS on one line.
     ended() {
         local t=$1 a n
@@ -1061,7 +1100,7 @@ restart)
     pkill -CONT -xf "$off" || true
     sleep 2
     again a; pa=$dpid
-    for p in "${three[@]}"; do wait "$p" || fail "an application through the restarted daemon: exit $?"; done
+    waited crash "through the restarted daemon"
     ended crash 'goes on on the same daemon'
     ! wait "$offpid" || fail "nbody without failover went on after its daemon died"
     grep -q 'its devices are no longer available' "$tmp/crash-off" ||
@@ -1072,7 +1111,7 @@ restart)
     VOCL_FAILOVER_WAIT=6 runs a,b gone
     kill -9 "$pa"
     go
-    for p in "${three[@]}"; do wait "$p" || fail "an application after daemon a died: exit $?"; done
+    waited gone "after daemon a died"
     ended gone 'goes on on b'
     # 3. A rolling restart (SIGTERM, as systemctl restart) of 4 daemons,
     #    one after another, under 8 applications using all of them.
