@@ -159,7 +159,9 @@ int vocl_greet(struct vocl_proxy *px)
     }
     uint32_t ndev = c.err == CL_SUCCESS ? rep.devices.n : 0;
     struct vocl_obj **devs = NULL;
-    if (c.err == CL_SUCCESS && ndev) {
+    /* (Not for a spare, whose devices nobody lists: it may be greeted amid
+     * the application's work, while clGetDeviceIDs reads the array.) */
+    if (c.err == CL_SUCCESS && ndev && !px->spare) {
         devs = realloc(vocl.devices, (vocl.ndevices + ndev) * sizeof(*devs));
         if (!devs)
             c.err = CL_OUT_OF_HOST_MEMORY;
