@@ -368,4 +368,5 @@ void app_print_result(const char *app, const char *precision, uint64_t size, cl_
     printf("RESULT app=%s precision=%s size=%" PRIu64 " devices=%u seconds=%.6f rate=%.4g "
            "unit=%s verified=%s\n",
            app, precision, size, devices, seconds, rate, unit, verified ? "yes" : "no");
+    fflush(stdout); /* (as it happens: a test that stops the program mid-work looks for it) */
 }

@@ -524,6 +524,14 @@ static void leave(void)
     left = true;
     vocl_control_stop(); /* (a migration under way ends first) */
     vocl_prof_report();
+    /* From here on a proxy's death is final: what this process waited for
+     * has come, and a failover would run its work again only to say
+     * goodbye.  (One under way ends first: vocl_failover_settle.) */
+    for (int i = 0; i < vocl.nproxies; i++) {
+        pthread_mutex_lock(&vocl.proxies[i]->lock);
+        vocl.proxies[i]->leaving = true;
+        pthread_mutex_unlock(&vocl.proxies[i]->lock);
+    }
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin)

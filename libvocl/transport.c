@@ -63,14 +63,20 @@ static void fail_locked(struct vocl_proxy *px, const char *what)
 {
     if (px->dead)
         return;
-    if (px->flog && vocl_failover_locked(px, what))
+    if (px->flog && !px->leaving && vocl_failover_locked(px, what))
         return;
     char why[256]; /* (daemon mode: what UCX said of the connection) */
     if (px->conn && vocl_conn_dead(px->conn) && *vocl_conn_why(px->conn)) {
         snprintf(why, sizeof(why), "%s (its connection: %s)", what, vocl_conn_why(px->conn));
         what = why;
     }
-    if (px->name)
+    if (px->leaving && px->name) /* (what it sent back had all landed) */
+        vocl_warn("proxy %s: %s, as this program left (nothing it waited for is lost)",
+                  px->name, what);
+    else if (px->leaving)
+        vocl_warn("proxy %d (rank %d): %s, as this program left (nothing it waited for is "
+                  "lost)", px->index, px->rank, what);
+    else if (px->name)
         vocl_error("proxy %s: %s: its devices are no longer available", px->name, what);
     else
         vocl_error("proxy %d (rank %d): %s: its devices are no longer available", px->index,

@@ -153,6 +153,7 @@ struct vocl_proxy {
     bool replaying;      /* under lock: the spare is being sent the log; new requests join it */
     uint32_t replay_seq; /* under lock: the reply the replay waits for, and whether it came */
     bool replay_got;
+    bool leaving; /* under lock: this process leaves (init.c): a death is final */
     atomic_bool used; /* a spare that got a request (a migration's target): not for failover */
 };
 

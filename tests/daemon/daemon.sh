@@ -15,7 +15,8 @@
 # daemons: tests/integration's programs, their directory there), ports
 # (port files and vocl-smi --watch: VOCL-SMI in HOSTILE's place), metrics
 # (voclproxyd --metrics-file and vocl-smi --json: VOCL-SMI in HOSTILE's
-# place, tests/daemon/promcheck.py in VOCL-SMI's).
+# place, tests/daemon/promcheck.py in VOCL-SMI's), restart
+# (tests/daemon/leaver in HOSTILE's place).
 set -euo pipefail
 mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
 # fail WHY: the test fails, with the stacks of any application that hung.
@@ -29,6 +30,8 @@ fail() {
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
+    # (An application's program and watchdog first: children of its app.)
+    for p in "${pids[@]}"; do pkill -9 -P "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     if [ -n "${VOCL_KEEP_TMP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
@@ -1040,7 +1043,7 @@ restart)
     # are stopped (SIGSTOP), so that what comes next lands amid their work
     # however fast this machine is (go: they go on).
     progs=("$examples/gemm -n 512 -r 40" "$examples/nbody -n 2048 -s 120"
-           "$examples/smithwaterman -n 1024 -p 16")
+           "$examples/smithwaterman -n 1024 -p 64")
     runs() {
         local p=$1 t=$2 a
         three=()
@@ -1059,6 +1062,7 @@ restart)
             [ ${#stopped[@]} -eq 3 ] && break
             sleep 0.01
         done
+        # (RESULT is flushed as it is printed: examples/common.c.)
         for a in gemm nbody sw; do
             ! grep -q RESULT "$tmp/$t-$a" || fail "$a ended before it could be stopped: give it more work"
         done
@@ -1085,9 +1089,32 @@ restart)
         done
         echo "$t: gemm, nbody and smithwaterman verified; $(grep -h 'libvocl: error' "$tmp/$t-nbody")"
     }
-    # 1. Daemon a killed (-9: a crash) amid their work, back after 2 s.
+    # 0. An application done with its work when its daemon is killed and
+    #    back: it leaves at once with a warning, its BYE not failed over
+    #    (a replay would run its work again only to say goodbye; the BYE
+    #    went unlogged, and the application waited for its reply forever).
     start_daemon a 1; pa=$dpid
     sed 's/.*://' "$tmp/ports/a" >"$tmp/a.port"
+    app "$tmp/leaver" a "$hostile" "$tmp/leave" & lpid=$!
+    pids+=("$lpid")
+    for _ in $(seq 600); do grep -qs idle "$tmp/leaver" && break; sleep 0.1; done
+    grep -q 'came back; idle' "$tmp/leaver" || fail "leaver: $(cat "$tmp/leaver")"
+    kill -9 "$pa"
+    again a; pa=$dpid
+    served=$(clients a)
+    left=$(ms)
+    touch "$tmp/leave"
+    for _ in $(seq 300); do kill -0 "$lpid" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$lpid" 2>/dev/null || { sleep 1; fail "leaver: still there 30 s after its daemon died: $(cat "$tmp/leaver")"; }
+    rc=0
+    wait "$lpid" || rc=$?
+    left=$(($(ms) - left))
+    [ "$rc" -eq 0 ] && grep -q 'as this program left' "$tmp/leaver" &&
+        ! grep -q 'libvocl: error' "$tmp/leaver" ||
+        fail "leaver after its daemon died: exit $rc: $(grep libvocl "$tmp/leaver")"
+    [ "$(clients a)" -eq "$served" ] || fail "leaver: its session went on on the restarted daemon"
+    echo "done when its daemon died: left in $left ms, $(grep -o 'warning: .*' "$tmp/leaver")"
+    # 1. Daemon a killed (-9: a crash) amid their work, back after 2 s.
     # (And nbody without failover: it ends with the clear error it always did.)
     off="$examples/nbody -n 2048 -s 121"
     app "$tmp/crash-off" a env VOCL_FAILOVER=0 $off & offpid=$!
