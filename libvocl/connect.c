@@ -451,8 +451,32 @@ bool vocl_worker_fate(struct vocl_proxy *px, char *how, size_t n)
     return true;
 }
 
+static struct {
+    pthread_mutex_t lock;
+    struct vocl_conn **c;
+    size_t n;
+} retired = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void vocl_connect_retire(struct vocl_conn *c)
+{
+    pthread_mutex_lock(&retired.lock);
+    struct vocl_conn **more = realloc(retired.c, (retired.n + 1) * sizeof(*more));
+    if (more) /* (else it stays open: a dead peer's, until the process ends) */
+        (retired.c = more)[retired.n++] = c;
+    pthread_mutex_unlock(&retired.lock);
+}
+
 void vocl_connect_close(void)
 {
+    pthread_mutex_lock(&retired.lock);
+    struct vocl_conn **old = retired.c;
+    size_t nold = retired.n;
+    retired.c = NULL;
+    retired.n = 0;
+    pthread_mutex_unlock(&retired.lock);
+    for (size_t i = 0; i < nold; i++)
+        vocl_conn_close(old[i]);
+    free(old);
     for (int i = 0; i < vocl.nproxies; i++) {
         struct vocl_proxy *px = vocl.proxies[i];
         if (px->local || !px->conn)

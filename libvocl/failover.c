@@ -491,7 +491,7 @@ static void *rejoin(void *arg)
     pthread_mutex_unlock(&px->lock);
     if (on) { /* (else px keeps them, dead, until the application leaves) */
         vocl_live_unlink(r->old_live);
-        vocl_conn_close(r->old_conn);
+        vocl_connect_retire(r->old_conn);
     } else if (s) { /* (the log could not be posted there) */
         if (px->conn != s->conn) { /* (else px has it now, closed as it leaves) */
             vocl_live_unlink(s->live);

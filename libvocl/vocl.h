@@ -376,6 +376,11 @@ void vocl_connect_close(void);
  * nowhere, greeted as a spare (its devices listed by none), for failover.c
  * to move a session to; NULL (a message said why) if it cannot be had. */
 struct vocl_proxy *vocl_connect_again(const char *host, int port, const char *name);
+/* The connection a session left for a new daemon (failover.c): closed by
+ * vocl_connect_close, not now.  A thread may still hold one of its
+ * requests, which live in its worker, and the leave must not race its
+ * close.  (A worker per failover, until the leave.) */
+void vocl_connect_retire(struct vocl_conn *c);
 
 /* The next value of the enqueue clock (from 1). */
 static inline uint64_t vocl_tick(void)
