@@ -1105,7 +1105,8 @@ restart)
     left=$(ms)
     touch "$tmp/leave"
     for _ in $(seq 300); do kill -0 "$lpid" 2>/dev/null || break; sleep 0.1; done
-    ! kill -0 "$lpid" 2>/dev/null || { sleep 1; fail "leaver: still there 30 s after its daemon died: $(cat "$tmp/leaver")"; }
+    ! kill -0 "$lpid" 2>/dev/null ||
+        fail "leaver: still there 30 s after its daemon died: $(cat "$tmp/leaver")"
     rc=0
     wait "$lpid" || rc=$?
     left=$(($(ms) - left))
