@@ -55,6 +55,11 @@ start_daemon() {
     local name=$1 ndev=$2 devs="" i
     shift 2
     for ((i = 0; i < ndev; i++)); do devs="$devs pthread"; done
+    # (Its log's lines so far counted first: a daemon started again may
+    # say it listens before this shell looks.)
+    local was
+    touch "$tmp/$name.log"
+    was=$(grep -c 'listening on' "$tmp/$name.log" || true)
     # (No MALLOC_PERTURB_, which meson sets: it writes into memory as it
     # is freed, so resident memory would count the free parts of the heap.)
     POCL_DEVICES=${devs# } env -u MALLOC_PERTURB_ "$proxyd" --listen --name "$name" -v \
@@ -62,9 +67,6 @@ start_daemon() {
         >>"$tmp/$name.log" 2>&1 &
     dpid=$!
     pids+=("$dpid")
-    local was
-    touch "$tmp/$name.log"
-    was=$(grep -c 'listening on' "$tmp/$name.log" || true)
     for _ in $(seq 200); do
         [ "$(grep -c 'listening on' "$tmp/$name.log" || true)" -gt "$was" ] && return 0
         kill -0 "$dpid" 2>/dev/null || break
