@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <CL/cl.h>
+#include "first_queue.h"
 
 int main(int argc, char **argv)
 {
@@ -17,13 +17,10 @@ int main(int argc, char **argv)
         return 2;
     size_t size = (size_t)atol(argv[1]) << 20;
     int n = atoi(argv[2]);
-    cl_platform_id plat;
+    cl_context ctx;
     cl_device_id dev;
     cl_int err;
-    if (clGetPlatformIDs(1, &plat, NULL) || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
-        return 1;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+    cl_command_queue q = first_queue(&ctx, &dev);
     if (!q)
         return 1;
     for (int i = 0; i < n; i++) {

@@ -8,19 +8,16 @@
  */
 #include <stdio.h>
 
-#include <CL/cl.h>
+#include "first_queue.h"
 
 static const char *src = "kernel void boom(global int *x) { x[(size_t)1 << 40] = 1; }\n";
 
 int main(void)
 {
-    cl_platform_id plat;
+    cl_context ctx;
     cl_device_id dev;
     cl_int err;
-    if (clGetPlatformIDs(1, &plat, NULL) || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
-        return 1;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+    cl_command_queue q = first_queue(&ctx, &dev);
     cl_mem x = q ? clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(int), NULL, &err) : NULL;
     cl_program p = x ? clCreateProgramWithSource(ctx, 1, &src, NULL, &err) : NULL;
     if (!p || clBuildProgram(p, 1, &dev, NULL, NULL, NULL))

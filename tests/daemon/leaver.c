@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <CL/cl.h>
+#include "first_queue.h"
 
 #define N (1u << 20)
 
@@ -24,13 +24,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: leaver FILE\n");
         return 2;
     }
-    cl_platform_id plat;
+    cl_context ctx;
     cl_device_id dev;
     cl_int err;
-    if (clGetPlatformIDs(1, &plat, NULL) || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
-        return 2;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+    cl_command_queue q = first_queue(&ctx, &dev);
     cl_mem x = q ? clCreateBuffer(ctx, CL_MEM_READ_WRITE, N, NULL, &err) : NULL;
     for (unsigned i = 0; i < N; i++)
         out[i] = (unsigned char)(i * 7 + 1);
