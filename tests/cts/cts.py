@@ -164,7 +164,9 @@ def start_daemon(proxyd, tmp):
     tmp: (the process, the environment its clients need)."""
     port, token = os.path.join(tmp, 'daemon.port'), os.path.join(tmp, 'token')
     log = open(os.path.join(tmp, 'daemon.log'), 'w')
-    env = dict(os.environ, POCL_DEVICES='pthread', VOCL_TOKEN_FILE=token)
+    # Loopback only, the daemon's lanes and its clients' (UCX would add
+    # every interface's address).
+    env = dict(os.environ, POCL_DEVICES='pthread', VOCL_TOKEN_FILE=token, UCX_NET_DEVICES='lo')
     p = subprocess.Popen([proxyd, '--listen', '--address', '127.0.0.1', '--port', '0',
                           '--port-file', port], env=env, stdout=log, stderr=subprocess.STDOUT,
                          start_new_session=True)
@@ -174,7 +176,7 @@ def start_daemon(proxyd, tmp):
         time.sleep(0.05)
     if not os.path.exists(port):
         sys.exit('cts.py: the daemon did not start: %s' % tail(open(log.name).read()))
-    return p, {'VOCL_PROXIES': port, 'VOCL_TOKEN_FILE': token}
+    return p, {'VOCL_PROXIES': port, 'VOCL_TOKEN_FILE': token, 'UCX_NET_DEVICES': 'lo'}
 
 
 def main():

@@ -22,10 +22,10 @@ mpi=$1 lib=$2 proxyd=$3 examples=$4 what=$5 hostile=${6:-} smi=${7:-}
 # fail WHY: the test fails, with the stacks of any application that hung.
 fail() {
     echo "FAIL: $*"
-    local h
-    for h in "$tmp"/*.hung; do [ -e "$h" ] && echo "--- $h" && cat "$h"; done
+    hung_stacks "${tmp:-}"
     exit 1
 }
+. "$(dirname "$0")/watchdog.sh"
 
 tmp=$(mktemp -d)
 pids=()
@@ -117,21 +117,6 @@ app() {
     wait "$p" || rc=$?
     [ ! -e "$log.hung" ] || rc=124
     return "$rc"
-}
-
-# watchdog PID SECONDS FILE: once PID has run SECONDS, its threads' stacks
-# (where gdb is) go to FILE, and it is killed.  Ends with PID.
-watchdog() {
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-    {
-        echo "$(tr '\0' ' ' </proc/"$1"/cmdline | cut -c1-160): still running after $2 s"
-        ! command -v gdb >/dev/null ||
-            timeout 30 gdb -p "$1" -batch -ex 'thread apply all bt 20' 2>/dev/null |
-                grep -E '^(Thread|#)' | cut -c1-200
-    } >"$3.part"
-    mv "$3.part" "$3"
-    kill -9 "$1" 2>/dev/null || true
 }
 
 verified() { grep -q 'verified=yes' "$1" || fail "$2 did not verify: $(tail -5 "$1")"; }

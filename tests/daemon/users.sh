@@ -11,7 +11,12 @@
 # All traffic stays on loopback.
 set -euo pipefail
 readme=$1 lib=$2 proxyd=$3 examples=$4 what=$5 worker=${6:-}
-fail() { echo "FAIL: $*"; exit 1; }
+fail() {
+    echo "FAIL: $*"
+    hung_stacks "${tmp:-}"
+    exit 1
+}
+. "$(dirname "$0")/watchdog.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root, to make the users it runs as (useradd)"; exit 77; }
 for c in useradd userdel runuser; do
     command -v $c >/dev/null || { echo "SKIP: no $c"; exit 77; }
@@ -81,11 +86,17 @@ port=$(cat "$tmp/run/gpu.port")
 dpid=$(pgrep -u "$svc" -f 'voclproxyd --listen' | head -1)
 
 # run LOG USER PROGRAM ARGS...: an application of USER through the daemon.
+# Past 120 s it is ended (status 124), its threads' stacks in LOG.hung
+# first, which fail prints (watchdog.sh).
 run() {
-    local log=$1 u=$2
+    local log=$1 u=$2 p rc=0
     shift 2
-    as "$u" env VOCL_PROXIES="$port" LD_PRELOAD="$tmp/bin/libvocl.so" timeout 120 "$@" \
-        >"$log" 2>&1
+    as "$u" env VOCL_PROXIES="$port" LD_PRELOAD="$tmp/bin/libvocl.so" "$@" >"$log" 2>&1 &
+    p=$!
+    watchdog "$p" "${VOCL_APP_LIMIT:-120}" "$log.hung" >/dev/null 2>&1 &
+    wait "$p" || rc=$?
+    [ ! -e "$log.hung" ] || rc=124
+    return "$rc"
 }
 
 case $what in
