@@ -118,9 +118,14 @@ static void sleep_for(long ns)
         nanosleep(&(struct timespec){0, ns}, NULL);
 }
 
+long vocl_backoff_step(uint64_t start, long sleep_ns)
+{
+    return step(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed), false);
+}
+
 void vocl_backoff(uint64_t start, long sleep_ns)
 {
-    sleep_for(step(start, sleep_ns, atomic_load_explicit(&spin_ns, memory_order_relaxed), false));
+    sleep_for(vocl_backoff_step(start, sleep_ns));
 }
 
 long vocl_backoff_idle_step(uint64_t start, long sleep_ns)

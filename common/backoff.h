@@ -18,6 +18,10 @@ uint64_t vocl_now_ns(void);
  * crowded node (vocl_backoff_setup) it returns at once for 5 us, then
  * sleeps; on a busy one it yields at once. */
 void vocl_backoff(uint64_t start, long sleep_ns);
+/* The same, but where it would sleep it returns how long (ns) instead,
+ * for the caller to sleep on a descriptor that wakes it (ucx.c); 0 when it
+ * polled or yielded. */
+long vocl_backoff_step(uint64_t start, long sleep_ns);
 /* The same for a proxy with no request to serve: it yields after 5 us,
  * and sleeps 20 us in place of every 16th yield.  The devices' own threads
  * share its node (on a CPU device, the threads that compute): the proxy

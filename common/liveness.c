@@ -347,7 +347,7 @@ static int exchange(struct vocl_conn *c, const void *out, size_t nout, void *in,
         if (!failed && vocl_req_null(&r[0]) && vocl_req_null(&r[1]))
             return 0;
         if (!failed && !late)
-            vocl_backoff(start, 1000000);
+            vocl_conn_backoff(c, start);
     }
     vocl_req_cancel(&r[0]);
     vocl_req_cancel(&r[1]);

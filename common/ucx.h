@@ -69,6 +69,11 @@ struct vocl_conn *vocl_accept(struct vocl_listener *l, uint64_t timeout_ns);
 /* Stops listening (connections asked for and not accepted are refused). */
 void vocl_listener_close(struct vocl_listener *l);
 
+/* Between two polls of a wait on c that began at start: vocl_backoff's
+ * step (backoff.h), but where that sleeps, c's worker is armed and the
+ * thread sleeps on its descriptor, woken by what comes for c. */
+void vocl_conn_backoff(struct vocl_conn *c, uint64_t start);
+
 /* Tells the message layer (chan.c) about a UCX request. */
 struct vocl_req;
 void *vocl_conn_worker(struct vocl_conn *c);
