@@ -155,6 +155,24 @@ def run_one(cmd, env, limit, log):
     return verdict(rc, out, timed_out), time.monotonic() - t0, out
 
 
+def start_cost(vocl, vocl_env, native_env, runs=9):
+    """What a process pays to start through VOCL (a job and its proxies,
+    or a daemon's connection) above starting natively: the median wall of
+    `clinfo -l` through VOCL less its native median, in seconds; None
+    without clinfo."""
+    clinfo = shutil.which('clinfo')
+    if not clinfo:
+        return None
+    def median(cmd, env):
+        t = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t.append(time.monotonic() - t0)
+        return sorted(t)[runs // 2]
+    return max(0.0, median(vocl + [clinfo, '-l'], vocl_env) - median([clinfo, '-l'], native_env))
+
+
 def tail(text, n=15):
     return '\n'.join('      ' + l for l in text.splitlines()[-n:])
 
@@ -226,6 +244,10 @@ def main():
 
     diffs, allowed, missing = [], [], []
     rows = []  # suite, counts native, counts vocl, wall native, wall vocl
+    start = start_cost(vocl, vocl_env, native_env)
+    if start is not None:
+        say('starting a process through VOCL (%s) costs %.0f ms above natively (clinfo -l, '
+            'medians of 9)' % (mode, start * 1000))
     for suite in suites:
         name = SUITES.get(suite, 'test_' + os.path.basename(suite))
         binary = bins.get(name)
@@ -237,7 +259,7 @@ def main():
             names = [None]  # the whole binary as one
         cwd = os.path.dirname(binary)  # (some suites read files beside them)
         counts = {'native': {}, 'vocl': {}}
-        wall = {'native': 0.0, 'vocl': 0.0}
+        wall = {'native': 0.0, 'vocl': 0.0, 'n': 0}
         for sub in names:
             if sub and suite in LEFT_OUT and LEFT_OUT[suite].match(sub):
                 continue
@@ -254,6 +276,7 @@ def main():
             if nv != 'hang':  # (as the issue counts: sub-tests that finish natively)
                 wall['native'] += nt
                 wall['vocl'] += vt
+                wall['n'] += 1
             say('%-60s native %-5s %6.1f s   vocl %-5s %6.1f s' % (label, nv, nt, vv, vt))
             if nv == 'pass' and vv != 'pass':
                 if vv == 'skip' and suite in SKIP_ALLOWED:
@@ -263,13 +286,18 @@ def main():
         rows.append((suite, counts, wall))
 
     say('')
-    say('%-26s %-34s %-34s %s' % ('suite (%s)' % mode, 'native', 'vocl', 'wall vocl/native'))
+    # The last column takes each sub-test's start through VOCL off its
+    # wall: what the calls themselves cost, where the sub-tests are short.
+    say('%-26s %-34s %-34s %-28s %s' % ('suite (%s)' % mode, 'native', 'vocl', 'wall vocl/native',
+                                        'less the starts'))
     for suite, counts, wall in rows:
         fmt = lambda c: ' '.join('%s %d' % (k, c[k]) for k in sorted(c))
         ratio = wall['vocl'] / wall['native'] if wall['native'] else 0
-        say('%-26s %-34s %-34s %.1f/%.1f s = %.2fx' % (suite, fmt(counts['native']),
-                                                       fmt(counts['vocl']), wall['vocl'],
-                                                       wall['native'], ratio))
+        less = ('%.2fx' % ((wall['vocl'] - wall['n'] * start) / wall['native'])
+                if start is not None and wall['native'] else '-')
+        say('%-26s %-34s %-34s %-28s %s' % (suite, fmt(counts['native']), fmt(counts['vocl']),
+                                            '%.1f/%.1f s = %.2fx' % (wall['vocl'], wall['native'],
+                                                                     ratio), less))
     if missing:
         say('not found in %s (not run): %s' % (root, ' '.join(missing)))
     if allowed:
