@@ -393,11 +393,12 @@ static void build_post(struct vocl_call *e, struct vocl_obj *p, cl_uint rep,
  * Builds (or compiles) p on each of its proxies at once: every request is
  * posted, then every reply awaited, so that N proxies build in the time of
  * one, as a driver builds for its devices.  (One after another, a build
- * over two proxies took 97-111 ms against 77-94 natively, medians of 15
- * PoCL builds from its cache; at once, 72-89 ms.)  Every proxy builds even
+ * over two proxies took 49-79 ms against 47-64 natively, medians of 15
+ * PoCL builds from its cache on the idle 2-core machine; at once, 36-52
+ * ms.)  Every proxy builds even
  * where another fails, as a driver does for each device (before, one that
  * failed left the next proxies' devices unbuilt: tests/integration/
- * spanning.c, 11); the call's status is the first failure, in the
+ * spanning.c, 12); the call's status is the first failure, in the
  * replicas' order.  Errors go to c.
  */
 static void build_everywhere(struct vocl_call *c, struct vocl_obj *p, const struct build_args *a)
