@@ -162,8 +162,8 @@ static long socket_uid(const struct sockaddr_storage *from, const struct sockadd
 /* A connection's steps (UCX's handshake, a link's hello, a close) wait
  * for answers that each take a moment: a fixed nap of 1 ms a poll made a
  * daemon client's start (two connections, to the daemon and its worker)
- * 54-57 ms, medians of 11 CTS sub-tests on loopback; woken by the answer,
- * 41-45 ms (3 rounds each, in turns, on the busy 2-core machine). */
+ * 40-42 ms, medians of 11 CTS sub-tests on loopback, twice, on the idle
+ * 2-core machine; woken by the answer, 28-29 ms. */
 void vocl_conn_backoff(struct vocl_conn *c, uint64_t start)
 {
     long ns = vocl_backoff_step(start, 1000000);
