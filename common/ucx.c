@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -106,6 +107,18 @@ static ucp_worker_h new_worker(char *err, size_t errlen)
     return w;
 }
 
+/* Sleeps at most ns on worker w's descriptor, woken by what comes for it;
+ * returns at once when w has something to progress (arm: UCS_ERR_BUSY). */
+static void nap_on(ucp_worker_h w, uint64_t ns)
+{
+    int fd;
+    if (ucp_worker_get_efd(w, &fd) != UCS_OK || ucp_worker_arm(w) != UCS_OK)
+        return;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    ppoll(&p, 1, &t, NULL);
+}
+
 /* --- connections ---------------------------------------------------------------------------- */
 
 static void conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -167,13 +180,8 @@ static long socket_uid(const struct sockaddr_storage *from, const struct sockadd
 void vocl_conn_backoff(struct vocl_conn *c, uint64_t start)
 {
     long ns = vocl_backoff_step(start, 1000000);
-    int fd;
-    if (ns == 0 || ucp_worker_get_efd(c->worker, &fd) != UCS_OK)
-        return;
-    if (ucp_worker_arm(c->worker) != UCS_OK)
-        return; /* (UCS_ERR_BUSY: something to progress first) */
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    ppoll(&p, 1, &(struct timespec){0, ns}, NULL);
+    if (ns)
+        nap_on(c->worker, (uint64_t)ns);
 }
 
 /* Waits for request req of c (NULL: done) at most timeout_ns: UCS_OK, its
@@ -485,12 +493,8 @@ struct vocl_conn *vocl_accept(struct vocl_listener *l, uint64_t timeout_ns)
         if (spent >= timeout_ns)
             return NULL;
         /* Idle: sleep on the worker's descriptor until a client asks. */
-        int fd;
-        if (ucp_worker_get_efd(l->worker, &fd) == UCS_OK && ucp_worker_arm(l->worker) == UCS_OK) {
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            uint64_t left = timeout_ns - spent;
-            poll(&p, 1, left > 100000000u ? 100 : (int)(left / 1000000u) + 1);
-        }
+        uint64_t left = timeout_ns - spent;
+        nap_on(l->worker, left > 100000000u ? 100000000u : left);
     }
     char err[128];
     struct vocl_conn *c = conn_new(err, sizeof(err));
